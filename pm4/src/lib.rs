@@ -1,0 +1,1 @@
+//! PM4 packets.

@@ -1,0 +1,61 @@
+//! The one persistent program cache every backend goes through, generic over the program object
+//! a backend keeps in memory (`P`).
+//!
+//! `get`: memory hit → handle · else, once per key however many threads ask (single flight):
+//! disk hit → verify → backend loads the blob (a refusal discards the entry) · else compile →
+//! publish to disk → insert.
+
+mod config;
+mod disk;
+mod error;
+mod key;
+mod memory;
+mod stats;
+
+use std::time::Duration;
+
+pub use config::CacheConfig;
+pub use disk::{DiskStore, EntryInfo, PruneReport, VerifyReport};
+pub use error::CacheError;
+pub use key::{CacheKey, GpuId, CACHE_FORMAT_VERSION};
+pub use memory::ProgramHandle;
+pub use stats::CacheStats;
+
+/// A serialized program as a backend's driver produced it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob {
+    /// Backend-specific format tag (GL: the binaryFormat enum).
+    pub format: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// What a compile produced: the live program, and the blob to persist if the backend can
+/// serialize it (`None`: memory tier only).
+pub struct Built<P> {
+    pub program: P,
+    pub blob: Option<Blob>,
+    pub compile_time: Duration,
+}
+
+/// How the cache gets a program when memory misses; one value per request.
+pub trait ProgramSource<P> {
+    /// A compile failure; handed to every thread waiting on the same key, hence `Clone`.
+    type Error: Clone + Send + Sync + 'static;
+
+    /// Compiles from source. Called at most once per key at a time.
+    fn compile(&self) -> Result<Built<P>, Self::Error>;
+
+    /// Loads a verified blob. `Err` carries the driver's reason for refusing it; the cache then
+    /// discards the entry and compiles.
+    fn load(&self, blob: &Blob) -> Result<P, String>;
+}
+
+pub use memory::ProgramCache;
+
+/// Nanoseconds since the Unix epoch; 0 if the clock is before it.
+pub(crate) fn now_unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
