@@ -259,7 +259,7 @@ pub trait Backend: Send + Sync {
     fn cache_dir(&self) -> Option<PathBuf>;
 }
 
-impl dyn Backend {
+impl dyn Backend + '_ {
     /// Creates a buffer holding `data`.
     pub fn upload<T: bytemuck::Pod>(&self, data: &[T], usage: BufferUsage) -> Result<Buffer> {
         let bytes: &[u8] = bytemuck::cast_slice(data);

@@ -26,6 +26,7 @@ pub mod cache;
 mod error;
 pub mod gl;
 pub mod kernel;
+pub mod suite;
 
 pub use backend::{
     open, open_from_env, Arg, Backend, BackendChoice, BackendKind, Buffer, BufferUsage, DeviceInfo, Limits,

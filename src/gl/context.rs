@@ -1,0 +1,184 @@
+//! Headless EGL: picks an EGL device (hardware before Mesa's software rasterizer, or the one
+//! `SPARKLE_EGL_DEVICE` names), falls back to the default display, and creates the newest core
+//! OpenGL context from 4.6 down to 4.3, current without a surface.
+//!
+//! Everything here runs on the GL thread: glutin's current context is neither `Send` nor `Sync`.
+
+use std::ffi::CStr;
+
+use glutin::api::egl::{context::PossiblyCurrentContext, device::Device, display::Display};
+use glutin::config::{Api, ConfigSurfaceTypes, ConfigTemplateBuilder};
+use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
+use glutin::error::ErrorKind;
+use glutin::prelude::*;
+
+use super::GlError;
+
+/// The environment variable that pins an EGL device by its index in enumeration order.
+pub const DEVICE_ENV: &str = "SPARKLE_EGL_DEVICE";
+
+/// Core profile versions tried, newest first (Mesa refuses 4.6 but takes 4.5; NVIDIA gives exactly
+/// what is asked for).
+const VERSIONS: [(u8, u8); 4] = [(4, 6), (4, 5), (4, 4), (4, 3)];
+
+/// A live context, current on the thread that made it.
+pub(crate) struct EglContext {
+    pub gl: glow::Context,
+    /// Which EGL device (or the default display) the context came from, for `info`.
+    pub source: String,
+    // Field order matters: the context goes before the display it belongs to.
+    _context: PossiblyCurrentContext,
+    _display: Display,
+}
+
+/// One EGL device seen during enumeration.
+struct Candidate {
+    index: usize,
+    device: Device,
+    software: bool,
+}
+
+impl Candidate {
+    fn describe(&self) -> String {
+        let kind = if self.software { "software" } else { "hardware" };
+        let node = self
+            .device
+            .drm_render_device_node_path()
+            .map(|p| format!(", {}", p.display()))
+            .unwrap_or_default();
+        let name = self.device.name().or(self.device.vendor()).unwrap_or("unnamed");
+        format!("EGL device {} ({name}, {kind}{node})", self.index)
+    }
+}
+
+/// Creates a context, trying devices in preference order.
+pub(crate) fn create() -> Result<EglContext, GlError> {
+    let pinned = pinned_device_index()?;
+    let mut candidates = match Device::query_devices() {
+        Ok(devices) => devices
+            .enumerate()
+            .map(|(index, device)| {
+                let software = device.extensions().contains("EGL_MESA_device_software");
+                Candidate { index, device, software }
+            })
+            .collect::<Vec<_>>(),
+        Err(err) if err.error_kind() == ErrorKind::NotFound => return Err(GlError::EglMissing),
+        Err(err) => {
+            tracing::info!(error = %err, "EGL device enumeration unavailable");
+            Vec::new()
+        }
+    };
+    for candidate in &candidates {
+        tracing::debug!("found {}", candidate.describe());
+    }
+
+    if let Some(index) = pinned {
+        let Some(position) = candidates.iter().position(|c| c.index == index) else {
+            return Err(GlError::BadDevice {
+                value: index.to_string(),
+                available: list_candidates(&candidates),
+            });
+        };
+        let candidate = candidates.swap_remove(position);
+        return context_on_device(&candidate);
+    }
+
+    // Hardware devices first; enumeration order otherwise.
+    candidates.sort_by_key(|c| (c.software, c.index));
+    let mut failures = Vec::new();
+    for candidate in &candidates {
+        match context_on_device(candidate) {
+            Ok(context) => return Ok(context),
+            Err(err) => {
+                tracing::info!("{} gave no context: {err}", candidate.describe());
+                failures.push(format!("{}: {err}", candidate.describe()));
+            }
+        }
+    }
+    match context_on_default_display() {
+        Ok(context) => Ok(context),
+        Err(err) => {
+            failures.push(format!("default EGL display: {err}"));
+            Err(GlError::NoContext(failures.join("; ")))
+        }
+    }
+}
+
+fn pinned_device_index() -> Result<Option<usize>, GlError> {
+    match std::env::var(DEVICE_ENV) {
+        Ok(value) if !value.trim().is_empty() => {
+            value.trim().parse().map(Some).map_err(|_| GlError::BadDevice {
+                value,
+                available: "set it to a device index such as 0 (`sparkle info` lists them)".into(),
+            })
+        }
+        _ => Ok(None),
+    }
+}
+
+fn list_candidates(candidates: &[Candidate]) -> String {
+    if candidates.is_empty() {
+        return "EGL lists no devices on this machine".into();
+    }
+    let names: Vec<String> = candidates.iter().map(Candidate::describe).collect();
+    format!("the devices are: {}", names.join(", "))
+}
+
+fn context_on_device(candidate: &Candidate) -> Result<EglContext, GlError> {
+    // SAFETY: `None` is allowed (no DRM master fd); the device comes from this EGL's enumeration.
+    let display = unsafe { Display::with_device(&candidate.device, None) }.map_err(egl_error)?;
+    finish(display, candidate.describe())
+}
+
+/// The default display. Mesa picks its platform from `EGL_PLATFORM` here, so
+/// `EGL_PLATFORM=surfaceless` selects its surfaceless platform on a headless machine.
+fn context_on_default_display() -> Result<EglContext, GlError> {
+    let handle = raw_window_handle::RawDisplayHandle::Android(raw_window_handle::AndroidDisplayHandle::new());
+    // SAFETY: an Android handle carries no pointer; on this platform glutin ends in
+    // eglGetDisplay(EGL_DEFAULT_DISPLAY), which takes no native object.
+    let display = unsafe { Display::new(handle) }.map_err(egl_error)?;
+    finish(display, "default EGL display".into())
+}
+
+fn finish(display: Display, source: String) -> Result<EglContext, GlError> {
+    let template = ConfigTemplateBuilder::new()
+        .with_surface_type(ConfigSurfaceTypes::empty())
+        .with_api(Api::OPENGL)
+        .build();
+    // SAFETY: the template holds no native window; the display is initialized.
+    let config = unsafe { display.find_configs(template) }
+        .map_err(egl_error)?
+        .next()
+        .ok_or_else(|| GlError::NoContext("no surfaceless OpenGL config".into()))?;
+
+    let mut refusals = Vec::new();
+    for (major, minor) in VERSIONS {
+        let attributes = ContextAttributesBuilder::new()
+            .with_profile(GlProfile::Core)
+            .with_context_api(ContextApi::OpenGl(Some(Version::new(major, minor))))
+            .build(None);
+        // SAFETY: no raw window handle is passed; config and display belong together.
+        match unsafe { display.create_context(&config, &attributes) } {
+            Ok(context) => {
+                let context = context.make_current_surfaceless().map_err(egl_error)?;
+                // SAFETY: the context is current on this thread; EGL returns function pointers
+                // valid for it.
+                let gl = unsafe {
+                    glow::Context::from_loader_function_cstr(|name: &CStr| display.get_proc_address(name))
+                };
+                tracing::debug!("OpenGL {major}.{minor} core context on {source}");
+                return Ok(EglContext { gl, source, _context: context, _display: display });
+            }
+            Err(err) => refusals.push(format!("{major}.{minor}: {err}")),
+        }
+    }
+    Err(GlError::NoContext(format!("no core context 4.3 or newer ({})", refusals.join(", "))))
+}
+
+fn egl_error(err: glutin::error::Error) -> GlError {
+    if err.error_kind() == ErrorKind::NotFound {
+        GlError::EglMissing
+    } else {
+        GlError::NoContext(err.to_string())
+    }
+}

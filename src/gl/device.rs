@@ -1,0 +1,95 @@
+//! What the GL device is: identity strings, version, extensions, program binary formats and
+//! compute limits, read once when the context is made; and the `GpuId` derived from them.
+
+use glow::HasContext;
+
+use super::context::EglContext;
+use super::GlError;
+use crate::backend::{BackendKind, Limits};
+use crate::cache::GpuId;
+
+/// Facts read from the driver when the context was created.
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    pub vendor: String,
+    pub renderer: String,
+    pub version: String,
+    pub glsl_version: String,
+    pub context_version: (u32, u32),
+    pub source: String,
+    pub binary_formats: Vec<u32>,
+    /// `GL_KHR_parallel_shader_compile` or `GL_ARB_parallel_shader_compile`.
+    pub parallel_compile: bool,
+    pub limits: Limits,
+}
+
+impl Probe {
+    /// Identity of blobs: a driver update changes `GL_VERSION`, a new GPU `GL_RENDERER`.
+    pub fn gpu_id(&self) -> GpuId {
+        let formats: Vec<String> = self.binary_formats.iter().map(|f| format!("0x{f:04x}")).collect();
+        GpuId::new(
+            BackendKind::Gl,
+            vec![
+                ("vendor".into(), self.vendor.clone()),
+                ("renderer".into(), self.renderer.clone()),
+                ("version".into(), self.version.clone()),
+                ("binary formats".into(), formats.join(",")),
+            ],
+        )
+    }
+
+    pub fn persists_programs(&self) -> bool {
+        !self.binary_formats.is_empty()
+    }
+}
+
+pub(crate) fn probe(context: &EglContext) -> Result<Probe, GlError> {
+    let gl = &context.gl;
+    // SAFETY: the context is current on this thread; these are plain queries with valid enums
+    // and indices below 3 for the indexed ones.
+    unsafe {
+        let version = gl.version();
+        let renderer = gl.get_parameter_string(glow::RENDERER);
+        let version_string = gl.get_parameter_string(glow::VERSION);
+        if (version.major, version.minor) < (4, 3) {
+            return Err(GlError::VersionTooOld { renderer, version: version_string });
+        }
+        let format_count = gl.get_parameter_i32(glow::NUM_PROGRAM_BINARY_FORMATS).max(0) as usize;
+        let mut formats = vec![0i32; format_count];
+        if format_count > 0 {
+            gl.get_parameter_i32_slice(glow::PROGRAM_BINARY_FORMATS, &mut formats);
+        }
+        let extensions = gl.supported_extensions();
+        let parallel_compile = extensions.contains("GL_KHR_parallel_shader_compile")
+            || extensions.contains("GL_ARB_parallel_shader_compile");
+        let indexed = |name| [0, 1, 2].map(|i| gl.get_parameter_indexed_i32(name, i).max(0) as u32);
+        let limits = Limits {
+            max_workgroup_size: indexed(glow::MAX_COMPUTE_WORK_GROUP_SIZE),
+            max_workgroup_invocations: gl.get_parameter_i32(glow::MAX_COMPUTE_WORK_GROUP_INVOCATIONS).max(0)
+                as u32,
+            max_workgroup_count: indexed(glow::MAX_COMPUTE_WORK_GROUP_COUNT),
+            max_shared_memory_bytes: gl.get_parameter_i32(glow::MAX_COMPUTE_SHARED_MEMORY_SIZE).max(0) as u32,
+            max_storage_buffer_bytes: gl.get_parameter_i64(glow::MAX_SHADER_STORAGE_BLOCK_SIZE).max(0) as u64,
+            max_storage_buffer_bindings: gl.get_parameter_i32(glow::MAX_COMPUTE_SHADER_STORAGE_BLOCKS).max(0)
+                as u32,
+        };
+        // Queries above may leave an error on drivers missing one enum; it must not be blamed
+        // on the first real call.
+        while gl.get_error() != glow::NO_ERROR {}
+        if parallel_compile {
+            // Let the driver use as many compiler threads as it likes.
+            gl.max_shader_compiler_threads(u32::MAX);
+        }
+        Ok(Probe {
+            vendor: gl.get_parameter_string(glow::VENDOR),
+            renderer,
+            version: version_string,
+            glsl_version: gl.get_parameter_string(glow::SHADING_LANGUAGE_VERSION),
+            context_version: (version.major, version.minor),
+            source: context.source.clone(),
+            binary_formats: formats.into_iter().map(|f| f as u32).collect(),
+            parallel_compile,
+            limits,
+        })
+    }
+}

@@ -1,0 +1,50 @@
+//! Errors of the gl backend. `Clone`, because one compile error is handed to every thread that
+//! waited on the same program.
+
+/// What can go wrong in the gl backend.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GlError {
+    #[error(
+        "libEGL.so.1 could not be loaded: install an EGL loader and a GL driver \
+         (Debian/Ubuntu: apt-get install libegl1 libgl1-mesa-dri)"
+    )]
+    EglMissing,
+    #[error("no OpenGL 4.3+ core context could be created: {0}")]
+    NoContext(String),
+    #[error("SPARKLE_EGL_DEVICE={value:?} names no EGL device; {available}")]
+    BadDevice { value: String, available: String },
+    #[error("{renderer} offers OpenGL {version}; compute shaders need OpenGL 4.3 or newer")]
+    VersionTooOld { renderer: String, version: String },
+    #[error("kernel `{kernel}` failed to compile:\n{log}")]
+    Compile { kernel: String, log: String },
+    #[error("kernel `{kernel}` failed to link:\n{log}")]
+    Link { kernel: String, log: String },
+    #[error("GL error {name} (0x{code:04x}) during {operation}")]
+    Driver { operation: String, code: u32, name: &'static str },
+    #[error("could not create a {size}-byte buffer: {reason}")]
+    BufferCreation { size: u64, reason: String },
+    #[error("bytes {offset}..{end} are outside the {size}-byte buffer")]
+    OutOfBounds { offset: u64, end: u64, size: u64 },
+    #[error("this {what} belongs to the {backend} backend; pass one created by the gl backend")]
+    ForeignObject { what: &'static str, backend: String },
+    #[error("dispatch of kernel `{kernel}` did not finish within {timeout_ms} ms")]
+    Timeout { kernel: String, timeout_ms: u128 },
+    #[error("the GL thread has stopped (see the log for the reason); open a new backend")]
+    ThreadGone,
+}
+
+/// The name of a `glGetError` code.
+pub(crate) fn error_name(code: u32) -> &'static str {
+    match code {
+        glow::INVALID_ENUM => "GL_INVALID_ENUM",
+        glow::INVALID_VALUE => "GL_INVALID_VALUE",
+        glow::INVALID_OPERATION => "GL_INVALID_OPERATION",
+        glow::INVALID_FRAMEBUFFER_OPERATION => "GL_INVALID_FRAMEBUFFER_OPERATION",
+        glow::OUT_OF_MEMORY => "GL_OUT_OF_MEMORY",
+        glow::STACK_UNDERFLOW => "GL_STACK_UNDERFLOW",
+        glow::STACK_OVERFLOW => "GL_STACK_OVERFLOW",
+        glow::CONTEXT_LOST => "GL_CONTEXT_LOST",
+        glow::WAIT_FAILED => "GL_WAIT_FAILED",
+        _ => "unknown GL error",
+    }
+}

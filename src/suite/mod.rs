@@ -1,0 +1,113 @@
+//! The built-in kernel suite — saxpy, tiled sgemm, conv2d — as ordinary user kernels: each is a
+//! [`KernelSpec`] plus a problem of some size with random inputs, a CPU reference computed in
+//! f64, and a per-element error bound. The `sparkle` command runs and benchmarks these.
+
+mod check;
+pub mod conv2d;
+pub mod saxpy;
+pub mod sgemm;
+
+use std::time::Duration;
+
+pub use check::{verify, Mismatch, Verdict};
+
+use crate::backend::{Backend, Buffer, Program, Submission};
+use crate::kernel::KernelSpec;
+use crate::Result;
+
+/// How long a suite dispatch may take before it is reported as hung.
+pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One problem instance of a suite kernel.
+pub trait Case: Send + Sync {
+    /// The kernel this case runs (the same spec for every size).
+    fn spec(&self) -> KernelSpec;
+    /// e.g. `sgemm 257x129x65`.
+    fn describe(&self) -> String;
+    /// Uploads the inputs and allocates the outputs.
+    fn upload(&self, backend: &dyn Backend) -> Result<Vec<Buffer>>;
+    /// Dispatches over buffers from [`upload`](Self::upload).
+    fn dispatch(&self, backend: &dyn Backend, program: &Program, buffers: &[Buffer]) -> Result<Submission>;
+    /// Reads the result back.
+    fn download(&self, backend: &dyn Backend, buffers: &[Buffer]) -> Result<Vec<f32>>;
+    /// The CPU result and, per element, the largest error that still counts as correct.
+    fn reference(&self) -> (Vec<f64>, Vec<f64>);
+    /// Floating-point operations and bytes moved by one dispatch, for throughput figures.
+    fn work(&self) -> Work;
+}
+
+/// The amount of work in one dispatch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Work {
+    pub flops: f64,
+    pub bytes: f64,
+}
+
+/// The suite's kernels, in a fixed order.
+pub fn kernels() -> Vec<KernelSpec> {
+    vec![saxpy::spec(), sgemm::spec(), conv2d::spec()]
+}
+
+/// The names `case` accepts.
+pub const NAMES: [&str; 3] = [saxpy::NAME, sgemm::NAME, conv2d::NAME];
+
+/// A case of kernel `name` with `sizes` (missing sizes take defaults); inputs come from `seed`.
+pub fn case(name: &str, sizes: &[usize], seed: u64) -> std::result::Result<Box<dyn Case>, String> {
+    let size = |i: usize, default: usize| sizes.get(i).copied().unwrap_or(default);
+    if sizes.contains(&0) {
+        return Err("sizes must be at least 1".into());
+    }
+    match name {
+        saxpy::NAME if sizes.len() <= 1 => Ok(Box::new(saxpy::Saxpy::random(size(0, 1 << 20), seed))),
+        sgemm::NAME if sizes.len() <= 3 => {
+            let m = size(0, 512);
+            Ok(Box::new(sgemm::Sgemm::random(m, size(1, m), size(2, m), seed)))
+        }
+        conv2d::NAME if sizes.len() <= 5 => Ok(Box::new(conv2d::Conv2d::random(
+            conv2d::Shape { n: size(0, 1), c: size(1, 16), h: size(2, 64), w: size(3, 64), k: size(4, 16) },
+            seed,
+        ))),
+        saxpy::NAME => Err("saxpy takes one size: N".into()),
+        sgemm::NAME => Err("sgemm takes up to three sizes: M N K".into()),
+        conv2d::NAME => Err("conv2d takes up to five sizes: N C H W K".into()),
+        other => Err(format!("no suite kernel is called `{other}`; the suite has {}", NAMES.join(", "))),
+    }
+}
+
+/// The cases `sparkle bench` runs: one per kernel, sized to take a noticeable but short time.
+pub fn bench_cases(seed: u64) -> Vec<Box<dyn Case>> {
+    vec![
+        Box::new(saxpy::Saxpy::random(1 << 22, seed)),
+        Box::new(sgemm::Sgemm::random(1024, 1024, 1024, seed)),
+        Box::new(conv2d::Conv2d::random(conv2d::Shape { n: 4, c: 32, h: 64, w: 64, k: 32 }, seed)),
+    ]
+}
+
+/// Runs `case` once with `program` and checks it against the CPU.
+pub fn run_and_verify(backend: &dyn Backend, program: &Program, case: &dyn Case) -> Result<Verdict> {
+    let buffers = case.upload(backend)?;
+    case.dispatch(backend, program, &buffers)?.wait(DISPATCH_TIMEOUT)?;
+    let got = case.download(backend, &buffers)?;
+    let (want, tolerance) = case.reference();
+    Ok(verify(&got, &want, &tolerance))
+}
+
+/// Deterministic inputs in [-1, 1) (SplitMix64), so every run and every process sees the same.
+pub(crate) fn random_floats(count: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed;
+    (0..count)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Workgroups needed to cover `items` with groups of `per_group`.
+pub(crate) fn groups_for(items: usize, per_group: u32) -> u32 {
+    items.div_ceil(per_group as usize) as u32
+}
