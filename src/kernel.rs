@@ -157,14 +157,9 @@ impl KernelSpec {
 
     /// The source for `language`, or an error naming the kernel and the missing language.
     pub fn source(&self, language: SourceLanguage) -> Result<&str, KernelError> {
-        self.sources
-            .iter()
-            .find(|(l, _)| *l == language)
-            .map(|(_, s)| s.as_str())
-            .ok_or_else(|| KernelError::MissingSource {
-                kernel: self.name.clone(),
-                language: language.name(),
-            })
+        self.sources.iter().find(|(l, _)| *l == language).map(|(_, s)| s.as_str()).ok_or_else(|| {
+            KernelError::MissingSource { kernel: self.name.clone(), language: language.name() }
+        })
     }
 
     /// Total invocations per workgroup.
@@ -184,11 +179,8 @@ impl KernelSpec {
                 self.workgroup_size
             )));
         }
-        for (axis, (&size, &max)) in self
-            .workgroup_size
-            .iter()
-            .zip(device.limits.max_workgroup_size.iter())
-            .enumerate()
+        for (axis, (&size, &max)) in
+            self.workgroup_size.iter().zip(device.limits.max_workgroup_size.iter()).enumerate()
         {
             if size > max {
                 return Err(KernelError::ExceedsLimit {
@@ -215,7 +207,12 @@ impl KernelSpec {
     }
 
     /// Checks a dispatch's arguments and grid against the spec and the device.
-    pub fn validate_dispatch(&self, device: &DeviceInfo, args: &[Arg<'_>], groups: [u32; 3]) -> Result<(), KernelError> {
+    pub fn validate_dispatch(
+        &self,
+        device: &DeviceInfo,
+        args: &[Arg<'_>],
+        groups: [u32; 3],
+    ) -> Result<(), KernelError> {
         if args.len() != self.bindings.len() {
             return Err(KernelError::ArgumentCount {
                 kernel: self.name.clone(),
@@ -242,7 +239,8 @@ impl KernelSpec {
                 });
             }
         }
-        for (axis, (&count, &max)) in groups.iter().zip(device.limits.max_workgroup_count.iter()).enumerate() {
+        for (axis, (&count, &max)) in groups.iter().zip(device.limits.max_workgroup_count.iter()).enumerate()
+        {
             if count == 0 || count > max {
                 return Err(KernelError::ExceedsLimit {
                     kernel: self.name.clone(),
@@ -260,11 +258,8 @@ impl KernelSpec {
     /// The cache key of this kernel on `gpu`: every input that changes the compiled program.
     pub fn cache_key(&self, gpu: &GpuId, language: SourceLanguage) -> Result<CacheKey, KernelError> {
         let source = self.source(language)?;
-        let mut parts: Vec<&[u8]> = vec![
-            language.name().as_bytes(),
-            self.entry_point.as_bytes(),
-            source.as_bytes(),
-        ];
+        let mut parts: Vec<&[u8]> =
+            vec![language.name().as_bytes(), self.entry_point.as_bytes(), source.as_bytes()];
         let workgroup: Vec<u8> = self.workgroup_size.iter().flat_map(|d| d.to_le_bytes()).collect();
         parts.push(&workgroup);
         for (name, value) in &self.defines {
