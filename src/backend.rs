@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::cache::{CacheStats, GpuId};
+use crate::cache::{CacheConfig, CacheStats, GpuId};
 use crate::kernel::KernelSpec;
 use crate::{Error, Result};
 
@@ -282,18 +282,24 @@ pub fn open_from_env() -> Result<Box<dyn Backend>> {
     open(BackendChoice::from_env()?)
 }
 
-/// Opens the backend `choice` names; `auto` takes the first in [`BackendKind::ALL`] that works.
+/// Opens the backend `choice` names, with the cache configured from the environment.
 pub fn open(choice: BackendChoice) -> Result<Box<dyn Backend>> {
+    open_with(choice, &CacheConfig::from_env()?)
+}
+
+/// Opens the backend `choice` names with an explicit cache configuration; `auto` takes the
+/// first in [`BackendKind::ALL`] that works.
+pub fn open_with(choice: BackendChoice, cache: &CacheConfig) -> Result<Box<dyn Backend>> {
     match choice {
         BackendChoice::Only(kind) => {
-            let backend = open_kind(kind)?;
+            let backend = open_kind(kind, cache)?;
             tracing::info!(backend = %kind, "using the backend {BACKEND_ENV} asks for");
             Ok(backend)
         }
         BackendChoice::Auto => {
             let mut reasons = Vec::new();
             for &kind in BackendKind::ALL {
-                match open_kind(kind) {
+                match open_kind(kind, cache) {
                     Ok(backend) => {
                         tracing::info!(backend = %kind, "auto: picked the first backend that opened");
                         return Ok(backend);
@@ -309,8 +315,8 @@ pub fn open(choice: BackendChoice) -> Result<Box<dyn Backend>> {
     }
 }
 
-fn open_kind(kind: BackendKind) -> Result<Box<dyn Backend>> {
+fn open_kind(kind: BackendKind, cache: &CacheConfig) -> Result<Box<dyn Backend>> {
     match kind {
-        BackendKind::Gl => Ok(Box::new(crate::gl::GlBackend::open()?)),
+        BackendKind::Gl => Ok(Box::new(crate::gl::GlBackend::open_with(cache)?)),
     }
 }

@@ -29,8 +29,8 @@ pub mod kernel;
 pub mod suite;
 
 pub use backend::{
-    open, open_from_env, Arg, Backend, BackendChoice, BackendKind, Buffer, BufferUsage, DeviceInfo, Limits,
-    Program, Submission,
+    open, open_from_env, open_with, Arg, Backend, BackendChoice, BackendKind, Buffer, BufferUsage,
+    DeviceInfo, Limits, Program, Submission,
 };
 pub use error::{Error, Result};
 pub use kernel::{Access, Binding, KernelError, KernelSpec, ScalarType, SourceLanguage};

@@ -1,1 +1,17 @@
-fn main() {}
+//! The `sparkle` command: device info, running and verifying the kernel suite, benchmarks, and
+//! cache maintenance.
+
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    cli::init_logging();
+    match cli::run() {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::from(1)
+        }
+    }
+}
