@@ -7,19 +7,25 @@
 
 mod config;
 mod disk;
+mod disk_tier;
+mod entry;
 mod error;
+mod files;
 mod key;
 mod memory;
+mod program_cache;
+mod single_flight;
 mod stats;
 
 use std::time::Duration;
 
-pub use config::CacheConfig;
-pub use disk::{DiskStore, EntryInfo, PruneReport, VerifyReport};
+pub use config::{parse_size, CacheConfig, DIR_ENV, MAX_AGE_ENV, MAX_SIZE_ENV};
+pub use disk::{DiskStore, EntryInfo, PruneReport, VerifyReport, GPU_DESCRIPTION};
+pub use entry::{EntryHeader, HEADER_LEN};
 pub use error::CacheError;
 pub use key::{CacheKey, GpuId, CACHE_FORMAT_VERSION};
 pub use memory::ProgramHandle;
-pub use stats::CacheStats;
+pub use stats::{human_bytes, CacheStats};
 
 /// A serialized program as a backend's driver produced it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +56,7 @@ pub trait ProgramSource<P> {
     fn load(&self, blob: &Blob) -> Result<P, String>;
 }
 
-pub use memory::ProgramCache;
+pub use program_cache::ProgramCache;
 
 /// Nanoseconds since the Unix epoch; 0 if the clock is before it.
 pub(crate) fn now_unix_ns() -> u64 {

@@ -1,0 +1,377 @@
+//! `DiskStore`: the cache folder as a whole, without any backend — listing, verifying, pruning
+//! and clearing entries across every GPU folder. The `sparkle cache` commands and the cache's own
+//! size bound use it.
+//!
+//! Layout: `<root>/<backend>-<gpu hash>/<first 2 hex of key>/<32 hex key>`, plus `gpu.txt` (and
+//! `gpu.json`) describing the GPU in each GPU folder. Names starting with `.tmp-` are files being
+//! written or removed.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::entry::{EntryHeader, Expect, HEADER_LEN};
+use super::files::{self, current_uid, FileIdentity, ReadOutcome, STALE_TEMP_AGE, TEMP_PREFIX};
+use super::{CacheError, CacheKey};
+use crate::backend::BackendKind;
+
+/// The description file in each GPU folder.
+pub const GPU_DESCRIPTION: &str = "gpu.txt";
+pub const GPU_DESCRIPTION_JSON: &str = "gpu.json";
+
+/// One entry file, as `sparkle cache list` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EntryInfo {
+    pub gpu_dir: String,
+    /// 32 hex digits.
+    pub key: String,
+    pub path: PathBuf,
+    pub backend: u32,
+    pub blob_format: u32,
+    pub payload_len: u64,
+    pub file_size: u64,
+    #[serde(serialize_with = "secs")]
+    pub compile_time: Duration,
+    pub created_unix_ns: u64,
+    /// The later of the header's stamp and the file's mtime (uses are recorded in the mtime).
+    pub last_used_unix_ns: u64,
+    pub owner_uid: u32,
+    /// Why the header cannot be used, if it cannot (the other fields are then zero).
+    pub problem: Option<String>,
+}
+
+fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// What `verify` found.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct VerifyReport {
+    pub checked: u64,
+    pub valid: u64,
+    /// Entries that failed verification and were removed, with the reason.
+    pub removed: Vec<(PathBuf, String)>,
+    /// Entries of other users: neither checked nor removed.
+    pub skipped_foreign: Vec<PathBuf>,
+}
+
+/// What `prune` or `clear` removed and what is left.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PruneReport {
+    pub removed_entries: u64,
+    pub removed_bytes: u64,
+    /// Leftovers of interrupted writes.
+    pub removed_temp_files: u64,
+    pub remaining_entries: u64,
+    pub remaining_bytes: u64,
+}
+
+/// A cache folder, for maintenance.
+#[derive(Debug, Clone)]
+pub struct DiskStore {
+    root: PathBuf,
+}
+
+/// A file found under the root.
+struct Found {
+    gpu_dir: String,
+    path: PathBuf,
+    meta: fs::Metadata,
+    kind: FoundKind,
+}
+
+enum FoundKind {
+    Entry(CacheKey),
+    Temp,
+}
+
+impl Found {
+    fn last_used(&self) -> SystemTime {
+        self.meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+}
+
+/// `gl-0123456789abcdef` → (backend name, gpu hash).
+pub fn parse_gpu_dir_name(name: &str) -> Option<(&str, u64)> {
+    let (backend, hash) = name.rsplit_once('-')?;
+    if backend.is_empty() || hash.len() != 16 || !backend.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
+    }
+    Some((backend, u64::from_str_radix(hash, 16).ok()?))
+}
+
+fn is_shard_name(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+fn unix_ns(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH).map_or(0, super::stats::duration_ns)
+}
+
+/// Reads a folder; a folder that vanished meanwhile (another process cleared it) reads as empty.
+fn read_dir(dir: &Path) -> Result<Vec<fs::DirEntry>, CacheError> {
+    match fs::read_dir(dir) {
+        Ok(entries) => Ok(entries.filter_map(Result::ok).collect()),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(err) => Err(CacheError::io("read the folder", dir, err)),
+    }
+}
+
+impl DiskStore {
+    /// The store rooted at the cache folder (the one holding a folder per GPU). Nothing is
+    /// touched until a method is called; a missing root reads as an empty cache.
+    pub fn open(root: impl Into<PathBuf>) -> DiskStore {
+        DiskStore { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The GPU folders: (folder name, contents of its description file, or why it is missing).
+    pub fn gpus(&self) -> Result<Vec<(String, String)>, CacheError> {
+        let mut out = Vec::new();
+        for dir in self.gpu_dirs()? {
+            let description = match fs::read_to_string(dir.path().join(GPU_DESCRIPTION)) {
+                Ok(text) => text,
+                Err(err) => format!("(no readable {GPU_DESCRIPTION}: {err})\n"),
+            };
+            out.push((dir.file_name().to_string_lossy().into_owned(), description));
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn gpu_dirs(&self) -> Result<Vec<fs::DirEntry>, CacheError> {
+        Ok(read_dir(&self.root)?
+            .into_iter()
+            .filter(|d| {
+                d.file_type().is_ok_and(|t| t.is_dir())
+                    && d.file_name().to_str().and_then(parse_gpu_dir_name).is_some()
+            })
+            .collect())
+    }
+
+    /// Every entry and temporary file, without following links or reading contents.
+    fn walk(&self) -> Result<Vec<Found>, CacheError> {
+        let mut found = Vec::new();
+        for gpu in self.gpu_dirs()? {
+            let gpu_dir = gpu.file_name().to_string_lossy().into_owned();
+            for shard in read_dir(&gpu.path())? {
+                let name = shard.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if !is_shard_name(name) || !shard.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                for file in read_dir(&shard.path())? {
+                    let file_name = file.file_name();
+                    let Some(file_name) = file_name.to_str() else { continue };
+                    let kind = if file_name.starts_with(TEMP_PREFIX) {
+                        FoundKind::Temp
+                    } else {
+                        match CacheKey::from_hex(file_name) {
+                            Some(key) if file_name.starts_with(name) => FoundKind::Entry(key),
+                            _ => continue,
+                        }
+                    };
+                    let path = file.path();
+                    let meta = match fs::symlink_metadata(&path) {
+                        Ok(meta) => meta,
+                        Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
+                        Err(err) => return Err(CacheError::io("inspect", path, err)),
+                    };
+                    if !meta.is_file() {
+                        continue;
+                    }
+                    found.push(Found { gpu_dir: gpu_dir.clone(), path, meta, kind });
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Every entry with what its header says; headers are checked, payloads are not read.
+    pub fn list(&self) -> Result<Vec<EntryInfo>, CacheError> {
+        let mut out = Vec::new();
+        for found in self.walk()? {
+            let FoundKind::Entry(key) = found.kind else { continue };
+            let mut info = EntryInfo {
+                gpu_dir: found.gpu_dir.clone(),
+                key: key.hex(),
+                path: found.path.clone(),
+                backend: 0,
+                blob_format: 0,
+                payload_len: 0,
+                file_size: found.meta.len(),
+                compile_time: Duration::ZERO,
+                created_unix_ns: 0,
+                last_used_unix_ns: unix_ns(found.last_used()),
+                owner_uid: found.meta.uid(),
+                problem: None,
+            };
+            match read_header(&found.path, found.meta.len()) {
+                Ok(header) => {
+                    info.backend = header.backend;
+                    info.blob_format = header.blob_format;
+                    info.payload_len = header.payload_len;
+                    info.compile_time = Duration::from_nanos(header.compile_time_ns);
+                    info.created_unix_ns = header.created_ns;
+                    info.last_used_unix_ns = info.last_used_unix_ns.max(header.last_used_ns);
+                    if header.key() != key {
+                        info.problem = Some(format!("file name says {key}, header says {}", header.key()));
+                    }
+                }
+                Err(problem) => info.problem = Some(problem),
+            }
+            out.push(info);
+        }
+        out.sort_by(|a, b| (&a.gpu_dir, &a.key).cmp(&(&b.gpu_dir, &b.key)));
+        Ok(out)
+    }
+
+    /// Checks every entry of this user completely (header, identity against its folder and file
+    /// name, payload checksum) and removes those that fail.
+    pub fn verify(&self) -> Result<VerifyReport, CacheError> {
+        let mut report = VerifyReport::default();
+        let uid = current_uid();
+        for found in self.walk()? {
+            let FoundKind::Entry(key) = found.kind else { continue };
+            if found.meta.uid() != uid {
+                report.skipped_foreign.push(found.path);
+                continue;
+            }
+            report.checked += 1;
+            let dir_identity = parse_gpu_dir_name(&found.gpu_dir);
+            let expect = |header: &EntryHeader| {
+                let (backend_name, gpu_hash) = dir_identity?;
+                // A backend this build does not know may come from a newer build sharing the
+                // folder: its code is taken on trust, everything else is still checked.
+                let backend = BackendKind::ALL
+                    .iter()
+                    .find(|k| k.name() == backend_name)
+                    .map_or(header.backend, |k| k.code());
+                Some(Expect { backend, gpu_hash, key })
+            };
+            let outcome = match files::read_entry_with(&found.path, expect) {
+                Ok(outcome) => outcome,
+                Err(err) if err.kind() == io::ErrorKind::InvalidData => ReadOutcome::Rejected {
+                    problem: super::entry::Problem::BadMagic,
+                    identity: FileIdentity::of(&found.meta),
+                },
+                Err(err) => return Err(CacheError::io("read the entry", found.path, err)),
+            };
+            match outcome {
+                ReadOutcome::Missing => report.checked -= 1,
+                ReadOutcome::Found(_) => report.valid += 1,
+                ReadOutcome::Foreign { .. } => {
+                    report.checked -= 1;
+                    report.skipped_foreign.push(found.path);
+                }
+                ReadOutcome::Rejected { problem, identity } => {
+                    match files::remove_if_same(&found.path, identity) {
+                        Ok(true) => report.removed.push((found.path, problem.to_string())),
+                        Ok(false) => {}
+                        Err(err) => return Err(CacheError::io("remove the corrupt entry", found.path, err)),
+                    }
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Removes this user's entries unused for longer than `max_age`, then the least recently used
+    /// ones until the entries total at most `max_bytes`, and leftovers of interrupted writes.
+    /// Entries of other users are neither counted nor removed.
+    pub fn prune(&self, max_bytes: u64, max_age: Option<Duration>) -> Result<PruneReport, CacheError> {
+        self.remove_where(|entries, now| {
+            let mut remove = vec![false; entries.len()];
+            let mut order: Vec<usize> = (0..entries.len()).collect();
+            order.sort_by_key(|&i| (entries[i].last_used(), i));
+            let mut total: u64 = entries.iter().map(|f| f.meta.len()).sum();
+            for &i in &order {
+                let too_old = max_age
+                    .is_some_and(|max| now.duration_since(entries[i].last_used()).is_ok_and(|age| age > max));
+                if too_old || total > max_bytes {
+                    remove[i] = true;
+                    total -= entries[i].meta.len();
+                }
+            }
+            remove
+        })
+    }
+
+    /// Removes every entry of this user, then the folders and description files left empty.
+    pub fn clear(&self) -> Result<PruneReport, CacheError> {
+        let report = self.remove_where(|entries, _| vec![true; entries.len()])?;
+        for gpu in self.gpu_dirs()? {
+            let gpu_path = gpu.path();
+            for shard in read_dir(&gpu_path)? {
+                let _ = fs::remove_dir(shard.path());
+            }
+            for file in [GPU_DESCRIPTION, GPU_DESCRIPTION_JSON] {
+                let _ = fs::remove_file(gpu_path.join(file));
+            }
+            let _ = fs::remove_dir(&gpu_path);
+        }
+        Ok(report)
+    }
+
+    /// Removes the entries `choose` marks (it sees this user's entries, sorted by nothing in
+    /// particular, and the current time), and stale temporary files.
+    fn remove_where(
+        &self,
+        choose: impl FnOnce(&[Found], SystemTime) -> Vec<bool>,
+    ) -> Result<PruneReport, CacheError> {
+        let now = SystemTime::now();
+        let uid = current_uid();
+        let mut report = PruneReport::default();
+        let mut entries = Vec::new();
+        for found in self.walk()? {
+            if found.meta.uid() != uid {
+                continue;
+            }
+            match found.kind {
+                FoundKind::Entry(_) => entries.push(found),
+                FoundKind::Temp => {
+                    let stale = now.duration_since(found.last_used()).is_ok_and(|age| age > STALE_TEMP_AGE);
+                    if stale && fs::remove_file(&found.path).is_ok() {
+                        report.removed_temp_files += 1;
+                    }
+                }
+            }
+        }
+        let remove = choose(&entries, now);
+        for (found, remove) in entries.iter().zip(remove) {
+            let size = found.meta.len();
+            if !remove {
+                report.remaining_entries += 1;
+                report.remaining_bytes += size;
+                continue;
+            }
+            match files::remove_if_same(&found.path, FileIdentity::of(&found.meta)) {
+                Ok(true) => {
+                    report.removed_entries += 1;
+                    report.removed_bytes += size;
+                }
+                // Replaced by a fresh entry meanwhile (which stays), or already gone.
+                Ok(false) => {}
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(err) => return Err(CacheError::io("remove the entry", &found.path, err)),
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// Reads and checks an entry's header (not its payload).
+fn read_header(path: &Path, file_len: u64) -> Result<EntryHeader, String> {
+    use std::io::Read;
+    let mut file = fs::File::open(path).map_err(|err| format!("cannot read: {err}"))?;
+    let mut bytes = [0u8; HEADER_LEN];
+    file.read_exact(&mut bytes).map_err(|_| format!("file of {file_len} bytes is shorter than a header"))?;
+    EntryHeader::parse(&bytes, file_len).map_err(|problem| problem.to_string())
+}

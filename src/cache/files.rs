@@ -1,0 +1,225 @@
+//! File operations on entries that must hold up with several processes sharing one cache folder:
+//! reading and verifying an entry, publishing one atomically, removing one only if it is still
+//! the file that was judged, private folders, and the owner check.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, SystemTime};
+
+use super::entry::{EntryHeader, Expect, Problem, HEADER_LEN};
+use super::{Blob, CacheKey};
+
+/// Prefix of files that are not entries yet (being written) or any more (being removed).
+pub const TEMP_PREFIX: &str = ".tmp-";
+
+/// Temporary files older than this belong to a process that died; pruning removes them.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(3600);
+
+/// The effective user id, which must own every entry that is loaded.
+pub fn current_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, cannot fail and touches no memory of this process.
+    unsafe { libc::geteuid() }
+}
+
+/// Which file a path named when it was judged: a rename in between gives a different inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileIdentity {
+    pub fn of(meta: &fs::Metadata) -> Self {
+        Self { dev: meta.dev(), ino: meta.ino() }
+    }
+}
+
+/// `<gpu dir>/<first 2 hex>/<32 hex>`.
+pub fn entry_path(gpu_dir: &Path, key: CacheKey) -> PathBuf {
+    let hex = key.hex();
+    gpu_dir.join(&hex[..2]).join(hex)
+}
+
+/// Creates `dir` and its missing parents, private to the user (0700).
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Narrows a folder this user owns to 0700 if it is wider; folders of other users are left alone.
+pub fn make_private(dir: &Path) -> io::Result<()> {
+    let meta = fs::symlink_metadata(dir)?;
+    if meta.uid() == current_uid() && meta.mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// A verified entry, ready for the backend.
+#[derive(Debug)]
+pub struct Verified {
+    pub header: EntryHeader,
+    pub blob: Blob,
+    pub identity: FileIdentity,
+    pub mtime: SystemTime,
+    file: File,
+}
+
+impl Verified {
+    /// Records a use in the file's mtime if the last one is older than `interval`. The header's
+    /// own stamp is never rewritten: changing it in place could show a reader a torn header, and
+    /// republishing the whole entry costs a full write for a hint.
+    pub fn touch(&self, interval: Duration) {
+        let now = SystemTime::now();
+        if now.duration_since(self.mtime).is_ok_and(|age| age >= interval) {
+            if let Err(err) = self.file.set_modified(now) {
+                tracing::debug!(error = %err, "could not record the use of a cache entry");
+            }
+        }
+    }
+}
+
+/// What reading an entry found.
+#[derive(Debug)]
+pub enum ReadOutcome {
+    Missing,
+    /// Owned by another user: not read, not removed.
+    Foreign {
+        uid: u32,
+    },
+    /// Failed verification; `identity` names the file judged, for [`remove_if_same`].
+    Rejected {
+        problem: Problem,
+        identity: FileIdentity,
+    },
+    Found(Verified),
+}
+
+/// Opens and fully verifies the entry at `path` against `expect`; the payload is only returned
+/// when every check passed.
+pub fn read_entry(path: &Path, expect: &Expect) -> io::Result<ReadOutcome> {
+    read_entry_with(path, |_| Some(*expect))
+}
+
+/// Like [`read_entry`], with the expectation derived from the header (for maintenance commands
+/// that only know what the folder names say).
+pub fn read_entry_with(
+    path: &Path,
+    expect: impl FnOnce(&EntryHeader) -> Option<Expect>,
+) -> io::Result<ReadOutcome> {
+    // O_NOFOLLOW: an entry is a regular file, never a link to one elsewhere. O_NONBLOCK: a FIFO
+    // planted at an entry's path must not hang the open.
+    let file =
+        match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(ReadOutcome::Missing),
+            Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "the entry is a symbolic link"));
+            }
+            Err(err) => return Err(err),
+        };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "the entry is not a regular file"));
+    }
+    if meta.uid() != current_uid() {
+        return Ok(ReadOutcome::Foreign { uid: meta.uid() });
+    }
+    let identity = FileIdentity::of(&meta);
+    let rejected = |problem| Ok(ReadOutcome::Rejected { problem, identity });
+    let len = meta.len();
+    if len < HEADER_LEN as u64 {
+        return rejected(Problem::Truncated { len });
+    }
+    let mut reader = &file;
+    let mut header_bytes = [0u8; HEADER_LEN];
+    if let Err(err) = reader.read_exact(&mut header_bytes) {
+        return match err.kind() {
+            io::ErrorKind::UnexpectedEof => rejected(Problem::Truncated { len }),
+            _ => Err(err),
+        };
+    }
+    let header = match EntryHeader::parse(&header_bytes, len) {
+        Ok(header) => header,
+        Err(problem) => return rejected(problem),
+    };
+    let Some(expect) = expect(&header) else {
+        return rejected(Problem::BadMagic);
+    };
+    if let Err(problem) = header.check_identity(&expect) {
+        return rejected(problem);
+    }
+    // The length was checked against the file's size, so this allocation is bounded by it.
+    let payload_len = usize::try_from(header.payload_len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "entry too large for this host"))?;
+    let mut payload = vec![0u8; payload_len];
+    if let Err(err) = reader.read_exact(&mut payload) {
+        return match err.kind() {
+            io::ErrorKind::UnexpectedEof => rejected(Problem::Truncated { len }),
+            _ => Err(err),
+        };
+    }
+    if let Err(problem) = header.check_payload(&payload) {
+        return rejected(problem);
+    }
+    let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+    let blob = Blob { format: header.blob_format, bytes: payload };
+    Ok(ReadOutcome::Found(Verified { header, blob, identity, mtime, file }))
+}
+
+/// Writes `header` + `payload` to a uniquely named temporary file next to `path`, then renames
+/// it over `path`: readers see the old entry, the new one, or nothing — never a part. Returns the
+/// size of the file written.
+///
+/// No fsync: after a crash a torn file fails verification and is removed, which costs one
+/// compile, while an fsync per entry would cost every run.
+pub fn publish(path: &Path, header: &EntryHeader, payload: &[u8]) -> io::Result<u64> {
+    let dir = path.parent().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "entry path"))?;
+    // tempfile creates the file 0600 with O_EXCL under a random name.
+    let mut temp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
+    let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
+    bytes.extend_from_slice(&header.to_bytes());
+    bytes.extend_from_slice(payload);
+    temp.as_file_mut().write_all(&bytes)?;
+    temp.persist(path).map_err(|err| err.error)?;
+    Ok(bytes.len() as u64)
+}
+
+/// Writes a small file atomically (temp file + rename), unless it already holds `contents`.
+pub fn write_if_changed(path: &Path, contents: &[u8]) -> io::Result<()> {
+    if fs::read(path).is_ok_and(|current| current == contents) {
+        return Ok(());
+    }
+    let dir = path.parent().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file path"))?;
+    let mut temp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
+    temp.as_file_mut().write_all(contents)?;
+    temp.persist(path).map_err(|err| err.error)?;
+    Ok(())
+}
+
+/// Removes the entry at `path` if it is still the file `identity` names, and reports whether it
+/// did. The entry is first renamed aside, so that an entry another process publishes at the same
+/// path in the meantime is never the one unlinked: if the file taken aside turns out to be a
+/// different one, it is put back.
+pub fn remove_if_same(path: &Path, identity: FileIdentity) -> io::Result<bool> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "entry path"))?;
+    let aside = dir.join(format!("{TEMP_PREFIX}rm-{}-{}", std::process::id(), COUNTER.fetch_add(1, Relaxed)));
+    match fs::rename(path, &aside) {
+        Ok(()) => {}
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err),
+    }
+    let taken = fs::symlink_metadata(&aside)?;
+    if FileIdentity::of(&taken) == identity {
+        fs::remove_file(&aside)?;
+        Ok(true)
+    } else {
+        // Another process published a fresh entry in between; whichever entry ends up at `path`
+        // is whole and valid.
+        fs::rename(&aside, path)?;
+        Ok(false)
+    }
+}

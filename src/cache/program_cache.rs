@@ -1,0 +1,231 @@
+//! `ProgramCache`: the request flow tying the tiers together — memory hit, else (once per key)
+//! disk hit → verify → backend load, else compile → publish → insert — and its statistics.
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::disk_tier::{DiskTier, Lookup, TOUCH_INTERVAL};
+use super::memory::{Entry, MemoryTier, ProgramHandle};
+use super::single_flight::{Join, Outcome, SingleFlight};
+use super::stats::{self, duration_ns, CacheStats, Counters};
+use super::{CacheConfig, CacheKey, GpuId, ProgramSource};
+
+/// The program cache of one GPU. Share it between threads by reference or in an `Arc`.
+pub struct ProgramCache<P: Send + Sync + 'static> {
+    gpu: GpuId,
+    memory: Arc<MemoryTier<P>>,
+    flights: SingleFlight<Arc<Entry<P>>>,
+    disk: Option<DiskTier>,
+    counters: Counters,
+}
+
+impl<P: Send + Sync + 'static> ProgramCache<P> {
+    /// Opens the cache for `gpu`. Never fails: a folder that cannot be created or written leaves
+    /// the cache in memory only, with one warning. Prunes the folder (size and age bounds) once.
+    pub fn open(gpu: GpuId, config: &CacheConfig) -> ProgramCache<P> {
+        let disk = config.dir.as_deref().and_then(|dir| DiskTier::open(&gpu, config, dir));
+        ProgramCache {
+            gpu,
+            memory: MemoryTier::new(config.max_memory_entries, config.max_memory_bytes),
+            flights: SingleFlight::new(),
+            disk,
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn gpu(&self) -> &GpuId {
+        &self.gpu
+    }
+
+    fn disk(&self) -> Option<&DiskTier> {
+        self.disk.as_ref().filter(|disk| disk.enabled())
+    }
+
+    /// Whether entries are written to disk (false when configured memory-only or degraded).
+    pub fn is_persistent(&self) -> bool {
+        self.disk().is_some()
+    }
+
+    /// This GPU's folder inside the cache folder; `None` when memory-only.
+    pub fn gpu_dir(&self) -> Option<PathBuf> {
+        self.disk().map(|disk| disk.gpu_dir().to_path_buf())
+    }
+
+    /// The program for `key`: from memory, else loaded from disk or compiled by `source`, once
+    /// however many threads ask at the same time. A compile error (with the compiler's log) goes
+    /// to every thread that asked, and nothing is cached.
+    #[inline]
+    pub fn get<S: ProgramSource<P>>(&self, key: &CacheKey, source: &S) -> Result<ProgramHandle<P>, S::Error> {
+        match self.memory.get(key) {
+            Some(handle) => Ok(handle),
+            None => self.get_slow(key, source),
+        }
+    }
+
+    #[cold]
+    fn get_slow<S: ProgramSource<P>>(
+        &self,
+        key: &CacheKey,
+        source: &S,
+    ) -> Result<ProgramHandle<P>, S::Error> {
+        loop {
+            match self.flights.join(*key, || self.memory.get(key)) {
+                Join::Found(handle) => return Ok(handle),
+                Join::Follow(follower) => match follower.wait() {
+                    Outcome::Done(Ok(entry)) => {
+                        stats::add(&self.counters.coalesced, 1);
+                        return Ok(ProgramHandle::new(entry));
+                    }
+                    Outcome::Done(Err(shared)) => {
+                        if let Some(err) = shared.downcast_ref::<S::Error>() {
+                            stats::add(&self.counters.coalesced, 1);
+                            return Err(err.clone());
+                        }
+                        // The leader used another source type; this thread tries on its own.
+                    }
+                    Outcome::Abandoned => {}
+                },
+                Join::Lead(leader) => {
+                    return match self.load_or_compile(*key, source) {
+                        Ok(handle) => {
+                            leader.finish(Ok(handle.entry_arc()));
+                            Ok(handle)
+                        }
+                        Err(err) => {
+                            leader.finish(Err(Arc::new(err.clone())));
+                            Err(err)
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    /// The leader's work: no lock is held here.
+    fn load_or_compile<S: ProgramSource<P>>(
+        &self,
+        key: CacheKey,
+        source: &S,
+    ) -> Result<ProgramHandle<P>, S::Error> {
+        let mut may_publish = true;
+        if let Some(disk) = self.disk() {
+            let start = Instant::now();
+            match disk.lookup(key) {
+                Lookup::Missing => {}
+                Lookup::Foreign => may_publish = false,
+                Lookup::Rejected => {
+                    stats::add(&self.counters.disk_rejected, 1);
+                    stats::add_duration(&self.counters.load_ns, start.elapsed());
+                }
+                Lookup::Hit(verified) => {
+                    let loaded = source.load(&verified.blob);
+                    stats::add_duration(&self.counters.load_ns, start.elapsed());
+                    match loaded {
+                        Ok(program) => {
+                            verified.touch(TOUCH_INTERVAL);
+                            stats::add(&self.counters.disk_hits, 1);
+                            stats::add(&self.counters.saved_ns, verified.header.compile_time_ns);
+                            let cost = verified.blob.bytes.len() as u64;
+                            return Ok(self.memory.insert(
+                                key,
+                                program,
+                                cost,
+                                verified.header.compile_time_ns,
+                            ));
+                        }
+                        Err(reason) => {
+                            tracing::warn!(
+                                %key, %reason,
+                                "the driver refused a verified cache entry; compiling it again"
+                            );
+                            stats::add(&self.counters.driver_refused, 1);
+                            disk.remove(key, verified.identity);
+                        }
+                    }
+                }
+            }
+        }
+        stats::add(&self.counters.misses, 1);
+        stats::add(&self.counters.compiles, 1);
+        let built = source.compile().inspect_err(|_| stats::add(&self.counters.compile_errors, 1))?;
+        stats::add_duration(&self.counters.compile_ns, built.compile_time);
+        let cost = built.blob.as_ref().map_or(1, |blob| blob.bytes.len() as u64);
+        if let (Some(disk), Some(blob), true) = (self.disk(), &built.blob, may_publish) {
+            if disk.publish(key, blob, built.compile_time) {
+                stats::add(&self.counters.disk_writes, 1);
+            }
+        }
+        Ok(self.memory.insert(key, built.program, cost, duration_ns(built.compile_time)))
+    }
+
+    /// Gets every request, in parallel (up to the machine's parallelism), results in order.
+    pub fn warm_up<S: ProgramSource<P> + Sync>(
+        &self,
+        requests: &[(CacheKey, S)],
+    ) -> Vec<Result<ProgramHandle<P>, S::Error>> {
+        let threads = std::thread::available_parallelism().map_or(1, NonZeroUsize::get).min(requests.len());
+        if threads <= 1 {
+            return requests.iter().map(|(key, source)| self.get(key, source)).collect();
+        }
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut done = Vec::new();
+            loop {
+                let index = next.fetch_add(1, Relaxed);
+                let Some((key, source)) = requests.get(index) else { return done };
+                done.push((index, self.get(key, source)));
+            }
+        };
+        let parts: Vec<Vec<_>> = std::thread::scope(|scope| {
+            // The calling thread works too; a helper that cannot be spawned is simply missing.
+            let helpers: Vec<_> = (1..threads)
+                .filter_map(|_| {
+                    std::thread::Builder::new().name("sparkle-warm-up".into()).spawn_scoped(scope, work).ok()
+                })
+                .collect();
+            let mut parts = vec![work()];
+            for helper in helpers {
+                parts.push(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+            }
+            parts
+        });
+        let mut slots: Vec<Option<Result<ProgramHandle<P>, S::Error>>> =
+            (0..requests.len()).map(|_| None).collect();
+        for (index, result) in parts.into_iter().flatten() {
+            slots[index] = Some(result);
+        }
+        slots
+            .into_iter()
+            .map(|slot| slot.expect("every index below requests.len() is taken by exactly one worker"))
+            .collect()
+    }
+
+    /// A snapshot of the statistics.
+    pub fn stats(&self) -> CacheStats {
+        let mut stats = CacheStats::default();
+        self.memory.fill(&mut stats);
+        self.counters.fill(&mut stats);
+        if let Some(disk) = &self.disk {
+            disk.fill(&mut stats);
+        }
+        stats
+    }
+
+    /// Whether `key` is in memory; not counted as a use.
+    pub fn contains_in_memory(&self, key: &CacheKey) -> bool {
+        self.memory.contains(key)
+    }
+
+    /// Keys in memory, least recently used first.
+    pub fn memory_keys_by_recency(&self) -> Vec<CacheKey> {
+        self.memory.keys_by_recency()
+    }
+
+    /// Keys being loaded or compiled right now.
+    pub fn in_flight(&self) -> usize {
+        self.flights.running()
+    }
+}

@@ -1,0 +1,90 @@
+//! End-to-end request flow: compile, memory hit, disk hit in a fresh cache, compile errors,
+//! driver refusal, memory-only mode.
+
+mod cache_support;
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
+
+use cache_support::{gpu, Counts, Source};
+use sparkle::cache::{CacheConfig, ProgramCache, ProgramHandle};
+
+#[test]
+fn compile_then_memory_hit_then_disk_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = gpu("flow");
+    let counts = Arc::new(Counts::default());
+    let source = Source::new(&gpu, "void main() {}", &counts);
+    {
+        let cache = ProgramCache::open(gpu.clone(), &CacheConfig::in_dir(dir.path()));
+        assert!(cache.is_persistent());
+        let a = cache.get(&source.key, &source).unwrap();
+        let b = cache.get(&source.key, &source).unwrap();
+        assert!(ProgramHandle::ptr_eq(&a, &b));
+        assert_eq!(a.key(), source.key);
+        assert_eq!(counts.compiles.load(SeqCst), 1);
+        let stats = cache.stats();
+        assert_eq!((stats.misses, stats.memory_hits, stats.compiles, stats.disk_writes), (1, 1, 1, 1));
+        assert_eq!(stats.disk_entries, 1);
+    }
+    let cache = ProgramCache::open(gpu.clone(), &CacheConfig::in_dir(dir.path()));
+    let c = cache.get(&source.key, &source).unwrap();
+    assert_eq!(c.payload, cache_support::payload(source.key, &source.text, 0));
+    assert_eq!(counts.compiles.load(SeqCst), 1);
+    assert_eq!(counts.loads.load(SeqCst), 1);
+    let stats = cache.stats();
+    assert_eq!((stats.disk_hits, stats.misses), (1, 0));
+    assert!(stats.compile_time_saved.as_millis() >= 10);
+    let gpu_dir = cache.gpu_dir().unwrap();
+    assert!(gpu_dir.join("gpu.txt").exists());
+    assert!(gpu_dir.join(&source.key.hex()[..2]).join(source.key.hex()).exists());
+}
+
+#[test]
+fn compile_errors_reach_the_caller_and_nothing_is_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = gpu("errors");
+    let counts = Arc::new(Counts::default());
+    let mut source = Source::new(&gpu, "bad", &counts);
+    source.fail = true;
+    let cache = ProgramCache::open(gpu, &CacheConfig::in_dir(dir.path()));
+    let err = cache.get(&source.key, &source).unwrap_err();
+    assert!(err.contains("syntax error"), "{err}");
+    assert!(cache.get(&source.key, &source).is_err());
+    assert_eq!(counts.compiles.load(SeqCst), 2, "a failure is not cached");
+    let stats = cache.stats();
+    assert_eq!((stats.compile_errors, stats.memory_entries, stats.disk_writes), (2, 0, 0));
+}
+
+#[test]
+fn a_refused_blob_is_compiled_and_written_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = gpu("refused");
+    let counts = Arc::new(Counts::default());
+    let source = Source::new(&gpu, "refuse me", &counts);
+    drop(
+        ProgramCache::open(gpu.clone(), &CacheConfig::in_dir(dir.path())).get(&source.key, &source).unwrap(),
+    );
+    counts.refuse_loads.store(true, SeqCst);
+    let cache = ProgramCache::open(gpu.clone(), &CacheConfig::in_dir(dir.path()));
+    cache.get(&source.key, &source).unwrap();
+    let stats = cache.stats();
+    assert_eq!((stats.driver_refused, stats.compiles, stats.disk_writes), (1, 1, 1));
+    counts.refuse_loads.store(false, SeqCst);
+    let cache = ProgramCache::open(gpu, &CacheConfig::in_dir(dir.path()));
+    cache.get(&source.key, &source).unwrap();
+    assert_eq!(cache.stats().disk_hits, 1, "the entry was written again");
+}
+
+#[test]
+fn memory_only_never_touches_disk() {
+    let gpu = gpu("memory");
+    let counts = Arc::new(Counts::default());
+    let source = Source::new(&gpu, "m", &counts);
+    let cache = ProgramCache::open(gpu, &CacheConfig::memory_only());
+    assert!(!cache.is_persistent());
+    assert_eq!(cache.gpu_dir(), None);
+    cache.get(&source.key, &source).unwrap();
+    cache.get(&source.key, &source).unwrap();
+    assert_eq!(counts.compiles.load(SeqCst), 1);
+}

@@ -1,0 +1,114 @@
+//! A small in-process "compiler" for the cache tests: a source string compiles to a blob that
+//! encodes its key and text, and every compile, load and drop is counted.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sparkle::cache::{Blob, Built, CacheKey, GpuId, ProgramSource};
+use sparkle::BackendKind;
+
+pub const FORMAT: u32 = 0x5eed;
+
+pub fn gpu(name: &str) -> GpuId {
+    GpuId::new(BackendKind::Gl, vec![("renderer".into(), name.into()), ("version".into(), "1".into())])
+}
+
+pub fn key(gpu: &GpuId, text: &str) -> CacheKey {
+    CacheKey::derive(gpu, &[text.as_bytes()])
+}
+
+/// What the tests count.
+#[derive(Default, Debug)]
+pub struct Counts {
+    pub compiles: AtomicUsize,
+    pub loads: AtomicUsize,
+    pub drops: AtomicUsize,
+    pub running: AtomicUsize,
+    pub max_running: AtomicUsize,
+    pub refuse_loads: std::sync::atomic::AtomicBool,
+    pub next_id: AtomicU64,
+}
+
+/// A compiled program: its payload and a unique id per compile or load.
+#[derive(Debug)]
+pub struct Program {
+    pub payload: Vec<u8>,
+    pub id: u64,
+    counts: Arc<Counts>,
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        self.counts.drops.fetch_add(1, SeqCst);
+    }
+}
+
+/// The payload a source compiles to: the key, then the text.
+pub fn payload(key: CacheKey, text: &str, size: usize) -> Vec<u8> {
+    let mut out = key.hex().into_bytes();
+    out.extend_from_slice(text.as_bytes());
+    while out.len() < size {
+        out.push((out.len() % 251) as u8);
+    }
+    out
+}
+
+#[derive(Clone)]
+pub struct Source {
+    pub key: CacheKey,
+    pub text: String,
+    pub counts: Arc<Counts>,
+    pub sleep: Duration,
+    pub fail: bool,
+    pub size: usize,
+    pub blob: bool,
+}
+
+impl Source {
+    pub fn new(gpu: &GpuId, text: &str, counts: &Arc<Counts>) -> Self {
+        Self {
+            key: key(gpu, text),
+            text: text.to_owned(),
+            counts: Arc::clone(counts),
+            sleep: Duration::ZERO,
+            fail: false,
+            size: 0,
+            blob: true,
+        }
+    }
+
+    fn program(&self, payload: Vec<u8>) -> Program {
+        Program { payload, id: self.counts.next_id.fetch_add(1, SeqCst), counts: Arc::clone(&self.counts) }
+    }
+}
+
+impl ProgramSource<Program> for Source {
+    type Error = String;
+
+    fn compile(&self) -> Result<Built<Program>, String> {
+        let now = self.counts.running.fetch_add(1, SeqCst) + 1;
+        self.counts.max_running.fetch_max(now, SeqCst);
+        self.counts.compiles.fetch_add(1, SeqCst);
+        std::thread::sleep(self.sleep);
+        self.counts.running.fetch_sub(1, SeqCst);
+        if self.fail {
+            return Err(format!("0:1(1): error: syntax error in `{}`", self.text));
+        }
+        let bytes = payload(self.key, &self.text, self.size);
+        let blob = self.blob.then(|| Blob { format: FORMAT, bytes: bytes.clone() });
+        Ok(Built { program: self.program(bytes), blob, compile_time: Duration::from_millis(10) })
+    }
+
+    fn load(&self, blob: &Blob) -> Result<Program, String> {
+        self.counts.loads.fetch_add(1, SeqCst);
+        if self.counts.refuse_loads.load(SeqCst) {
+            return Err("binary format mismatch".into());
+        }
+        assert_eq!(blob.format, FORMAT, "a blob of another format reached load");
+        assert_eq!(blob.bytes, payload(self.key, &self.text, self.size), "a wrong blob reached load");
+        Ok(self.program(blob.bytes.clone()))
+    }
+}
