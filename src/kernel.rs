@@ -222,13 +222,13 @@ impl KernelSpec {
             });
         }
         for (index, (binding, arg)) in self.bindings.iter().zip(args).enumerate() {
-            let matches = match (binding, arg) {
-                (Binding::Storage { .. }, Arg::Buffer(_)) => true,
-                (Binding::Scalar { ty: ScalarType::U32, .. }, Arg::U32(_)) => true,
-                (Binding::Scalar { ty: ScalarType::I32, .. }, Arg::I32(_)) => true,
-                (Binding::Scalar { ty: ScalarType::F32, .. }, Arg::F32(_)) => true,
-                _ => false,
-            };
+            let matches = matches!(
+                (binding, arg),
+                (Binding::Storage { .. }, Arg::Buffer(_))
+                    | (Binding::Scalar { ty: ScalarType::U32, .. }, Arg::U32(_))
+                    | (Binding::Scalar { ty: ScalarType::I32, .. }, Arg::I32(_))
+                    | (Binding::Scalar { ty: ScalarType::F32, .. }, Arg::F32(_))
+            );
             if !matches {
                 return Err(KernelError::ArgumentType {
                     kernel: self.name.clone(),

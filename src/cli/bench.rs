@@ -40,6 +40,8 @@ struct ChildReport {
     suite_ms: f64,
     correct: bool,
     verdicts: Vec<String>,
+    /// xxh3 of each kernel's result bytes, so that runs in different processes can be compared.
+    digests: Vec<String>,
     memory_hits: u64,
     disk_hits: u64,
     compiles: u64,
@@ -73,6 +75,10 @@ pub fn child(no_cache: bool) -> CliResult<ExitCode> {
         suite_ms: suite_time.as_secs_f64() * 1e3,
         correct: verdicts.iter().all(|v| v.passed()),
         verdicts: cases.iter().zip(&verdicts).map(|(c, v)| format!("{}: {v}", c.describe())).collect(),
+        digests: results
+            .iter()
+            .map(|r| format!("{:016x}", xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(r))))
+            .collect(),
         memory_hits: stats.memory_hits,
         disk_hits: stats.disk_hits,
         compiles: stats.compiles,

@@ -47,7 +47,9 @@ pub fn verify(got: &[f32], want: &[f64], tolerance: &[f64]) -> Verdict {
         if error.is_finite() {
             max_abs_error = max_abs_error.max(error);
         }
-        if mismatch.is_none() && !(error <= tol) {
+        // Written so that a NaN error (NaN result) fails too.
+        let within = error <= tol;
+        if mismatch.is_none() && !within {
             mismatch = Some(Mismatch { index, got: f64::from(g), want: w, tolerance: tol });
         }
     }

@@ -1,0 +1,251 @@
+//! The gl backend through the shared program cache, on the machine's GL driver (Mesa's llvmpipe
+//! in CI): programs persist across processes, damaged entries never reach `glProgramBinary`,
+//! refused binaries are recompiled, compile errors carry the driver's log and are not cached,
+//! and a driver without program binaries still runs, memory-only, and says so.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sparkle::cache::{CacheConfig, EntryHeader, HEADER_LEN};
+use sparkle::gl::{GlBackend, GlError};
+use sparkle::suite::{self, Case};
+use sparkle::{Access, Arg, Backend, BufferUsage, Error, KernelError, KernelSpec, ScalarType};
+
+fn open(dir: &Path) -> GlBackend {
+    GlBackend::open_with(&CacheConfig::in_dir(dir)).expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
+}
+
+fn small_cases() -> Vec<Box<dyn Case>> {
+    vec![
+        Box::new(suite::saxpy::Saxpy::random(1000, 3)),
+        Box::new(suite::sgemm::Sgemm::random(40, 24, 33, 3)),
+        Box::new(suite::conv2d::Conv2d::random(suite::conv2d::Shape { n: 1, c: 3, h: 9, w: 11, k: 2 }, 3)),
+    ]
+}
+
+fn run_suite(backend: &GlBackend) {
+    for case in small_cases() {
+        let program = backend.program(&case.spec()).expect("suite kernel");
+        let verdict = suite::run_and_verify(backend, &program, case.as_ref()).expect("dispatch");
+        assert!(verdict.passed(), "{}: {verdict}", case.describe());
+    }
+}
+
+fn entry_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else if name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[derive(serde::Deserialize)]
+struct ChildReport {
+    correct: bool,
+    digests: Vec<String>,
+    disk_hits: u64,
+    compiles: u64,
+}
+
+fn child(cache_dir: &Path, extra_env: &[(&str, &str)]) -> (ChildReport, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sparkle"));
+    command.arg("bench-child").env("SPARKLE_CACHE_DIR", cache_dir).env("SPARKLE_BACKEND", "gl");
+    for (name, value) in extra_env {
+        command.env(name, value);
+    }
+    let output = command.output().expect("the sparkle binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "bench-child failed: {stderr}");
+    (serde_json::from_slice(&output.stdout).expect("a JSON report"), stderr)
+}
+
+#[test]
+fn a_second_process_loads_every_program_from_disk_and_gets_the_same_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let driver_cache = tempfile::tempdir().unwrap();
+    let driver_env = [("MESA_SHADER_CACHE_DIR", driver_cache.path().to_str().unwrap())];
+    let suite_size = suite::kernels().len() as u64;
+
+    let (first, _) = child(dir.path(), &driver_env);
+    assert!(first.correct);
+    assert_eq!((first.compiles, first.disk_hits), (suite_size, 0));
+    assert_eq!(entry_files(dir.path()).len() as u64, suite_size);
+
+    let (second, _) = child(dir.path(), &driver_env);
+    assert!(second.correct);
+    assert_eq!((second.compiles, second.disk_hits), (0, suite_size));
+    assert_eq!(second.digests, first.digests, "results differ between the compiled and the loaded programs");
+}
+
+#[test]
+fn damaged_entries_are_rejected_before_the_driver_and_recompiled() {
+    let dir = tempfile::tempdir().unwrap();
+    run_suite(&open(dir.path()));
+    let entries = entry_files(dir.path());
+    assert_eq!(entries.len(), 3);
+    for path in &entries {
+        let mut bytes = std::fs::read(path).unwrap();
+        let middle = HEADER_LEN + (bytes.len() - HEADER_LEN) / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    let backend = open(dir.path());
+    run_suite(&backend);
+    let stats = backend.cache_stats();
+    assert_eq!(stats.disk_rejected, 3, "every damaged entry is caught by verification");
+    assert_eq!(stats.driver_refused, 0, "no damaged blob reached glProgramBinary");
+    assert_eq!(stats.compiles, 3);
+    assert_eq!(stats.disk_hits, 0);
+    drop(backend);
+
+    // The recompiled programs were written back and load cleanly.
+    let backend = open(dir.path());
+    run_suite(&backend);
+    assert_eq!((backend.cache_stats().disk_hits, backend.cache_stats().compiles), (3, 0));
+}
+
+#[test]
+fn a_verified_binary_the_driver_refuses_is_recompiled_and_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    run_suite(&open(dir.path()));
+    // Damage each blob but re-seal the entry, as if a driver update had changed the format:
+    // verification passes, so only the driver can refuse it.
+    for path in entry_files(dir.path()) {
+        let bytes = std::fs::read(&path).unwrap();
+        let mut header: EntryHeader = bytemuck::pod_read_unaligned(&bytes[..HEADER_LEN]);
+        let mut payload = bytes[HEADER_LEN..].to_vec();
+        let middle = payload.len() / 2;
+        payload[middle] ^= 0x40;
+        header.payload_xxh3 = xxhash_rust::xxh3::xxh3_64(&payload);
+        let mut sealed = bytemuck::bytes_of(&header).to_vec();
+        header.header_xxh3 = xxhash_rust::xxh3::xxh3_64(&sealed[..HEADER_LEN - 8]);
+        sealed = bytemuck::bytes_of(&header).to_vec();
+        sealed.extend_from_slice(&payload);
+        std::fs::write(&path, sealed).unwrap();
+    }
+
+    let backend = open(dir.path());
+    run_suite(&backend);
+    let stats = backend.cache_stats();
+    assert_eq!(stats.disk_rejected, 0, "the re-sealed entries pass verification");
+    assert_eq!(stats.driver_refused, 3, "llvmpipe checks its own blob and refuses it");
+    assert_eq!(stats.compiles, 3);
+    drop(backend);
+
+    let backend = open(dir.path());
+    run_suite(&backend);
+    assert_eq!((backend.cache_stats().disk_hits, backend.cache_stats().driver_refused), (3, 0));
+}
+
+#[test]
+fn a_compile_error_carries_the_driver_log_and_nothing_is_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = open(dir.path());
+    let broken = KernelSpec::new("broken", [64, 1, 1]).with_glsl("void main() { undefined_thing = 1; }");
+    let err = backend.program(&broken).expect_err("a compile error");
+    match err {
+        Error::Gl(GlError::Compile { kernel, log }) => {
+            assert_eq!(kernel, "broken");
+            assert!(log.contains("undefined_thing"), "the driver's log names the problem: {log}");
+        }
+        other => panic!("expected a compile error, got {other}"),
+    }
+    assert!(entry_files(dir.path()).is_empty());
+    assert_eq!(backend.cache_stats().compile_errors, 1);
+    // Asking again compiles again (and fails again): the failure was not cached.
+    assert!(backend.program(&broken).is_err());
+    assert_eq!(backend.cache_stats().compile_errors, 2);
+}
+
+#[test]
+fn a_user_kernel_goes_through_the_same_path_and_many_threads_compile_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = open(dir.path());
+    let kernel = KernelSpec::new("scale", [64, 1, 1])
+        .with_glsl(
+            "layout(std430, binding = 0) buffer Data { float v[]; };
+             uniform uint n; uniform float factor;
+             void main() { uint i = gl_GlobalInvocationID.x; if (i < n) v[i] *= factor; }",
+        )
+        .storage("v", Access::ReadWrite)
+        .scalar("n", ScalarType::U32)
+        .scalar("factor", ScalarType::F32);
+    let programs: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8).map(|_| s.spawn(|| backend.program(&kernel).unwrap())).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(backend.cache_stats().compiles, 1);
+
+    let backend_dyn: &dyn Backend = &backend;
+    let data = backend_dyn.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0], BufferUsage::InOut).unwrap();
+    backend
+        .dispatch(&programs[3], &[Arg::Buffer(&data), Arg::U32(4), Arg::F32(3.0)], [1, 1, 1])
+        .unwrap()
+        .wait(std::time::Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(backend_dyn.download::<f32>(&data).unwrap(), vec![3.0, 6.0, 9.0, 12.0, 5.0]);
+    assert_eq!(entry_files(dir.path()).len(), 1);
+}
+
+#[test]
+fn bad_dispatches_are_refused_before_the_driver() {
+    let backend = GlBackend::open_with(&CacheConfig::memory_only()).unwrap();
+    let spec = suite::saxpy::spec();
+    let program = backend.program(&spec).unwrap();
+    let backend_dyn: &dyn Backend = &backend;
+    let x = backend_dyn.upload(&[1.0f32; 4], BufferUsage::Input).unwrap();
+
+    let too_few = backend.dispatch(&program, &[Arg::Buffer(&x)], [1, 1, 1]).unwrap_err();
+    assert!(
+        matches!(too_few, Error::Kernel(KernelError::ArgumentCount { expected: 4, got: 1, .. })),
+        "{too_few}"
+    );
+
+    let wrong_type =
+        backend.dispatch(&program, &[Arg::Buffer(&x), Arg::U32(1), Arg::F32(1.0), Arg::U32(4)], [1, 1, 1]);
+    assert!(matches!(wrong_type, Err(Error::Kernel(KernelError::ArgumentType { index: 1, .. }))));
+
+    let limit = backend.info().limits.max_workgroup_count[0];
+    let too_many = backend.dispatch(
+        &program,
+        &[Arg::Buffer(&x), Arg::Buffer(&x), Arg::F32(1.0), Arg::U32(4)],
+        [limit + 1, 1, 1],
+    );
+    assert!(matches!(too_many, Err(Error::Kernel(KernelError::ExceedsLimit { .. }))));
+
+    let huge_group = KernelSpec::new("huge", [4096, 1024, 1]).with_glsl("void main() {}");
+    assert!(matches!(backend.program(&huge_group), Err(Error::Kernel(KernelError::ExceedsLimit { .. }))));
+
+    let out_of_bounds = backend.write_buffer(&x, 8, &[0u8; 16]).unwrap_err();
+    assert!(matches!(out_of_bounds, Error::Gl(GlError::OutOfBounds { .. })), "{out_of_bounds}");
+}
+
+#[test]
+fn without_program_binaries_results_stay_correct_and_the_notice_appears() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sparkle"))
+        .args(["run", "sgemm", "33", "17", "9"])
+        .env("SPARKLE_CACHE_DIR", dir.path())
+        .env("SPARKLE_BACKEND", "gl")
+        .env("MESA_SHADER_CACHE_DISABLE", "true")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("result: correct"), "{stdout}");
+    assert!(stderr.contains("no program binary formats"), "the uncached notice is shown: {stderr}");
+    assert_eq!(stderr.matches("no program binary formats").count(), 1, "said once: {stderr}");
+    assert!(entry_files(dir.path()).is_empty(), "nothing is written to disk");
+}
