@@ -15,6 +15,20 @@ fn open(dir: &Path) -> GlBackend {
     GlBackend::open_with(&CacheConfig::in_dir(dir)).expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
 }
 
+/// Whether the machine's GL driver is Mesa. Some tests feed the driver deliberately damaged
+/// blobs or use Mesa's own switches; Mesa checks its blobs and refuses them, while NVIDIA's
+/// driver has been seen to crash or compute wrong results on them, so those tests need Mesa.
+fn driver_is_mesa() -> bool {
+    let backend = GlBackend::open_with(&CacheConfig::memory_only()).expect("a GL context");
+    let vendor = backend.info().details.iter().find(|(name, _)| name == "vendor").map(|(_, v)| v.clone());
+    let mesa =
+        vendor.as_deref().is_some_and(|v| v.contains("Mesa")) || backend.info().name.contains("llvmpipe");
+    if !mesa {
+        eprintln!("skipped: needs Mesa's GL driver; this one is {:?}", backend.info().name);
+    }
+    mesa
+}
+
 fn small_cases() -> Vec<Box<dyn Case>> {
     vec![
         Box::new(suite::saxpy::Saxpy::random(1000, 3)),
@@ -117,6 +131,9 @@ fn damaged_entries_are_rejected_before_the_driver_and_recompiled() {
 
 #[test]
 fn a_verified_binary_the_driver_refuses_is_recompiled_and_replaced() {
+    if !driver_is_mesa() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     run_suite(&open(dir.path()));
     // Damage each blob but re-seal the entry, as if a driver update had changed the format:
@@ -233,6 +250,9 @@ fn bad_dispatches_are_refused_before_the_driver() {
 
 #[test]
 fn without_program_binaries_results_stay_correct_and_the_notice_appears() {
+    if !driver_is_mesa() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_sparkle"))
         .args(["run", "sgemm", "33", "17", "9"])
