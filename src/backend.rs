@@ -320,3 +320,20 @@ fn open_kind(kind: BackendKind, cache: &CacheConfig) -> Result<Box<dyn Backend>>
         BackendKind::Gl => Ok(Box::new(crate::gl::GlBackend::open_with(cache)?)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_choice_parses_known_values_and_lists_them_for_unknown_ones() {
+        assert_eq!(BackendChoice::parse(None).unwrap(), BackendChoice::Auto);
+        assert_eq!(BackendChoice::parse(Some(" ")).unwrap(), BackendChoice::Auto);
+        assert_eq!(BackendChoice::parse(Some("AUTO")).unwrap(), BackendChoice::Auto);
+        assert_eq!(BackendChoice::parse(Some("gl")).unwrap(), BackendChoice::Only(BackendKind::Gl));
+        let err = BackendChoice::parse(Some("vulkan")).unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, Error::UnknownBackend { .. }));
+        assert!(message.contains("vulkan") && message.contains("gl, auto"), "{message}");
+    }
+}
