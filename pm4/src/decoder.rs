@@ -272,13 +272,13 @@ pub fn words_from_hex_text(text: &str) -> Result<Vec<u32>, ParseHexError> {
     Ok(out)
 }
 
+/// Writes the fields that are not zero; an all-zero value prints nothing beyond its raw form.
 fn write_fields(f: &mut fmt::Formatter<'_>, value: u32, fields: &[Field]) -> fmt::Result {
     for field in fields {
-        let v = field.get(value);
-        if v < 10 {
-            write!(f, " {}={}", field.name, v)?;
-        } else {
-            write!(f, " {}={:#x}", field.name, v)?;
+        match field.get(value) {
+            0 => {}
+            v if v < 10 => write!(f, " {}={}", field.name, v)?,
+            v => write!(f, " {}={:#x}", field.name, v)?,
         }
     }
     Ok(())
@@ -286,7 +286,7 @@ fn write_fields(f: &mut fmt::Formatter<'_>, value: u32, fields: &[Field]) -> fmt
 
 fn line(f: &mut fmt::Formatter<'_>, label: &str, value: u32, fields: &[Field]) -> fmt::Result {
     write!(f, "\n        {label} = 0x{value:08x}")?;
-    if !fields.is_empty() {
+    if fields.iter().any(|field| field.get(value) != 0) {
         f.write_str(" ")?;
         write_fields(f, value, fields)?;
     }
