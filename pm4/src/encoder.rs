@@ -13,10 +13,13 @@ use crate::packets::{
 };
 use crate::registers::Space;
 
+/// Header plus the longest fixed payload (ACQUIRE_MEM / RELEASE_MEM: 7 dwords).
+const FIXED_MAX: usize = 8;
+
 /// Somewhere packets can be written to.
 pub trait Sink {
-    /// Appends one packet: a header and its payload, entirely or not at all.
-    fn put(&mut self, header: u32, payload: &[u32]) -> Result<(), EncodeError>;
+    /// Appends one whole packet (header first), entirely or not at all.
+    fn put(&mut self, packet: &[u32]) -> Result<(), EncodeError>;
     /// Dwords written so far.
     fn len(&self) -> usize;
     /// Whether nothing has been written.
@@ -27,10 +30,8 @@ pub trait Sink {
 
 impl Sink for Vec<u32> {
     #[inline(always)]
-    fn put(&mut self, header: u32, payload: &[u32]) -> Result<(), EncodeError> {
-        self.reserve(1 + payload.len());
-        self.push(header);
-        self.extend_from_slice(payload);
+    fn put(&mut self, packet: &[u32]) -> Result<(), EncodeError> {
+        self.extend_from_slice(packet);
         Ok(())
     }
 
@@ -41,8 +42,8 @@ impl Sink for Vec<u32> {
 
 impl<S: Sink + ?Sized> Sink for &mut S {
     #[inline(always)]
-    fn put(&mut self, header: u32, payload: &[u32]) -> Result<(), EncodeError> {
-        (**self).put(header, payload)
+    fn put(&mut self, packet: &[u32]) -> Result<(), EncodeError> {
+        (**self).put(packet)
     }
 
     fn len(&self) -> usize {
@@ -71,14 +72,12 @@ impl<'a> SliceSink<'a> {
 
 impl Sink for SliceSink<'_> {
     #[inline(always)]
-    fn put(&mut self, header: u32, payload: &[u32]) -> Result<(), EncodeError> {
-        let needed = 1 + payload.len();
-        let full = EncodeError::BufferFull { needed, offset: self.pos, capacity: self.buf.len() };
-        let end = self.pos.checked_add(needed).ok_or(full.clone())?;
-        let Some(dst) = self.buf.get_mut(self.pos..end) else { return Err(full) };
-        let (h, rest) = dst.split_at_mut(1);
-        h[0] = header;
-        rest.copy_from_slice(payload);
+    fn put(&mut self, packet: &[u32]) -> Result<(), EncodeError> {
+        let (pos, capacity) = (self.pos, self.buf.len());
+        let full = || EncodeError::BufferFull { needed: packet.len(), offset: pos, capacity };
+        let end = pos.checked_add(packet.len()).ok_or_else(full)?;
+        let Some(dst) = self.buf.get_mut(pos..end) else { return Err(full()) };
+        dst.copy_from_slice(packet);
         self.pos = end;
         Ok(())
     }
@@ -133,29 +132,43 @@ impl<S: Sink> PacketWriter<S> {
         self.sink.is_empty()
     }
 
+    /// Emits a fixed-size packet; the header and payload are assembled on the stack so the sink
+    /// sees one contiguous copy.
     #[inline(always)]
-    fn emit(&mut self, op: Opcode, compute: bool, payload: &[u32]) -> Result<(), EncodeError> {
-        let header = Header::encode_raw(op as u8, payload.len(), compute && self.compute_shader_type);
-        self.sink.put(header, payload)
+    fn emit<const N: usize>(
+        &mut self,
+        op: Opcode,
+        compute: bool,
+        payload: [u32; N],
+    ) -> Result<(), EncodeError> {
+        const { assert!(N >= 1 && N < FIXED_MAX) };
+        let mut packet = [0u32; FIXED_MAX];
+        packet[0] = Header::encode_raw(op as u8, N, compute && self.compute_shader_type);
+        packet[1..=N].copy_from_slice(&payload);
+        self.sink.put(&packet[..=N])
     }
 
     /// NOP with `payload_len` zero dwords of payload; `payload_len == 0` writes the header-only form.
     pub fn nop(&mut self, payload_len: usize) -> Result<(), EncodeError> {
         if payload_len == 0 {
-            return self.sink.put(NOP_HEADER_ONLY, &[]);
+            return self.sink.put(&[NOP_HEADER_ONLY]);
         }
         if payload_len > MAX_PAYLOAD {
             return Err(EncodeError::PayloadTooLong { len: payload_len, max: MAX_PAYLOAD });
         }
-        const ZEROS: [u32; 64] = [0; 64];
         let header = Header::encode_raw(Opcode::Nop as u8, payload_len, false);
-        if payload_len <= ZEROS.len() {
-            return self.sink.put(header, &ZEROS[..payload_len]);
+        let mut short = [0u32; 65];
+        if let Some(packet) = short.get_mut(..=payload_len) {
+            packet[0] = header;
+            return self.sink.put(packet);
         }
         // Longer padding is rare; one zeroed buffer keeps the packet atomic.
-        self.sink.put(header, &vec![0; payload_len])
+        let mut long = vec![0; payload_len + 1];
+        long[0] = header;
+        self.sink.put(&long)
     }
 
+    #[inline(always)]
     fn set_regs(&mut self, op: Opcode, space: Space, offset: u32, values: &[u32]) -> Result<(), EncodeError> {
         if values.is_empty() {
             return Err(EncodeError::EmptyRegisterRun);
@@ -172,21 +185,22 @@ impl<S: Sink> PacketWriter<S> {
             op == Opcode::SetShReg && self.compute_shader_type,
         );
         let index = (offset - space.base()) >> 2;
-        // Short runs (the common case) go out as one contiguous payload.
-        let mut buf = [0u32; 17];
-        if let Some(dst) = buf.get_mut(1..=values.len()) {
+        // Short runs (the common case) are assembled on the stack and go out as one copy.
+        let mut buf = [0u32; 18];
+        if let Some(dst) = buf.get_mut(2..values.len() + 2) {
             dst.copy_from_slice(values);
-            buf[0] = index;
-            return self.sink.put(header, &buf[..=values.len()]);
+            buf[0] = header;
+            buf[1] = index;
+            return self.sink.put(&buf[..values.len() + 2]);
         }
-        let mut payload = Vec::with_capacity(values.len() + 1);
-        payload.push(index);
-        payload.extend_from_slice(values);
-        self.sink.put(header, &payload)
+        let mut packet = Vec::with_capacity(values.len() + 2);
+        packet.extend_from_slice(&[header, index]);
+        packet.extend_from_slice(values);
+        self.sink.put(&packet)
     }
 
     /// SET_SH_REG: writes `values` to consecutive SH registers starting at byte offset `offset`.
-    #[inline]
+    #[inline(always)]
     pub fn set_sh_reg(&mut self, offset: u32, values: &[u32]) -> Result<(), EncodeError> {
         self.set_regs(Opcode::SetShReg, Space::Sh, offset, values)
     }
@@ -199,7 +213,7 @@ impl<S: Sink> PacketWriter<S> {
     /// DISPATCH_DIRECT.
     #[inline]
     pub fn dispatch_direct(&mut self, d: &DispatchDirect) -> Result<(), EncodeError> {
-        self.emit(Opcode::DispatchDirect, true, &d.payload())
+        self.emit(Opcode::DispatchDirect, true, d.payload())
     }
 
     /// DISPATCH_INDIRECT, in the form the variant names.
@@ -212,11 +226,11 @@ impl<S: Sink> PacketWriter<S> {
                 self.emit(
                     Opcode::DispatchIndirect,
                     true,
-                    &[address as u32, (address >> 32) as u32, initiator.bits()],
+                    [address as u32, (address >> 32) as u32, initiator.bits()],
                 )
             }
             DispatchIndirect::Offset { offset, initiator } => {
-                self.emit(Opcode::DispatchIndirect, true, &[offset, initiator.bits()])
+                self.emit(Opcode::DispatchIndirect, true, [offset, initiator.bits()])
             }
         }
     }
@@ -224,14 +238,14 @@ impl<S: Sink> PacketWriter<S> {
     /// ACQUIRE_MEM.
     #[inline]
     pub fn acquire_mem(&mut self, a: &AcquireMem) -> Result<(), EncodeError> {
-        self.emit(Opcode::AcquireMem, false, &a.payload())
+        self.emit(Opcode::AcquireMem, false, a.payload())
     }
 
     /// RELEASE_MEM.
     #[inline]
     pub fn release_mem(&mut self, r: &ReleaseMem) -> Result<(), EncodeError> {
         let p = r.payload()?;
-        self.emit(Opcode::ReleaseMem, false, &p)
+        self.emit(Opcode::ReleaseMem, false, p)
     }
 
     /// EVENT_WRITE.
@@ -239,12 +253,12 @@ impl<S: Sink> PacketWriter<S> {
     pub fn event_write(&mut self, e: &EventWrite) -> Result<(), EncodeError> {
         let dw1 = e.dword1()?;
         match e.address {
-            None => self.emit(Opcode::EventWrite, false, &[dw1]),
+            None => self.emit(Opcode::EventWrite, false, [dw1]),
             Some(addr) => {
                 if addr % 8 != 0 {
                     return Err(EncodeError::Misaligned { addr, align: 8 });
                 }
-                self.emit(Opcode::EventWrite, false, &[dw1, addr as u32, (addr >> 32) as u32])
+                self.emit(Opcode::EventWrite, false, [dw1, addr as u32, (addr >> 32) as u32])
             }
         }
     }
@@ -252,19 +266,19 @@ impl<S: Sink> PacketWriter<S> {
     /// WAIT_REG_MEM.
     pub fn wait_reg_mem(&mut self, w: &WaitRegMem) -> Result<(), EncodeError> {
         let p = w.payload()?;
-        self.emit(Opcode::WaitRegMem, false, &p)
+        self.emit(Opcode::WaitRegMem, false, p)
     }
 
     /// INDIRECT_BUFFER.
     pub fn indirect_buffer(&mut self, ib: &IndirectBuffer) -> Result<(), EncodeError> {
         let p = ib.payload()?;
-        self.emit(Opcode::IndirectBuffer, false, &p)
+        self.emit(Opcode::IndirectBuffer, false, p)
     }
 
     /// COPY_DATA.
     pub fn copy_data(&mut self, c: &CopyData) -> Result<(), EncodeError> {
         let p = c.payload()?;
-        self.emit(Opcode::CopyData, false, &p)
+        self.emit(Opcode::CopyData, false, p)
     }
 }
 
