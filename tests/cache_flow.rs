@@ -88,3 +88,42 @@ fn memory_only_never_touches_disk() {
     cache.get(&source.key, &source).unwrap();
     assert_eq!(counts.compiles.load(SeqCst), 1);
 }
+
+#[test]
+fn stats_serialize_to_json_and_display_as_a_table() {
+    let gpu = gpu("stats");
+    let counts = Arc::new(Counts::default());
+    let source = Source::new(&gpu, "s", &counts);
+    let cache = ProgramCache::open(gpu, &CacheConfig::memory_only());
+    cache.get(&source.key, &source).unwrap();
+    cache.get(&source.key, &source).unwrap();
+    let stats = cache.stats();
+    let json = serde_json::to_value(&stats).unwrap();
+    let object = json.as_object().unwrap();
+    for field in [
+        "memory_hits",
+        "coalesced",
+        "disk_hits",
+        "misses",
+        "compiles",
+        "compile_errors",
+        "compile_time",
+        "compile_time_saved",
+        "load_time",
+        "disk_rejected",
+        "driver_refused",
+        "disk_writes",
+        "evictions",
+        "memory_entries",
+        "memory_bytes",
+        "disk_entries",
+        "disk_bytes",
+    ] {
+        assert!(object.contains_key(field), "{field} missing in {json}");
+    }
+    assert_eq!(json["memory_hits"], 1);
+    assert_eq!(json["compile_time"], 0.01, "durations are seconds");
+    assert_eq!(json["compile_time_saved"], 0.01, "a memory hit saves the recorded compile time");
+    let table = stats.to_string();
+    assert!(table.lines().count() >= 10 && table.contains("memory hits"), "{table}");
+}

@@ -114,7 +114,12 @@ pub fn read_entry_with(
     let file =
         match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) {
             Ok(file) => file,
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(ReadOutcome::Missing),
+            // ENOTDIR: a folder on the way was replaced by a file; the write path reports that.
+            Err(err)
+                if err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                return Ok(ReadOutcome::Missing)
+            }
             Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
                 return Err(io::Error::new(io::ErrorKind::InvalidData, "the entry is a symbolic link"));
             }

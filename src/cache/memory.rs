@@ -4,7 +4,7 @@
 //!
 //! The map is split into shards behind their own `RwLock`s, so a hit takes one uncontended read
 //! lock and touches no cache line shared by all threads: recency comes from a per-thread clock
-//! (below) and the hit counters live in the shard. Eviction, which only inserts and releases
+//! (below) and hits are counted in the entry, whose line a hit writes anyway. Eviction, which only inserts and releases
 //! trigger, scans the shards for the oldest unused entries.
 
 use std::collections::HashMap;
@@ -23,6 +23,9 @@ const SHARDS: usize = 64;
 pub(crate) struct Entry<P> {
     /// Last use, in [`clock`] ticks; eviction takes the smallest.
     stamp: AtomicU64,
+    /// Memory hits; counted here rather than in a shared counter because a hit already owns
+    /// this cache line (the reference count is next to it).
+    hits: AtomicU64,
     key: CacheKey,
     cost: u64,
     compile_ns: u64,
@@ -129,8 +132,6 @@ type Map<P> = HashMap<CacheKey, Arc<Entry<P>>, BuildHasherDefault<KeyHasher>>;
 #[repr(align(128))]
 struct Shard<P> {
     map: RwLock<Map<P>>,
-    hits: AtomicU64,
-    saved_ns: AtomicU64,
 }
 
 /// The memory tier.
@@ -141,6 +142,9 @@ pub(crate) struct MemoryTier<P> {
     entries: AtomicU64,
     bytes: AtomicU64,
     evictions: AtomicU64,
+    /// Hits and saved compile time of entries no longer in the map.
+    gone_hits: AtomicU64,
+    gone_saved_ns: AtomicU64,
     pressure: Arc<AtomicBool>,
     /// One evicting thread at a time: two would pick the same victims.
     evicting: Mutex<()>,
@@ -150,18 +154,14 @@ pub(crate) struct MemoryTier<P> {
 impl<P: Send + Sync + 'static> MemoryTier<P> {
     pub fn new(max_entries: usize, max_bytes: u64) -> Arc<Self> {
         Arc::new_cyclic(|me| MemoryTier {
-            shards: (0..SHARDS)
-                .map(|_| Shard {
-                    map: RwLock::default(),
-                    hits: AtomicU64::new(0),
-                    saved_ns: AtomicU64::new(0),
-                })
-                .collect(),
+            shards: (0..SHARDS).map(|_| Shard { map: RwLock::default() }).collect(),
             max_entries: max_entries as u64,
             max_bytes,
             entries: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            gone_hits: AtomicU64::new(0),
+            gone_saved_ns: AtomicU64::new(0),
             pressure: Arc::new(AtomicBool::new(false)),
             evicting: Mutex::new(()),
             me: me.clone(),
@@ -189,10 +189,9 @@ impl<P: Send + Sync + 'static> MemoryTier<P> {
             let map = Self::read(shard);
             let entry = map.get(key)?;
             entry.stamp.store(clock::tick(), Relaxed);
+            entry.hits.fetch_add(1, Relaxed);
             Arc::clone(entry)
         };
-        shard.hits.fetch_add(1, Relaxed);
-        shard.saved_ns.fetch_add(entry.compile_ns, Relaxed);
         Some(ProgramHandle::new(entry))
     }
 
@@ -202,6 +201,7 @@ impl<P: Send + Sync + 'static> MemoryTier<P> {
         let cost = cost.max(1);
         let entry = Arc::new(Entry {
             stamp: AtomicU64::new(clock::tick()),
+            hits: AtomicU64::new(0),
             key,
             cost,
             compile_ns,
@@ -265,6 +265,9 @@ impl<P: Send + Sync + 'static> MemoryTier<P> {
                     self.entries.fetch_sub(1, Relaxed);
                     self.bytes.fetch_sub(entry.cost, Relaxed);
                     self.evictions.fetch_add(1, Relaxed);
+                    let hits = entry.hits.load(Relaxed);
+                    self.gone_hits.fetch_add(hits, Relaxed);
+                    self.gone_saved_ns.fetch_add(hits.saturating_mul(entry.compile_ns), Relaxed);
                     victims.push(entry);
                 }
             }
@@ -291,9 +294,16 @@ impl<P: Send + Sync + 'static> MemoryTier<P> {
 
     /// Fills the memory fields of `stats`.
     pub fn fill(&self, stats: &mut CacheStats) {
-        stats.memory_hits = self.shards.iter().map(|s| s.hits.load(Relaxed)).sum();
-        stats.compile_time_saved +=
-            Duration::from_nanos(self.shards.iter().map(|s| s.saved_ns.load(Relaxed)).sum());
+        let (mut hits, mut saved_ns) = (self.gone_hits.load(Relaxed), self.gone_saved_ns.load(Relaxed));
+        for shard in self.shards.iter() {
+            for entry in Self::read(shard).values() {
+                let entry_hits = entry.hits.load(Relaxed);
+                hits += entry_hits;
+                saved_ns = saved_ns.saturating_add(entry_hits.saturating_mul(entry.compile_ns));
+            }
+        }
+        stats.memory_hits = hits;
+        stats.compile_time_saved += Duration::from_nanos(saved_ns);
         stats.evictions = self.evictions.load(Relaxed);
         stats.memory_entries = self.entries.load(Relaxed);
         stats.memory_bytes = self.bytes.load(Relaxed);
