@@ -166,7 +166,19 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         &self,
         requests: &[(CacheKey, S)],
     ) -> Vec<Result<ProgramHandle<P>, S::Error>> {
-        let threads = std::thread::available_parallelism().map_or(1, NonZeroUsize::get).min(requests.len());
+        let threads = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+        self.warm_up_with_threads(requests, threads)
+    }
+
+    /// [`warm_up`](Self::warm_up) with up to `threads` requests in flight: more than the CPU
+    /// count pays off when a backend's compile mostly waits on a driver compiling on its own
+    /// threads.
+    pub fn warm_up_with_threads<S: ProgramSource<P> + Sync>(
+        &self,
+        requests: &[(CacheKey, S)],
+        threads: usize,
+    ) -> Vec<Result<ProgramHandle<P>, S::Error>> {
+        let threads = threads.min(requests.len());
         if threads <= 1 {
             return requests.iter().map(|(key, source)| self.get(key, source)).collect();
         }

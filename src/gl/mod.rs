@@ -28,6 +28,9 @@ use crate::cache::{CacheConfig, CacheKey, CacheStats, ProgramCache, ProgramHandl
 use crate::kernel::{KernelSpec, SourceLanguage};
 use crate::Result;
 
+/// Most programs a warm-up has compiling at once when the driver compiles in parallel.
+const MAX_PARALLEL_COMPILES: usize = 32;
+
 /// The gl backend. Cheap to share between threads; every call is forwarded to its GL thread.
 pub struct GlBackend {
     thread: GlThread,
@@ -147,7 +150,12 @@ impl Backend for GlBackend {
 
     fn warm_up(&self, kernels: &[KernelSpec]) -> Result<Vec<Program>> {
         let requests = kernels.iter().map(|k| self.source_for(k)).collect::<Result<Vec<_>>>()?;
-        let handles = self.cache.warm_up(&requests);
+        let handles = if self.probe.parallel_compile {
+            // Every compile is started at once; the driver's threads do the work.
+            self.cache.warm_up_with_threads(&requests, requests.len().min(MAX_PARALLEL_COMPILES))
+        } else {
+            self.cache.warm_up(&requests)
+        };
         kernels.iter().zip(handles).map(|(kernel, handle)| Ok(self.wrap(kernel, handle?))).collect()
     }
 
