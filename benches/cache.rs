@@ -67,24 +67,32 @@ fn caches() -> Caches {
 
 #[derive(Clone, Copy)]
 enum Which {
+    Baseline,
     Sparkle,
     QuickCache,
     Moka,
 }
 
 impl Which {
-    const ALL: [(Which, &'static str); 3] =
-        [(Which::Sparkle, "sparkle"), (Which::QuickCache, "quick_cache"), (Which::Moka, "moka")];
+    const ALL: [(Which, &'static str); 4] = [
+        (Which::Baseline, "baseline"),
+        (Which::Sparkle, "sparkle"),
+        (Which::QuickCache, "quick_cache"),
+        (Which::Moka, "moka"),
+    ];
 }
 
-/// `count` gets, walking the keys from `start` with a stride that visits every key.
-fn gets(caches: &Caches, which: Which, start: usize, count: u64) {
+/// `count` gets over `span` keys starting at `first`, with a stride that visits all of them.
+fn gets(caches: &Caches, which: Which, first: usize, span: usize, count: u64) {
     let source = Source { size: 64 };
-    let mut index = start;
+    let mut index = 0;
     for _ in 0..count {
-        index = (index + 617) % KEYS;
-        let key = &caches.keys[index];
+        index = (index + 617) % span;
+        let key = &caches.keys[(first + index) % KEYS];
         match which {
+            Which::Baseline => {
+                black_box(key);
+            }
             Which::Sparkle => {
                 black_box(caches.sparkle.get(key, &source).ok());
             }
@@ -107,42 +115,48 @@ fn memory_hits(c: &mut Criterion) {
             let mut start = 0;
             b.iter(|| {
                 start += 1;
-                gets(&caches, which, start, 1)
+                gets(&caches, which, start, KEYS, 1)
             })
         });
     }
     group.finish();
 
-    let mut group = c.benchmark_group("memory_hit_throughput");
-    for threads in [1usize, 2] {
-        group.throughput(Throughput::Elements(threads as u64));
-        for (which, name) in Which::ALL {
-            group.bench_with_input(
-                BenchmarkId::new(name, format!("{threads}_threads")),
-                &threads,
-                |b, &threads| {
-                    b.iter_custom(|iters| {
-                        let barrier = Barrier::new(threads + 1);
-                        std::thread::scope(|s| {
-                            for t in 0..threads {
-                                let (caches, barrier) = (&caches, &barrier);
-                                s.spawn(move || {
-                                    barrier.wait();
-                                    gets(caches, which, t * 311, iters);
-                                    barrier.wait();
-                                });
-                            }
-                            barrier.wait();
-                            let start = Instant::now();
-                            barrier.wait();
-                            start.elapsed()
+    // `shared_keys`: every thread walks all keys (many threads running the same kernels);
+    // `own_keys`: each thread has its own half (threads running different kernels).
+    for (label, own_keys) in [("shared_keys", false), ("own_keys", true)] {
+        let mut group = c.benchmark_group(format!("memory_hit_throughput_{label}"));
+        for threads in [1usize, 2] {
+            group.throughput(Throughput::Elements(threads as u64));
+            for (which, name) in Which::ALL {
+                group.bench_with_input(
+                    BenchmarkId::new(name, format!("{threads}_threads")),
+                    &threads,
+                    |b, &threads| {
+                        b.iter_custom(|iters| {
+                            let barrier = Barrier::new(threads + 1);
+                            std::thread::scope(|s| {
+                                for t in 0..threads {
+                                    let (caches, barrier) = (&caches, &barrier);
+                                    let (first, span) =
+                                        if own_keys { (t * KEYS / 2, KEYS / 2) } else { (t * 311, KEYS) };
+                                    s.spawn(move || {
+                                        barrier.wait();
+                                        gets(caches, which, first, span, iters);
+                                        barrier.wait();
+                                    });
+                                }
+                                barrier.wait();
+                                let start = Instant::now();
+                                barrier.wait();
+                                start.elapsed()
+                            })
                         })
-                    })
-                },
-            );
+                    },
+                );
+            }
         }
+        group.finish();
     }
-    group.finish();
 }
 
 fn disk_hits(c: &mut Criterion) {
