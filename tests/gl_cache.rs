@@ -269,3 +269,32 @@ fn without_program_binaries_results_stay_correct_and_the_notice_appears() {
     assert_eq!(stderr.matches("no program binary formats").count(), 1, "said once: {stderr}");
     assert!(entry_files(dir.path()).is_empty(), "nothing is written to disk");
 }
+
+#[test]
+fn many_backends_on_many_threads_share_the_device_and_processes_exit_cleanly() {
+    // Backends opened and dropped concurrently share one context per device; a driver that
+    // sees contexts made and destroyed on many threads, or torn down during process exit,
+    // crashes — these must simply work.
+    std::thread::scope(|s| {
+        for round in 0..4u64 {
+            s.spawn(move || {
+                for i in 0..3 {
+                    let backend = GlBackend::open_with(&CacheConfig::memory_only()).unwrap();
+                    let case = suite::saxpy::Saxpy::random(300 + i, round * 10 + i as u64);
+                    let program = backend.program(&case.spec()).unwrap();
+                    assert!(suite::run_and_verify(&backend, &program, &case).unwrap().passed());
+                }
+            });
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..5 {
+        let output = Command::new(env!("CARGO_BIN_EXE_sparkle"))
+            .args(["run", "saxpy", "100"])
+            .env("SPARKLE_BACKEND", "gl")
+            .env("SPARKLE_CACHE_DIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{:?}: {}", output.status, String::from_utf8_lossy(&output.stderr));
+    }
+}

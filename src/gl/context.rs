@@ -26,9 +26,25 @@ pub(crate) struct EglContext {
     pub gl: glow::Context,
     /// Which EGL device (or the default display) the context came from, for `info`.
     pub source: String,
-    // Field order matters: the context goes before the display it belongs to.
-    _context: PossiblyCurrentContext,
-    _display: Display,
+    context: PossiblyCurrentContext,
+    display: Display,
+}
+
+impl EglContext {
+    /// Ends a context that will not be used (its device failed the probe) on the thread that
+    /// made it: not current any more (EGL destroys only contexts no thread has current),
+    /// destroyed, and the thread's EGL state released.
+    pub fn close(self) {
+        let EglContext { gl, context, display, .. } = self;
+        drop(gl);
+        match context.make_not_current() {
+            Ok(not_current) => drop(not_current),
+            Err(err) => tracing::warn!(error = %err, "could not release the GL context"),
+        }
+        // SAFETY: called on the thread that used the context, after it stopped being current;
+        // eglReleaseThread only resets this thread's EGL state.
+        unsafe { display.egl().ReleaseThread() };
+    }
 }
 
 /// One EGL device seen during enumeration.
@@ -51,9 +67,8 @@ impl Candidate {
     }
 }
 
-/// Creates a context, trying devices in preference order.
-pub(crate) fn create() -> Result<EglContext, GlError> {
-    let pinned = pinned_device_index()?;
+/// Creates a context on device `pinned`, or on the first device that gives one.
+pub(crate) fn create(pinned: Option<usize>) -> Result<EglContext, GlError> {
     let mut candidates = match Device::query_devices() {
         Ok(devices) => devices
             .enumerate()
@@ -104,7 +119,8 @@ pub(crate) fn create() -> Result<EglContext, GlError> {
     }
 }
 
-fn pinned_device_index() -> Result<Option<usize>, GlError> {
+/// The device index `SPARKLE_EGL_DEVICE` names, if it is set.
+pub(crate) fn pinned_device_index() -> Result<Option<usize>, GlError> {
     match std::env::var(DEVICE_ENV) {
         Ok(value) if !value.trim().is_empty() => {
             value.trim().parse().map(Some).map_err(|_| GlError::BadDevice {
@@ -167,7 +183,7 @@ fn finish(display: Display, source: String) -> Result<EglContext, GlError> {
                     glow::Context::from_loader_function_cstr(|name: &CStr| display.get_proc_address(name))
                 };
                 tracing::debug!("OpenGL {major}.{minor} core context on {source}");
-                return Ok(EglContext { gl, source, _context: context, _display: display });
+                return Ok(EglContext { gl, source, context, display });
             }
             Err(err) => refusals.push(format!("{major}.{minor}: {err}")),
         }

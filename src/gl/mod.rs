@@ -1,8 +1,8 @@
 //! The gl backend: OpenGL 4.3+ compute shaders on a headless EGL context, with linked programs
 //! kept across runs as program binaries in the shared cache.
 //!
-//! All GL calls run on one thread per backend ([`thread`] says why); the public
-//! [`GlBackend`] is `Send + Sync` and forwards work to it.
+//! All GL calls run on one GL thread per EGL device per process, shared by every backend opened
+//! on it ([`thread`] says why); the public [`GlBackend`] is `Send + Sync` and forwards work to it.
 
 mod buffer;
 mod context;
@@ -47,7 +47,7 @@ impl GlBackend {
 
     /// Opens the gl backend with an explicit cache configuration.
     pub fn open_with(config: &CacheConfig) -> Result<Self> {
-        let (thread, probe) = GlThread::spawn()?;
+        let (thread, probe) = GlThread::shared()?;
         let gpu_id = probe.gpu_id();
         let memory_only;
         let config = if probe.persists_programs() {

@@ -1,5 +1,8 @@
 //! The GL thread. It creates the context, keeps it current for its whole life and runs every GL
-//! call of its backend, in submission order.
+//! call, in submission order. There is one per EGL device per process, shared by every backend
+//! opened on that device, and it lives as long as the process: NVIDIA's driver crashed when
+//! several contexts were made, used and destroyed on different threads of one process, and Mesa
+//! aborted when a context was still being torn down while the process exited.
 //!
 //! Why a thread of its own rather than a lock that makes the context current: glutin's current
 //! context is neither `Send` nor `Sync`, making a context current costs a driver round trip on
@@ -8,7 +11,7 @@
 //! context gives all three: calls are closures sent to it, deletes are posted without waiting.
 
 use std::collections::HashMap;
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex, PoisonError};
 
 use glow::HasContext;
 
@@ -17,6 +20,9 @@ use super::device::{self, Probe};
 use super::GlError;
 
 type Job = Box<dyn FnOnce(&mut GlState) + Send>;
+
+/// The process's GL threads, by the device index they were pinned to (`None`: preferred device).
+static THREADS: Mutex<Vec<(Option<usize>, GlThread, Probe)>> = Mutex::new(Vec::new());
 
 /// What lives on the GL thread: the context and the objects that must not leave it.
 pub(crate) struct GlState {
@@ -75,32 +81,39 @@ impl GlState {
     }
 }
 
-impl Drop for GlState {
-    fn drop(&mut self) {
-        for (_, fence) in self.fences.drain() {
-            // SAFETY: the context is still current on this thread; each fence was made by it.
-            unsafe { self.context.gl.delete_sync(fence) };
-        }
-    }
-}
-
-/// The sending side of the GL thread. Clones are cheap; the thread ends when the last one drops.
+/// The sending side of a GL thread. Clones are cheap.
 #[derive(Clone)]
 pub(crate) struct GlThread {
     jobs: mpsc::Sender<Job>,
 }
 
 impl GlThread {
-    /// Starts the thread, creates the context on it and probes the device.
-    pub fn spawn() -> Result<(GlThread, Probe), GlError> {
+    /// The GL thread of the device `SPARKLE_EGL_DEVICE` names (or the preferred one), started on
+    /// first use.
+    pub fn shared() -> Result<(GlThread, Probe), GlError> {
+        let pinned = context::pinned_device_index()?;
+        let mut threads = THREADS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, thread, probe)) = threads.iter().find(|(p, _, _)| *p == pinned) {
+            return Ok((thread.clone(), probe.clone()));
+        }
+        let (thread, probe) = Self::spawn(pinned)?;
+        threads.push((pinned, thread.clone(), probe.clone()));
+        Ok((thread, probe))
+    }
+
+    /// Starts a thread, creates the context on it and probes the device.
+    fn spawn(pinned: Option<usize>) -> Result<(GlThread, Probe), GlError> {
         let (jobs, queue) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         std::thread::Builder::new()
             .name("sparkle-gl".into())
             .spawn(move || {
-                let started = context::create().and_then(|context| {
-                    let probe = device::probe(&context)?;
-                    Ok((context, probe))
+                let started = context::create(pinned).and_then(|context| match device::probe(&context) {
+                    Ok(probe) => Ok((context, probe)),
+                    Err(err) => {
+                        context.close();
+                        Err(err)
+                    }
                 });
                 let context = match started {
                     Ok((context, probe)) => {
@@ -114,10 +127,10 @@ impl GlThread {
                     }
                 };
                 let mut state = GlState { context, fences: HashMap::new(), next_fence: 0 };
+                // The registry keeps a sender, so this runs until the process exits.
                 while let Ok(job) = queue.recv() {
                     job(&mut state);
                 }
-                tracing::debug!("GL thread finished");
             })
             .map_err(|err| GlError::NoContext(format!("could not start the GL thread: {err}")))?;
         let probe = ready_rx.recv().map_err(|_| GlError::ThreadGone)??;
