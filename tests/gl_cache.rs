@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sparkle::cache::{CacheConfig, EntryHeader, HEADER_LEN};
+use sparkle::cache::{CacheConfig, CacheStats, EntryHeader, HEADER_LEN};
 use sparkle::gl::{GlBackend, GlError};
 use sparkle::suite::{self, Case};
 use sparkle::{Access, Arg, Backend, BufferUsage, Error, KernelError, KernelSpec, ScalarType};
@@ -43,6 +43,13 @@ fn run_suite(backend: &GlBackend) {
         let verdict = suite::run_and_verify(backend, &program, case.as_ref()).expect("dispatch");
         assert!(verdict.passed(), "{}: {verdict}", case.describe());
     }
+}
+
+/// Runs the suite on a fresh backend over `dir` and returns that backend's cache statistics.
+fn run_suite_in(dir: &Path) -> CacheStats {
+    let backend = open(dir);
+    run_suite(&backend);
+    backend.cache_stats()
 }
 
 fn entry_files(dir: &Path) -> Vec<PathBuf> {
@@ -104,7 +111,7 @@ fn a_second_process_loads_every_program_from_disk_and_gets_the_same_results() {
 #[test]
 fn damaged_entries_are_rejected_before_the_driver_and_recompiled() {
     let dir = tempfile::tempdir().unwrap();
-    run_suite(&open(dir.path()));
+    run_suite_in(dir.path());
     let entries = entry_files(dir.path());
     assert_eq!(entries.len(), 3);
     for path in &entries {
@@ -114,19 +121,15 @@ fn damaged_entries_are_rejected_before_the_driver_and_recompiled() {
         std::fs::write(path, bytes).unwrap();
     }
 
-    let backend = open(dir.path());
-    run_suite(&backend);
-    let stats = backend.cache_stats();
+    let stats = run_suite_in(dir.path());
     assert_eq!(stats.disk_rejected, 3, "every damaged entry is caught by verification");
     assert_eq!(stats.driver_refused, 0, "no damaged blob reached glProgramBinary");
     assert_eq!(stats.compiles, 3);
     assert_eq!(stats.disk_hits, 0);
-    drop(backend);
 
     // The recompiled programs were written back and load cleanly.
-    let backend = open(dir.path());
-    run_suite(&backend);
-    assert_eq!((backend.cache_stats().disk_hits, backend.cache_stats().compiles), (3, 0));
+    let stats = run_suite_in(dir.path());
+    assert_eq!((stats.disk_hits, stats.compiles), (3, 0));
 }
 
 #[test]
@@ -135,7 +138,7 @@ fn a_verified_binary_the_driver_refuses_is_recompiled_and_replaced() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    run_suite(&open(dir.path()));
+    run_suite_in(dir.path());
     // Damage each blob but re-seal the entry, as if a driver update had changed the format:
     // verification passes, so only the driver can refuse it.
     for path in entry_files(dir.path()) {
@@ -152,17 +155,13 @@ fn a_verified_binary_the_driver_refuses_is_recompiled_and_replaced() {
         std::fs::write(&path, sealed).unwrap();
     }
 
-    let backend = open(dir.path());
-    run_suite(&backend);
-    let stats = backend.cache_stats();
+    let stats = run_suite_in(dir.path());
     assert_eq!(stats.disk_rejected, 0, "the re-sealed entries pass verification");
     assert_eq!(stats.driver_refused, 3, "llvmpipe checks its own blob and refuses it");
     assert_eq!(stats.compiles, 3);
-    drop(backend);
 
-    let backend = open(dir.path());
-    run_suite(&backend);
-    assert_eq!((backend.cache_stats().disk_hits, backend.cache_stats().driver_refused), (3, 0));
+    let stats = run_suite_in(dir.path());
+    assert_eq!((stats.disk_hits, stats.driver_refused), (3, 0));
 }
 
 #[test]
