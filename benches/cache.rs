@@ -8,13 +8,14 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use sparkle::cache::{Blob, Built, CacheConfig, CacheKey, DiskStore, GpuId, ProgramCache, ProgramSource};
-use sparkle::BackendKind;
+use sparkle::cache::{
+    Blob, Built, CacheConfig, CacheKey, DiskStore, GpuId, LoadFailure, ProgramCache, ProgramSource,
+};
 
 const KEYS: usize = 1024;
 
 fn gpu() -> GpuId {
-    GpuId::new(BackendKind::Gl, vec![("renderer".into(), "bench".into())])
+    GpuId::new("gl", vec![("renderer".into(), "bench".into())])
 }
 
 fn keys() -> Vec<CacheKey> {
@@ -38,7 +39,7 @@ impl ProgramSource<Arc<Vec<u8>>> for Source {
         })
     }
 
-    fn load(&self, blob: &Blob) -> Result<Arc<Vec<u8>>, String> {
+    fn load(&self, blob: &Blob) -> Result<Arc<Vec<u8>>, LoadFailure<String>> {
         Ok(Arc::new(blob.bytes.clone()))
     }
 }

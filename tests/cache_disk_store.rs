@@ -54,7 +54,10 @@ fn gpus_and_list_describe_the_folder() {
     assert_eq!(list.len(), 6);
     for info in &list {
         assert!(paths.contains(&info.path));
-        assert_eq!((info.backend, info.blob_format, info.payload_len), (1, cache_support::FORMAT, 1000));
+        assert_eq!(
+            (info.backend, info.blob_format, info.payload_len),
+            (sparkle::cache::backend_tag("gl"), cache_support::FORMAT, 1000)
+        );
         assert_eq!(info.file_size, ENTRY);
         assert_eq!(info.compile_time, Duration::from_millis(10));
         assert!(info.created_unix_ns > 0 && info.problem.is_none(), "{info:?}");

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use sparkle::cache::{Blob, Built, CacheConfig, CacheKey, ProgramCache, ProgramHandle, ProgramSource};
+use sparkle::cache::{
+    Blob, Built, CacheConfig, CacheKey, LoadFailure, ProgramCache, ProgramHandle, ProgramSource,
+};
 
 const KEYS: u64 = 8;
 
@@ -50,8 +52,8 @@ impl ProgramSource<Program> for Sized {
         })
     }
 
-    fn load(&self, _: &Blob) -> Result<Program, String> {
-        Err("memory-only".into())
+    fn load(&self, _: &Blob) -> Result<Program, LoadFailure<String>> {
+        Err(LoadFailure::Refused("memory-only".into()))
     }
 }
 
@@ -135,7 +137,7 @@ proptest! {
         let compiles = Arc::new(AtomicUsize::new(0));
         let drops = Arc::new(AtomicUsize::new(0));
         let config = CacheConfig { max_memory_entries: max_entries, max_memory_bytes: max_bytes, ..CacheConfig::memory_only() };
-        let cache = ProgramCache::<Program>::open(sparkle::cache::GpuId::new(sparkle::BackendKind::Gl, vec![]), &config);
+        let cache = ProgramCache::<Program>::open(sparkle::cache::GpuId::new("gl", vec![]), &config);
         let mut handles: Vec<ProgramHandle<Program>> = Vec::new();
         let mut model = Model::default();
         for op in ops {
@@ -191,8 +193,7 @@ fn an_entry_larger_than_the_byte_bound_stays_while_held_and_goes_when_released()
     let compiles = Arc::new(AtomicUsize::new(0));
     let drops = Arc::new(AtomicUsize::new(0));
     let config = CacheConfig { max_memory_entries: 10, max_memory_bytes: 2, ..CacheConfig::memory_only() };
-    let cache =
-        ProgramCache::<Program>::open(sparkle::cache::GpuId::new(sparkle::BackendKind::Gl, vec![]), &config);
+    let cache = ProgramCache::<Program>::open(sparkle::cache::GpuId::new("gl", vec![]), &config);
     let source = Sized { key: 2, compiles: Arc::clone(&compiles), drops: Arc::clone(&drops) };
     assert!(cost(2) > 2);
     let handle = cache.get(&cache_key(2), &source).unwrap();

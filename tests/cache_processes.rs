@@ -8,8 +8,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
-use sparkle::cache::{Blob, Built, CacheConfig, CacheKey, DiskStore, GpuId, ProgramCache, ProgramSource};
-use sparkle::BackendKind;
+use sparkle::cache::{
+    Blob, Built, CacheConfig, CacheKey, DiskStore, GpuId, LoadFailure, ProgramCache, ProgramSource,
+};
 
 const WORKER_ENV: &str = "SPARKLE_CACHE_TEST_WORKER";
 const DIR_ENV: &str = "SPARKLE_CACHE_TEST_WORKER_DIR";
@@ -19,7 +20,7 @@ const ITERATIONS: u64 = 400;
 const MAX_DISK: u64 = 24 << 10;
 
 fn gpu() -> GpuId {
-    GpuId::new(BackendKind::Gl, vec![("renderer".into(), "shared by processes".into())])
+    GpuId::new("gl", vec![("renderer".into(), "shared by processes".into())])
 }
 
 /// Between 200 bytes and 3 KB, and every byte depends on the key.
@@ -49,11 +50,11 @@ impl ProgramSource<Vec<u8>> for Source {
         })
     }
 
-    fn load(&self, blob: &Blob) -> Result<Vec<u8>, String> {
+    fn load(&self, blob: &Blob) -> Result<Vec<u8>, LoadFailure<String>> {
         self.loads.fetch_add(1, SeqCst);
         if blob.bytes != payload(self.key) || blob.format != 1 {
             self.wrong.fetch_add(1, SeqCst);
-            return Err("wrong payload".into());
+            return Err(LoadFailure::Refused("wrong payload".into()));
         }
         Ok(blob.bytes.clone())
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use cache_support::{gpu, Counts, Source};
-use sparkle::cache::{Blob, Built, CacheConfig, ProgramCache, ProgramHandle, ProgramSource};
+use sparkle::cache::{Blob, Built, CacheConfig, LoadFailure, ProgramCache, ProgramHandle, ProgramSource};
 
 const THREADS: usize = 16;
 
@@ -116,7 +116,7 @@ impl ProgramSource<cache_support::Program> for PanicsOnce {
         self.inner.compile()
     }
 
-    fn load(&self, blob: &Blob) -> Result<cache_support::Program, String> {
+    fn load(&self, blob: &Blob) -> Result<cache_support::Program, LoadFailure<String>> {
         self.inner.load(blob)
     }
 }

@@ -17,7 +17,6 @@ use serde::Serialize;
 use super::entry::{EntryHeader, Expect, HEADER_LEN};
 use super::files::{self, current_uid, FileIdentity, ReadOutcome, STALE_TEMP_AGE, TEMP_PREFIX};
 use super::{CacheError, CacheKey};
-use crate::backend::BackendKind;
 
 /// The description file in each GPU folder.
 pub const GPU_DESCRIPTION: &str = "gpu.txt";
@@ -98,7 +97,8 @@ impl Found {
 /// `gl-0123456789abcdef` → (backend name, gpu hash).
 pub fn parse_gpu_dir_name(name: &str) -> Option<(&str, u64)> {
     let (backend, hash) = name.rsplit_once('-')?;
-    if backend.is_empty() || hash.len() != 16 || !backend.bytes().all(|b| b.is_ascii_alphanumeric()) {
+    let name_ok = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+    if backend.is_empty() || hash.len() != 16 || !backend.bytes().all(name_ok) {
         return None;
     }
     Some((backend, u64::from_str_radix(hash, 16).ok()?))
@@ -248,13 +248,8 @@ impl DiskStore {
             let dir_identity = parse_gpu_dir_name(&found.gpu_dir);
             let expect = |header: &EntryHeader| {
                 let (backend_name, gpu_hash) = dir_identity?;
-                // A backend this build does not know may come from a newer build sharing the
-                // folder: its code is taken on trust, everything else is still checked.
-                let backend = BackendKind::ALL
-                    .iter()
-                    .find(|k| k.name() == backend_name)
-                    .map_or(header.backend, |k| k.code());
-                Some(Expect { backend, gpu_hash, key })
+                let _ = header;
+                Some(Expect { backend: super::key::backend_tag(backend_name), gpu_hash, key })
             };
             let outcome = match files::read_entry_with(&found.path, expect) {
                 Ok(outcome) => outcome,

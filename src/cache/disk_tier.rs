@@ -51,7 +51,7 @@ impl DiskTier {
         let tier = DiskTier {
             root: dir.to_path_buf(),
             gpu_dir: dir.join(gpu.dir_name()),
-            backend: gpu.backend().code(),
+            backend: gpu.backend_tag(),
             gpu_hash: gpu.hash(),
             max_bytes: config.max_disk_bytes,
             max_age: config.max_age,

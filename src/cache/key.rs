@@ -7,25 +7,26 @@ use std::fmt;
 use serde::Serialize;
 use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
 
-use crate::backend::BackendKind;
-
 /// Bump whenever the entry format or what goes into a key changes.
-pub const CACHE_FORMAT_VERSION: u32 = 1;
+pub const CACHE_FORMAT_VERSION: u32 = 2;
 
 /// Everything that must change when a compiled blob may stop being valid on a device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GpuId {
-    backend: BackendKind,
+    /// The backend's name (`gl`, `amdgpu-sim`, …): the cache stores and shows it, and knows no
+    /// list of backends.
+    backend: String,
     /// Named identity fields in a fixed order (vendor, renderer, driver version, …).
     fields: Vec<(String, String)>,
     hash: u64,
 }
 
 impl GpuId {
-    pub fn new(backend: BackendKind, fields: Vec<(String, String)>) -> Self {
+    pub fn new(backend: impl Into<String>, fields: Vec<(String, String)>) -> Self {
+        let backend = backend.into();
         let mut bytes = Vec::new();
         push_part(&mut bytes, &CACHE_FORMAT_VERSION.to_le_bytes());
-        push_part(&mut bytes, &backend.code().to_le_bytes());
+        push_part(&mut bytes, backend.as_bytes());
         for (name, value) in &fields {
             push_part(&mut bytes, name.as_bytes());
             push_part(&mut bytes, value.as_bytes());
@@ -34,8 +35,14 @@ impl GpuId {
         Self { backend, fields, hash }
     }
 
-    pub fn backend(&self) -> BackendKind {
-        self.backend
+    pub fn backend(&self) -> &str {
+        &self.backend
+    }
+
+    /// The number entry headers carry for this backend: derived from its name, so that the cache
+    /// needs no table of backends.
+    pub fn backend_tag(&self) -> u32 {
+        backend_tag(&self.backend)
     }
 
     pub fn fields(&self) -> &[(String, String)] {
@@ -49,7 +56,7 @@ impl GpuId {
 
     /// The name of this GPU's folder inside the cache dir.
     pub fn dir_name(&self) -> String {
-        format!("{}-{:016x}", self.backend.name(), self.hash)
+        format!("{}-{:016x}", self.backend, self.hash)
     }
 
     /// A human-readable description, one `name: value` per line.
@@ -79,7 +86,7 @@ impl CacheKey {
     pub fn derive(gpu: &GpuId, parts: &[&[u8]]) -> Self {
         let mut bytes = Vec::with_capacity(parts.iter().map(|p| p.len() + 8).sum::<usize>() + 32);
         push_part(&mut bytes, &CACHE_FORMAT_VERSION.to_le_bytes());
-        push_part(&mut bytes, &gpu.backend.code().to_le_bytes());
+        push_part(&mut bytes, gpu.backend.as_bytes());
         push_part(&mut bytes, &gpu.hash.to_le_bytes());
         for part in parts {
             push_part(&mut bytes, part);
@@ -115,6 +122,11 @@ impl fmt::Display for CacheKey {
     }
 }
 
+/// The header tag of the backend called `name` (the low 32 bits of its name's xxh3).
+pub fn backend_tag(name: &str) -> u32 {
+    xxh3_64(name.as_bytes()) as u32
+}
+
 fn push_part(out: &mut Vec<u8>, part: &[u8]) {
     out.extend_from_slice(&(part.len() as u64).to_le_bytes());
     out.extend_from_slice(part);
@@ -125,7 +137,7 @@ mod tests {
     use super::*;
 
     fn gpu(renderer: &str) -> GpuId {
-        GpuId::new(BackendKind::Gl, vec![("renderer".into(), renderer.into())])
+        GpuId::new("gl", vec![("renderer".into(), renderer.into())])
     }
 
     #[test]

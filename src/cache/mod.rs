@@ -23,7 +23,7 @@ pub use config::{parse_size, CacheConfig, DIR_ENV, MAX_AGE_ENV, MAX_SIZE_ENV};
 pub use disk::{DiskStore, EntryInfo, PruneReport, VerifyReport, GPU_DESCRIPTION};
 pub use entry::{EntryHeader, HEADER_LEN};
 pub use error::CacheError;
-pub use key::{CacheKey, GpuId, CACHE_FORMAT_VERSION};
+pub use key::{backend_tag, CacheKey, GpuId, CACHE_FORMAT_VERSION};
 pub use memory::ProgramHandle;
 pub use stats::{human_bytes, CacheStats};
 
@@ -51,9 +51,19 @@ pub trait ProgramSource<P> {
     /// Compiles from source. Called at most once per key at a time.
     fn compile(&self) -> Result<Built<P>, Self::Error>;
 
-    /// Loads a verified blob. `Err` carries the driver's reason for refusing it; the cache then
-    /// discards the entry and compiles.
-    fn load(&self, blob: &Blob) -> Result<P, String>;
+    /// Loads a verified blob. [`LoadFailure::Refused`]: the driver does not take this blob (the
+    /// cache discards the entry and compiles); [`LoadFailure::Failed`]: something else went wrong
+    /// (out of memory, device lost) — the entry is kept and the error returned.
+    fn load(&self, blob: &Blob) -> Result<P, LoadFailure<Self::Error>>;
+}
+
+/// Why a verified blob did not become a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadFailure<E> {
+    /// The driver refused the blob itself (format, version, damage): it will never load.
+    Refused(String),
+    /// The load failed for a reason that says nothing about the blob.
+    Failed(E),
 }
 
 pub use program_cache::ProgramCache;

@@ -11,7 +11,7 @@ use super::disk_tier::{DiskTier, Lookup, TOUCH_INTERVAL};
 use super::memory::{Entry, MemoryTier, ProgramHandle};
 use super::single_flight::{Join, Outcome, SingleFlight};
 use super::stats::{self, duration_ns, CacheStats, Counters};
-use super::{CacheConfig, CacheKey, GpuId, ProgramSource};
+use super::{CacheConfig, CacheKey, GpuId, LoadFailure, ProgramSource};
 
 /// The program cache of one GPU. Share it between threads by reference or in an `Arc`.
 pub struct ProgramCache<P: Send + Sync + 'static> {
@@ -136,7 +136,11 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                                 verified.header.compile_time_ns,
                             ));
                         }
-                        Err(reason) => {
+                        Err(LoadFailure::Failed(err)) => {
+                            // Out of memory or a lost device says nothing about the entry: keep it.
+                            return Err(err);
+                        }
+                        Err(LoadFailure::Refused(reason)) => {
                             tracing::warn!(
                                 %key, %reason,
                                 "the driver refused a verified cache entry; compiling it again"

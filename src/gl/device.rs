@@ -28,7 +28,7 @@ impl Probe {
     pub fn gpu_id(&self) -> GpuId {
         let formats: Vec<String> = self.binary_formats.iter().map(|f| format!("0x{f:04x}")).collect();
         GpuId::new(
-            BackendKind::Gl,
+            BackendKind::Gl.name(),
             vec![
                 ("vendor".into(), self.vendor.clone()),
                 ("renderer".into(), self.renderer.clone()),

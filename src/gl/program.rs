@@ -8,7 +8,7 @@ use glow::HasContext;
 
 use super::thread::{GlState, GlThread};
 use super::GlError;
-use crate::cache::{Blob, Built, ProgramSource};
+use crate::cache::{Blob, Built, LoadFailure, ProgramSource};
 use crate::kernel::{Binding, KernelSpec, SourceLanguage};
 
 /// A linked program on the GL thread, with the uniform locations of the kernel's scalars.
@@ -101,13 +101,14 @@ impl ProgramSource<GlProgram> for GlSource {
         Ok(Built { program: GlProgram { id: program, uniforms, thread }, blob, compile_time })
     }
 
-    fn load(&self, blob: &Blob) -> Result<GlProgram, String> {
+    fn load(&self, blob: &Blob) -> Result<GlProgram, LoadFailure<GlError>> {
         let binary = glow::ProgramBinary { buffer: blob.bytes.clone(), format: blob.format };
         let spec = self.spec.clone();
         let loaded = self
             .thread
             .call(move |state| load_binary(state, &spec, &binary))
-            .map_err(|err| err.to_string())??;
+            .map_err(LoadFailure::Failed)?
+            .map_err(LoadFailure::Refused)?;
         Ok(GlProgram { id: loaded.0, uniforms: loaded.1, thread: self.thread.clone() })
     }
 }

@@ -7,13 +7,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sparkle::cache::{Blob, Built, CacheKey, GpuId, ProgramSource};
-use sparkle::BackendKind;
+use sparkle::cache::{Blob, Built, CacheKey, GpuId, LoadFailure, ProgramSource};
 
 pub const FORMAT: u32 = 0x5eed;
 
 pub fn gpu(name: &str) -> GpuId {
-    GpuId::new(BackendKind::Gl, vec![("renderer".into(), name.into()), ("version".into(), "1".into())])
+    GpuId::new("gl", vec![("renderer".into(), name.into()), ("version".into(), "1".into())])
 }
 
 pub fn key(gpu: &GpuId, text: &str) -> CacheKey {
@@ -102,10 +101,10 @@ impl ProgramSource<Program> for Source {
         Ok(Built { program: self.program(bytes), blob, compile_time: Duration::from_millis(10) })
     }
 
-    fn load(&self, blob: &Blob) -> Result<Program, String> {
+    fn load(&self, blob: &Blob) -> Result<Program, LoadFailure<String>> {
         self.counts.loads.fetch_add(1, SeqCst);
         if self.counts.refuse_loads.load(SeqCst) {
-            return Err("binary format mismatch".into());
+            return Err(LoadFailure::Refused("binary format mismatch".into()));
         }
         assert_eq!(blob.format, FORMAT, "a blob of another format reached load");
         assert_eq!(blob.bytes, payload(self.key, &self.text, self.size), "a wrong blob reached load");
