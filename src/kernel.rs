@@ -1,41 +1,82 @@
-//! `KernelSpec`: a user's compute kernel as every backend sees it — sources per backend language,
-//! defines and options, the bindings it takes in order, and its workgroup size — plus the checks
-//! that a dispatch's arguments and grid match the spec and the device before anything reaches a
-//! driver.
+//! `KernelSpec`: a user's compute kernel as every backend sees it — its sources (GLSL, OpenCL C,
+//! prebuilt code objects per GPU target), defines, the bindings it takes in order, and its
+//! workgroup size — and the checks a spec must pass on its own, before any backend sees it.
 
-use crate::backend::{Arg, DeviceInfo};
-use crate::cache::{CacheKey, GpuId};
+use std::sync::Arc;
 
 /// Why a kernel spec, or a dispatch of it, was refused before reaching a driver.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KernelError {
-    #[error("kernel `{kernel}` has no {language} source; add one with KernelSpec::with_{language}")]
-    MissingSource { kernel: String, language: &'static str },
+    #[error("kernel `{kernel}` has no {language} source, which the {backend} backend needs; add one with KernelSpec::{builder}")]
+    MissingSource { kernel: String, language: &'static str, backend: String, builder: &'static str },
     #[error("kernel `{kernel}`: {problem}")]
     InvalidSpec { kernel: String, problem: String },
+    #[error("kernel `{kernel}`: {problem} (device limit: {limit})")]
+    ExceedsLimit { kernel: String, problem: String, limit: String },
+    /// The spec and the compiled program disagree about a binding.
+    #[error("kernel `{kernel}`, binding `{binding}`: {problem}")]
+    Interface { kernel: String, binding: String, problem: String },
     #[error("kernel `{kernel}` takes {expected} arguments ({bindings}) but the dispatch passed {got}")]
     ArgumentCount { kernel: String, expected: usize, got: usize, bindings: String },
     #[error("kernel `{kernel}`: argument {index} (`{name}`) must be {expected}, got {got}")]
     ArgumentType { kernel: String, index: usize, name: String, expected: String, got: String },
-    #[error("kernel `{kernel}`: {problem} (device limit: {limit})")]
-    ExceedsLimit { kernel: String, problem: String, limit: String },
+    #[error("kernel `{kernel}`: argument {index} (`{name}`): {problem}")]
+    Argument { kernel: String, index: usize, name: String, problem: String },
+    #[error("kernel `{kernel}`: {problem}")]
+    Grid { kernel: String, problem: String },
 }
 
-/// The language a kernel source is written in; each backend consumes one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The languages kernel sources come in; each backend consumes one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SourceLanguage {
-    /// GLSL compute shader for the gl backend. Write it without `#version` and without a
-    /// `layout(local_size_*) in;` line: the backend adds both from the spec.
     Glsl,
-    /// OpenCL C for the amdgpu backend.
     OpenCl,
+    CodeObject,
 }
 
 impl SourceLanguage {
     pub fn name(self) -> &'static str {
         match self {
+            SourceLanguage::Glsl => "GLSL",
+            SourceLanguage::OpenCl => "OpenCL C",
+            SourceLanguage::CodeObject => "code object",
+        }
+    }
+
+    fn builder(self) -> &'static str {
+        match self {
             SourceLanguage::Glsl => "glsl",
             SourceLanguage::OpenCl => "opencl",
+            SourceLanguage::CodeObject => "code_object",
+        }
+    }
+}
+
+/// A prebuilt code object for one GPU target (e.g. `gfx1100`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeObject {
+    pub target: String,
+    pub bytes: Arc<[u8]>,
+}
+
+/// One way of giving a kernel to a backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelSource {
+    /// A GLSL compute shader body. `#version` is optional (430 core is added); the workgroup size
+    /// comes from the spec (a `local_size` layout in the source must agree with it).
+    Glsl(String),
+    /// OpenCL C, with the `__kernel` function to run and extra compiler options.
+    OpenCl { source: String, entry_point: String, options: Vec<String> },
+    /// Code objects built ahead of time, one per GPU target, with the kernel to run.
+    CodeObjects { entry_point: String, objects: Vec<CodeObject> },
+}
+
+impl KernelSource {
+    pub fn language(&self) -> SourceLanguage {
+        match self {
+            KernelSource::Glsl(_) => SourceLanguage::Glsl,
+            KernelSource::OpenCl { .. } => SourceLanguage::OpenCl,
+            KernelSource::CodeObjects { .. } => SourceLanguage::CodeObject,
         }
     }
 }
@@ -58,7 +99,9 @@ impl ScalarType {
     }
 }
 
-/// How a kernel uses a storage buffer.
+/// How a kernel uses a storage buffer. The runtime orders work by it: a read of a buffer waits
+/// only for the submissions that write it, so a kernel must not write a buffer it takes as
+/// `ReadOnly` — backends check that against the compiled program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Access {
     ReadOnly,
@@ -67,8 +110,8 @@ pub enum Access {
 
 /// One parameter of a kernel, in the order dispatch arguments are passed.
 ///
-/// On gl, storage buffers bind to SSBO binding points 0, 1, 2… in the order they appear here
-/// (scalars do not take a binding point) and scalars are uniforms looked up by `name`.
+/// Storage buffers are matched to the program's buffers by name and take binding points (or
+/// argument slots) 0, 1, 2… in the order they appear here; scalars are matched by name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Binding {
     Storage { name: String, access: Access },
@@ -82,9 +125,10 @@ impl Binding {
         }
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
-            Binding::Storage { .. } => "a storage buffer".to_owned(),
+            Binding::Storage { access: Access::ReadOnly, .. } => "a read-only storage buffer".to_owned(),
+            Binding::Storage { access: Access::ReadWrite, .. } => "a storage buffer".to_owned(),
             Binding::Scalar { ty, .. } => format!("a {} scalar", ty.name()),
         }
     }
@@ -94,49 +138,79 @@ impl Binding {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSpec {
     pub name: String,
-    /// The function to run: `main` for GLSL; the `__kernel` function's name for OpenCL C.
-    pub entry_point: String,
-    pub sources: Vec<(SourceLanguage, String)>,
+    pub sources: Vec<KernelSource>,
     /// Preprocessor definitions (`NAME` → `VALUE`), applied in order.
     pub defines: Vec<(String, String)>,
-    /// Extra compiler options for backends that take them (OpenCL C).
-    pub options: Vec<String>,
     pub bindings: Vec<Binding>,
     pub workgroup_size: [u32; 3],
 }
 
 impl KernelSpec {
-    /// A kernel with no sources yet; add them with [`with_glsl`](Self::with_glsl) and friends.
+    /// A kernel with no sources yet; add them with [`glsl`](Self::glsl) and friends.
     pub fn new(name: impl Into<String>, workgroup_size: [u32; 3]) -> Self {
         Self {
             name: name.into(),
-            entry_point: "main".to_owned(),
             sources: Vec::new(),
             defines: Vec::new(),
-            options: Vec::new(),
             bindings: Vec::new(),
             workgroup_size,
         }
     }
 
-    pub fn with_glsl(mut self, source: impl Into<String>) -> Self {
-        self.set_source(SourceLanguage::Glsl, source.into());
+    /// Adds (or replaces) the GLSL source.
+    pub fn glsl(self, source: impl Into<String>) -> Self {
+        self.with_source(KernelSource::Glsl(source.into()))
+    }
+
+    /// Adds (or replaces) the OpenCL C source, running `entry_point`.
+    pub fn opencl(self, entry_point: impl Into<String>, source: impl Into<String>) -> Self {
+        self.with_source(KernelSource::OpenCl {
+            source: source.into(),
+            entry_point: entry_point.into(),
+            options: Vec::new(),
+        })
+    }
+
+    /// Adds an OpenCL C compiler option (the OpenCL source must be set first).
+    pub fn opencl_option(mut self, option: impl Into<String>) -> Self {
+        for source in &mut self.sources {
+            if let KernelSource::OpenCl { options, .. } = source {
+                options.push(option.into());
+                break;
+            }
+        }
         self
     }
 
-    pub fn with_opencl(mut self, entry_point: impl Into<String>, source: impl Into<String>) -> Self {
-        self.set_source(SourceLanguage::OpenCl, source.into());
-        self.entry_point = entry_point.into();
+    /// Adds a prebuilt code object for `target`, running `entry_point`.
+    pub fn code_object(
+        mut self,
+        entry_point: impl Into<String>,
+        target: impl Into<String>,
+        bytes: &[u8],
+    ) -> Self {
+        let entry_point = entry_point.into();
+        let object = CodeObject { target: target.into(), bytes: bytes.into() };
+        for source in &mut self.sources {
+            if let KernelSource::CodeObjects { entry_point: entry, objects } = source {
+                *entry = entry_point;
+                objects.retain(|o| o.target != object.target);
+                objects.push(object);
+                return self;
+            }
+        }
+        self.with_source(KernelSource::CodeObjects { entry_point, objects: vec![object] })
+    }
+
+    /// Adds (or replaces) a source of the same language.
+    pub fn with_source(mut self, source: KernelSource) -> Self {
+        self.sources.retain(|s| s.language() != source.language());
+        self.sources.push(source);
         self
     }
 
     pub fn define(mut self, name: impl Into<String>, value: impl ToString) -> Self {
         self.defines.push((name.into(), value.to_string()));
-        self
-    }
-
-    pub fn option(mut self, option: impl Into<String>) -> Self {
-        self.options.push(option.into());
         self
     }
 
@@ -150,15 +224,13 @@ impl KernelSpec {
         self
     }
 
-    fn set_source(&mut self, language: SourceLanguage, source: String) {
-        self.sources.retain(|(l, _)| *l != language);
-        self.sources.push((language, source));
-    }
-
-    /// The source for `language`, or an error naming the kernel and the missing language.
-    pub fn source(&self, language: SourceLanguage) -> Result<&str, KernelError> {
-        self.sources.iter().find(|(l, _)| *l == language).map(|(_, s)| s.as_str()).ok_or_else(|| {
-            KernelError::MissingSource { kernel: self.name.clone(), language: language.name() }
+    /// The source in `language`, or an error naming the kernel, the backend and the fix.
+    pub fn source(&self, language: SourceLanguage, backend: &str) -> Result<&KernelSource, KernelError> {
+        self.sources.iter().find(|s| s.language() == language).ok_or_else(|| KernelError::MissingSource {
+            kernel: self.name.clone(),
+            language: language.name(),
+            backend: backend.to_owned(),
+            builder: language.builder(),
         })
     }
 
@@ -167,11 +239,22 @@ impl KernelSpec {
         self.workgroup_size.iter().map(|&d| u64::from(d)).product()
     }
 
-    /// Checks the spec against a device's limits.
-    pub fn validate(&self, device: &DeviceInfo) -> Result<(), KernelError> {
+    /// The storage bindings, in binding-point order.
+    pub fn storage_bindings(&self) -> impl Iterator<Item = (&str, Access)> {
+        self.bindings.iter().filter_map(|b| match b {
+            Binding::Storage { name, access } => Some((name.as_str(), *access)),
+            Binding::Scalar { .. } => None,
+        })
+    }
+
+    /// Checks what can be checked without a device: names, workgroup size, defines.
+    pub fn check(&self) -> Result<(), KernelError> {
         let problem = |problem: String| KernelError::InvalidSpec { kernel: self.name.clone(), problem };
-        if self.name.is_empty() {
+        if self.name.trim().is_empty() {
             return Err(problem("the kernel name is empty".into()));
+        }
+        if self.name.contains('\0') {
+            return Err(problem("the kernel name contains a NUL byte".into()));
         }
         if self.workgroup_size.contains(&0) {
             return Err(problem(format!(
@@ -179,98 +262,62 @@ impl KernelSpec {
                 self.workgroup_size
             )));
         }
-        for (axis, (&size, &max)) in
-            self.workgroup_size.iter().zip(device.limits.max_workgroup_size.iter()).enumerate()
-        {
-            if size > max {
-                return Err(KernelError::ExceedsLimit {
-                    kernel: self.name.clone(),
-                    problem: format!("workgroup size {} on axis {} is too large", size, AXES[axis]),
-                    limit: max.to_string(),
-                });
-            }
-        }
-        if self.invocations_per_group() > u64::from(device.limits.max_workgroup_invocations) {
-            return Err(KernelError::ExceedsLimit {
-                kernel: self.name.clone(),
-                problem: format!("workgroup size {:?} has too many invocations", self.workgroup_size),
-                limit: device.limits.max_workgroup_invocations.to_string(),
-            });
-        }
         let mut seen = std::collections::HashSet::new();
         for binding in &self.bindings {
+            if !is_identifier(binding.name()) {
+                return Err(problem(format!(
+                    "binding name {:?} is not an identifier (letters, digits and `_`, not starting with a digit)",
+                    binding.name()
+                )));
+            }
             if !seen.insert(binding.name()) {
                 return Err(problem(format!("binding `{}` is declared twice", binding.name())));
             }
         }
-        Ok(())
-    }
-
-    /// Checks a dispatch's arguments and grid against the spec and the device.
-    pub fn validate_dispatch(
-        &self,
-        device: &DeviceInfo,
-        args: &[Arg<'_>],
-        groups: [u32; 3],
-    ) -> Result<(), KernelError> {
-        if args.len() != self.bindings.len() {
-            return Err(KernelError::ArgumentCount {
-                kernel: self.name.clone(),
-                expected: self.bindings.len(),
-                got: args.len(),
-                bindings: self.bindings.iter().map(Binding::name).collect::<Vec<_>>().join(", "),
-            });
-        }
-        for (index, (binding, arg)) in self.bindings.iter().zip(args).enumerate() {
-            let matches = matches!(
-                (binding, arg),
-                (Binding::Storage { .. }, Arg::Buffer(_))
-                    | (Binding::Scalar { ty: ScalarType::U32, .. }, Arg::U32(_))
-                    | (Binding::Scalar { ty: ScalarType::I32, .. }, Arg::I32(_))
-                    | (Binding::Scalar { ty: ScalarType::F32, .. }, Arg::F32(_))
-            );
-            if !matches {
-                return Err(KernelError::ArgumentType {
-                    kernel: self.name.clone(),
-                    index,
-                    name: binding.name().to_owned(),
-                    expected: binding.describe(),
-                    got: arg.describe(),
-                });
-            }
-        }
-        for (axis, (&count, &max)) in groups.iter().zip(device.limits.max_workgroup_count.iter()).enumerate()
-        {
-            if count == 0 || count > max {
-                return Err(KernelError::ExceedsLimit {
-                    kernel: self.name.clone(),
-                    problem: format!(
-                        "workgroup count {count} on axis {} must be between 1 and the limit",
-                        AXES[axis]
-                    ),
-                    limit: max.to_string(),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// The cache key of this kernel on `gpu`: every input that changes the compiled program.
-    pub fn cache_key(&self, gpu: &GpuId, language: SourceLanguage) -> Result<CacheKey, KernelError> {
-        let source = self.source(language)?;
-        let mut parts: Vec<&[u8]> =
-            vec![language.name().as_bytes(), self.entry_point.as_bytes(), source.as_bytes()];
-        let workgroup: Vec<u8> = self.workgroup_size.iter().flat_map(|d| d.to_le_bytes()).collect();
-        parts.push(&workgroup);
         for (name, value) in &self.defines {
-            parts.push(name.as_bytes());
-            parts.push(value.as_bytes());
+            if !is_identifier(name) {
+                return Err(problem(format!("define name {name:?} is not an identifier")));
+            }
+            if value.contains(['\n', '\r', '\0']) {
+                return Err(problem(format!(
+                    "the value of define `{name}` contains a line break or NUL byte"
+                )));
+            }
         }
-        for option in &self.options {
-            parts.push(option.as_bytes());
-        }
-        Ok(CacheKey::derive(gpu, &parts))
+        Ok(())
     }
 }
 
-const AXES: [&str; 3] = ["x", "y", "z"];
+/// `[A-Za-z_][A-Za-z0-9_]*`: what GLSL and OpenCL C accept as a name.
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_must_be_identifiers() {
+        let bad = KernelSpec::new("k", [1, 1, 1]).scalar("n\0", ScalarType::U32);
+        let err = bad.check().unwrap_err().to_string();
+        assert!(err.contains("not an identifier"), "{err}");
+        assert!(KernelSpec::new("k", [1, 1, 1]).scalar("_n2", ScalarType::U32).check().is_ok());
+        assert!(KernelSpec::new("k", [1, 1, 1]).storage("2x", Access::ReadOnly).check().is_err());
+        assert!(KernelSpec::new("k", [1, 1, 1]).define("A B", 1).check().is_err());
+        assert!(KernelSpec::new("k", [0, 1, 1]).check().is_err());
+    }
+
+    #[test]
+    fn a_missing_source_names_the_backend_and_the_builder() {
+        let spec = KernelSpec::new("k", [1, 1, 1]).glsl("void main() {}");
+        let err = spec.source(SourceLanguage::OpenCl, "amdgpu").unwrap_err().to_string();
+        assert!(
+            err.contains("OpenCL C") && err.contains("amdgpu") && err.contains("KernelSpec::opencl"),
+            "{err}"
+        );
+        assert!(spec.source(SourceLanguage::Glsl, "gl").is_ok());
+    }
+}

@@ -3,23 +3,29 @@
 //! refused binaries are recompiled, compile errors carry the driver's log and are not cached,
 //! and a driver without program binaries still runs, memory-only, and says so.
 
+#![cfg(feature = "gl")]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use sparkle::cache::{CacheConfig, CacheStats, EntryHeader, HEADER_LEN};
-use sparkle::gl::{GlBackend, GlError};
+use sparkle::gl::GlError;
 use sparkle::suite::{self, Case};
-use sparkle::{Access, Arg, Backend, BufferUsage, Error, KernelError, KernelSpec, ScalarType};
+use sparkle::{Access, Arg, BufferUsage, ErrorKind, KernelError, KernelSpec, Runtime, ScalarType};
 
-fn open(dir: &Path) -> GlBackend {
-    GlBackend::open_with(&CacheConfig::in_dir(dir)).expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
+fn open(dir: &Path) -> Runtime {
+    Runtime::open_backend("gl", &CacheConfig::in_dir(dir)).expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
+}
+
+fn memory_only() -> Runtime {
+    Runtime::open_backend("gl", &CacheConfig::memory_only()).expect("a GL context")
 }
 
 /// Whether the machine's GL driver is Mesa. Some tests feed the driver deliberately damaged
 /// blobs or use Mesa's own switches; Mesa checks its blobs and refuses them, while NVIDIA's
 /// driver has been seen to crash or compute wrong results on them, so those tests need Mesa.
 fn driver_is_mesa() -> bool {
-    let backend = GlBackend::open_with(&CacheConfig::memory_only()).expect("a GL context");
+    let backend = memory_only();
     let vendor = backend.info().details.iter().find(|(name, _)| name == "vendor").map(|(_, v)| v.clone());
     let mesa =
         vendor.as_deref().is_some_and(|v| v.contains("Mesa")) || backend.info().name.contains("llvmpipe");
@@ -37,7 +43,7 @@ fn small_cases() -> Vec<Box<dyn Case>> {
     ]
 }
 
-fn run_suite(backend: &GlBackend) {
+fn run_suite(backend: &Runtime) {
     for case in small_cases() {
         let program = backend.program(&case.spec()).expect("suite kernel");
         let verdict = suite::run_and_verify(backend, &program, case.as_ref()).expect("dispatch");
@@ -168,14 +174,15 @@ fn a_verified_binary_the_driver_refuses_is_recompiled_and_replaced() {
 fn a_compile_error_carries_the_driver_log_and_nothing_is_cached() {
     let dir = tempfile::tempdir().unwrap();
     let backend = open(dir.path());
-    let broken = KernelSpec::new("broken", [64, 1, 1]).with_glsl("void main() { undefined_thing = 1; }");
+    let broken = KernelSpec::new("broken", [64, 1, 1]).glsl("void main() { undefined_thing = 1; }");
     let err = backend.program(&broken).expect_err("a compile error");
-    match err {
-        Error::Gl(GlError::Compile { kernel, log }) => {
+    assert_eq!(err.kind(), ErrorKind::Compile, "{err}");
+    match err.detail::<GlError>() {
+        Some(GlError::Compile { kernel, log }) => {
             assert_eq!(kernel, "broken");
             assert!(log.contains("undefined_thing"), "the driver's log names the problem: {log}");
         }
-        other => panic!("expected a compile error, got {other}"),
+        other => panic!("expected a GL compile error as the source, got {other:?}"),
     }
     assert!(entry_files(dir.path()).is_empty());
     assert_eq!(backend.cache_stats().compile_errors, 1);
@@ -189,7 +196,7 @@ fn a_user_kernel_goes_through_the_same_path_and_many_threads_compile_it_once() {
     let dir = tempfile::tempdir().unwrap();
     let backend = open(dir.path());
     let kernel = KernelSpec::new("scale", [64, 1, 1])
-        .with_glsl(
+        .glsl(
             "layout(std430, binding = 0) buffer Data { float v[]; };
              uniform uint n; uniform float factor;
              void main() { uint i = gl_GlobalInvocationID.x; if (i < n) v[i] *= factor; }",
@@ -203,34 +210,34 @@ fn a_user_kernel_goes_through_the_same_path_and_many_threads_compile_it_once() {
     });
     assert_eq!(backend.cache_stats().compiles, 1);
 
-    let backend_dyn: &dyn Backend = &backend;
-    let data = backend_dyn.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0], BufferUsage::InOut).unwrap();
+    let data = backend.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0], BufferUsage::InOut).unwrap();
     backend
         .dispatch(&programs[3], &[Arg::Buffer(&data), Arg::U32(4), Arg::F32(3.0)], [1, 1, 1])
         .unwrap()
         .wait(std::time::Duration::from_secs(30))
         .unwrap();
-    assert_eq!(backend_dyn.download::<f32>(&data).unwrap(), vec![3.0, 6.0, 9.0, 12.0, 5.0]);
+    assert_eq!(backend.download::<f32>(&data).unwrap(), vec![3.0, 6.0, 9.0, 12.0, 5.0]);
     assert_eq!(entry_files(dir.path()).len(), 1);
 }
 
 #[test]
 fn bad_dispatches_are_refused_before_the_driver() {
-    let backend = GlBackend::open_with(&CacheConfig::memory_only()).unwrap();
+    let backend = memory_only();
     let spec = suite::saxpy::spec();
     let program = backend.program(&spec).unwrap();
-    let backend_dyn: &dyn Backend = &backend;
-    let x = backend_dyn.upload(&[1.0f32; 4], BufferUsage::Input).unwrap();
+    let x = backend.upload(&[1.0f32; 4], BufferUsage::Input).unwrap();
 
     let too_few = backend.dispatch(&program, &[Arg::Buffer(&x)], [1, 1, 1]).unwrap_err();
     assert!(
-        matches!(too_few, Error::Kernel(KernelError::ArgumentCount { expected: 4, got: 1, .. })),
+        matches!(too_few.detail::<KernelError>(), Some(KernelError::ArgumentCount { expected: 4, got: 1, .. })),
         "{too_few}"
     );
+    assert_eq!(too_few.kind(), ErrorKind::InvalidArgument);
 
     let wrong_type =
         backend.dispatch(&program, &[Arg::Buffer(&x), Arg::U32(1), Arg::F32(1.0), Arg::U32(4)], [1, 1, 1]);
-    assert!(matches!(wrong_type, Err(Error::Kernel(KernelError::ArgumentType { index: 1, .. }))));
+    let wrong_type = wrong_type.unwrap_err();
+    assert!(matches!(wrong_type.detail::<KernelError>(), Some(KernelError::ArgumentType { index: 1, .. })));
 
     let limit = backend.info().limits.max_workgroup_count[0];
     let too_many = backend.dispatch(
@@ -238,13 +245,16 @@ fn bad_dispatches_are_refused_before_the_driver() {
         &[Arg::Buffer(&x), Arg::Buffer(&x), Arg::F32(1.0), Arg::U32(4)],
         [limit + 1, 1, 1],
     );
-    assert!(matches!(too_many, Err(Error::Kernel(KernelError::ExceedsLimit { .. }))));
+    let too_many = too_many.unwrap_err();
+    assert!(matches!(too_many.detail::<KernelError>(), Some(KernelError::Grid { .. })), "{too_many}");
 
-    let huge_group = KernelSpec::new("huge", [4096, 1024, 1]).with_glsl("void main() {}");
-    assert!(matches!(backend.program(&huge_group), Err(Error::Kernel(KernelError::ExceedsLimit { .. }))));
+    let huge_group = KernelSpec::new("huge", [4096, 1024, 1]).glsl("void main() {}");
+    let huge = backend.program(&huge_group).unwrap_err();
+    assert!(matches!(huge.detail::<KernelError>(), Some(KernelError::ExceedsLimit { .. })), "{huge}");
 
     let out_of_bounds = backend.write_buffer(&x, 8, &[0u8; 16]).unwrap_err();
-    assert!(matches!(out_of_bounds, Error::Gl(GlError::OutOfBounds { .. })), "{out_of_bounds}");
+    assert_eq!(out_of_bounds.kind(), ErrorKind::InvalidArgument);
+    assert!(out_of_bounds.to_string().contains("outside the 16-byte buffer"), "{out_of_bounds}");
 }
 
 #[test]
@@ -278,7 +288,7 @@ fn many_backends_on_many_threads_share_the_device_and_processes_exit_cleanly() {
         for round in 0..4u64 {
             s.spawn(move || {
                 for i in 0..3 {
-                    let backend = GlBackend::open_with(&CacheConfig::memory_only()).unwrap();
+                    let backend = memory_only();
                     let case = suite::saxpy::Saxpy::random(300 + i, round * 10 + i as u64);
                     let program = backend.program(&case.spec()).unwrap();
                     assert!(suite::run_and_verify(&backend, &program, &case).unwrap().passed());

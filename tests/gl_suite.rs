@@ -1,16 +1,17 @@
 //! The suite's kernels on the gl backend (Mesa's llvmpipe in CI): correct at several sizes,
 //! including ones that are not multiples of the workgroup or tile size.
 
-use sparkle::cache::CacheConfig;
-use sparkle::gl::GlBackend;
-use sparkle::suite::{self, conv2d::Shape, Case};
-use sparkle::Backend;
+#![cfg(feature = "gl")]
 
-fn backend() -> GlBackend {
-    GlBackend::open_with(&CacheConfig::memory_only()).expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
+use sparkle::cache::CacheConfig;
+use sparkle::suite::{self, conv2d::Shape, Case};
+use sparkle::Runtime;
+
+fn backend() -> Runtime {
+    Runtime::open_backend("gl", &CacheConfig::memory_only()).expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
 }
 
-fn assert_correct(backend: &GlBackend, case: &dyn Case) {
+fn assert_correct(backend: &Runtime, case: &dyn Case) {
     let program = backend.program(&case.spec()).expect("the suite kernel compiles");
     let verdict = suite::run_and_verify(backend, &program, case).expect("the dispatch runs");
     assert!(verdict.passed(), "{}: {verdict}", case.describe());

@@ -14,10 +14,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
-use sparkle::backend::BackendChoice;
 use sparkle::cache::{CacheConfig, CacheStats};
 use sparkle::suite::{self, Case};
-use sparkle::Backend;
+use sparkle::{BackendChoice, Runtime};
 
 use super::{table, CliResult};
 
@@ -53,7 +52,7 @@ pub fn child(no_cache: bool) -> CliResult<ExitCode> {
     let references: Vec<_> = cases.iter().map(|c| c.reference()).collect();
     let started = Instant::now();
     let config = if no_cache { CacheConfig::memory_only() } else { CacheConfig::from_env()? };
-    let backend = sparkle::open_with(BackendChoice::from_env()?, &config)?;
+    let backend = Runtime::open(BackendChoice::from_env()?, &config)?;
     let open = started.elapsed();
 
     let started = Instant::now();
@@ -61,9 +60,9 @@ pub fn child(no_cache: bool) -> CliResult<ExitCode> {
     let programs = backend.warm_up(&specs)?;
     let mut results = Vec::with_capacity(cases.len());
     for (case, program) in cases.iter().zip(&programs) {
-        let buffers = case.upload(backend.as_ref())?;
-        case.dispatch(backend.as_ref(), program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
-        results.push(case.download(backend.as_ref(), &buffers)?);
+        let buffers = case.upload(&backend)?;
+        case.dispatch(&backend, program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
+        results.push(case.download(&backend, &buffers)?);
     }
     let suite_time = started.elapsed();
 
@@ -118,7 +117,7 @@ struct Report {
 }
 
 pub fn run(json: bool, repeats: usize) -> CliResult<ExitCode> {
-    let backend = sparkle::open_from_env()?;
+    let backend = Runtime::from_env()?;
     let scratch = tempfile::tempdir()?;
     let progress = progress_bar(4 * repeats as u64 + suite::bench_cases(1).len() as u64);
 
@@ -160,7 +159,7 @@ pub fn run(json: bool, repeats: usize) -> CliResult<ExitCode> {
     let mut throughput = Vec::new();
     for case in suite::bench_cases(1) {
         progress.set_message(case.describe());
-        throughput.push(measure_throughput(backend.as_ref(), case.as_ref())?);
+        throughput.push(measure_throughput(&backend, case.as_ref())?);
         progress.inc(1);
     }
     progress.finish_and_clear();
@@ -182,7 +181,7 @@ pub fn run(json: bool, repeats: usize) -> CliResult<ExitCode> {
     } else {
         print_report(&report);
     }
-    Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(super::WRONG_RESULT) })
 }
 
 fn progress_bar(steps: u64) -> ProgressBar {
@@ -243,7 +242,7 @@ fn scenario(name: &'static str, description: &'static str, runs: Vec<ChildReport
 }
 
 /// Dispatch + wait, repeated on warm buffers: at least 3 times, up to 50 or one second.
-fn measure_throughput(backend: &dyn Backend, case: &dyn Case) -> CliResult<Throughput> {
+fn measure_throughput(backend: &Runtime, case: &dyn Case) -> CliResult<Throughput> {
     let program = backend.program(&case.spec())?;
     let verdict = suite::run_and_verify(backend, &program, case)?;
     let buffers = case.upload(backend)?;

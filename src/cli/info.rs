@@ -1,11 +1,12 @@
-//! `sparkle info`.
+//! `sparkle info`: every backend of this build (opened once each), the selected device, its GPU
+//! id, the cache dir and statistics. Exits 1 when the selected backend cannot open.
 
 use std::process::ExitCode;
 
 use serde::Serialize;
-use sparkle::backend::{BackendChoice, BackendKind};
 use sparkle::cache::{CacheConfig, CacheStats};
-use sparkle::DeviceInfo;
+use sparkle::runtime::BACKENDS;
+use sparkle::{BackendChoice, DeviceInfo, Runtime};
 
 use super::CliResult;
 
@@ -13,6 +14,7 @@ use super::CliResult;
 struct Info {
     backends: Vec<BackendStatus>,
     selected: Option<DeviceInfo>,
+    selection_error: Option<String>,
     cache_dir: Option<String>,
     device_cache_dir: Option<String>,
     stats: Option<CacheStats>,
@@ -20,65 +22,91 @@ struct Info {
 
 #[derive(Serialize)]
 struct BackendStatus {
-    backend: BackendKind,
+    backend: &'static str,
+    summary: &'static str,
     available: bool,
     detail: String,
 }
 
 pub fn run(json: bool) -> CliResult<ExitCode> {
     let config = CacheConfig::from_env()?;
-    let backends = BackendKind::ALL
+    let choice = BackendChoice::from_env()?;
+    // Each backend is opened once; the selected one is reused, not opened again.
+    let opened: Vec<(&'static str, sparkle::Result<Runtime>)> =
+        BACKENDS.iter().map(|entry| (entry.name, Runtime::open_backend(entry.name, &config))).collect();
+    let selected = match choice {
+        BackendChoice::Only(name) => opened.iter().find(|(n, _)| *n == name).map(|(_, r)| r.clone()),
+        BackendChoice::Auto => opened
+            .iter()
+            .zip(BACKENDS)
+            .find(|((_, r), entry)| entry.in_auto && r.is_ok())
+            .map(|((_, r), _)| r.clone())
+            .or_else(|| Some(Runtime::open(BackendChoice::Auto, &config))),
+    }
+    .unwrap_or_else(|| Runtime::open(choice, &config));
+    let backends = opened
         .iter()
-        .map(|&kind| match sparkle::open(BackendChoice::Only(kind)) {
-            Ok(backend) => {
-                BackendStatus { backend: kind, available: true, detail: backend.info().name.clone() }
-            }
-            Err(err) => BackendStatus { backend: kind, available: false, detail: err.to_string() },
+        .zip(BACKENDS)
+        .map(|((name, result), entry)| BackendStatus {
+            backend: name,
+            summary: entry.summary,
+            available: result.is_ok(),
+            detail: match result {
+                Ok(runtime) => runtime.info().name.clone(),
+                Err(err) => err.to_string(),
+            },
         })
         .collect();
-    let selected = sparkle::open_from_env();
     let info = Info {
         backends,
-        selected: selected.as_ref().ok().map(|b| b.info().clone()),
+        selected: selected.as_ref().ok().map(|r| r.info().clone()),
+        selection_error: selected.as_ref().err().map(ToString::to_string),
         cache_dir: config.dir.as_ref().map(|d| d.display().to_string()),
-        device_cache_dir: selected.as_ref().ok().and_then(|b| b.cache_dir()).map(|d| d.display().to_string()),
-        stats: selected.as_ref().ok().map(|b| b.cache_stats()),
+        device_cache_dir: selected
+            .as_ref()
+            .ok()
+            .and_then(Runtime::cache_dir)
+            .map(|d| d.display().to_string()),
+        stats: selected.as_ref().ok().map(Runtime::cache_stats),
     };
+    let code = if selected.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) };
     if json {
         println!("{}", serde_json::to_string_pretty(&info)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     println!("Backends:");
     for status in &info.backends {
         let mark = if status.available { "available" } else { "unavailable" };
-        println!("  {:<8} {mark}: {}", status.backend.name(), status.detail);
+        println!("  {:<10} {mark}: {}", status.backend, status.detail);
+        println!("  {:<10} ({})", "", status.summary);
     }
-    match (&selected, &info.selected) {
-        (Ok(_), Some(device)) => {
+    match (&info.selected, &info.selection_error) {
+        (Some(device), _) => {
             println!("\nSelected ({}): {}", device.backend, device.name);
             for (name, value) in &device.details {
                 println!("  {name}: {value}");
             }
             let l = &device.limits;
             println!(
-                "  limits: workgroup {:?} (≤ {} invocations), groups {:?}, shared memory {} B",
+                "  limits: workgroup {:?} (≤ {} invocations), groups {:?}, shared memory {} B, buffers ≤ {} B",
                 l.max_workgroup_size,
                 l.max_workgroup_invocations,
                 l.max_workgroup_count,
-                l.max_shared_memory_bytes
+                l.max_shared_memory_bytes,
+                l.max_storage_buffer_bytes
             );
             println!("\nGPU id {}:", device.gpu_id);
             for (name, value) in device.gpu_id.fields() {
                 println!("  {name}: {value}");
             }
         }
-        (Err(err), _) => println!("\nSelected: none ({err})"),
-        _ => {}
+        (None, Some(err)) => println!("\nSelected: none ({err})"),
+        (None, None) => {}
     }
     println!("\nCache dir: {}", info.cache_dir.as_deref().unwrap_or("none (memory only)"));
     println!("Device cache dir: {}", info.device_cache_dir.as_deref().unwrap_or("none (memory only)"));
     if let Some(stats) = &info.stats {
         println!("\nCache statistics (this process):\n{stats}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }

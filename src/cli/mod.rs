@@ -13,9 +13,26 @@ use clap::{Parser, Subcommand};
 /// A command's failure, shown to the user as one message.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// Exit code of a result that disagrees with the CPU reference. Usage errors exit with 2 (as
+/// clap does), every other failure with 1.
+pub const WRONG_RESULT: u8 = 3;
+
+/// A command line that asks for something impossible; exits with 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
 #[derive(Parser)]
 #[command(name = "sparkle", version, about = "GPU compute that never pays for the same compile twice")]
-#[command(after_help = "Environment: SPARKLE_BACKEND=gl|auto, SPARKLE_CACHE_DIR, SPARKLE_CACHE_MAX_SIZE, \
+#[command(after_help = "Exit codes: 0 success, 1 failure, 2 usage error, 3 wrong result.\n\
+Environment: SPARKLE_BACKEND=gl|auto, SPARKLE_CACHE_DIR, SPARKLE_CACHE_MAX_SIZE, \
 SPARKLE_CACHE_MAX_AGE_DAYS, SPARKLE_EGL_DEVICE, SPARKLE_LOG (or RUST_LOG)")]
 struct Cli {
     #[command(subcommand)]

@@ -3,20 +3,27 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use sparkle::suite;
+use sparkle::{suite, Runtime};
 
-use super::{ms, CliResult};
+use super::{ms, CliResult, UsageError, WRONG_RESULT};
 
 pub fn run(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
-    let case = suite::case(kernel, sizes, seed)?;
-    let backend = sparkle::open_from_env()?;
-    println!("{} on {} ({})", case.describe(), backend.info().name, backend.info().backend);
+    if !suite::NAMES.contains(&kernel) {
+        return Err(Box::new(UsageError(format!(
+            "no suite kernel is called `{kernel}`; the suite has {}",
+            suite::NAMES.join(", ")
+        ))));
+    }
+    let runtime = Runtime::from_env()?;
+    // Sizes are checked against the device before any input is made.
+    let case = suite::case(kernel, sizes, seed, &runtime.info().limits).map_err(UsageError)?;
+    println!("{} on {} ({})", case.describe(), runtime.info().name, runtime.backend());
 
-    let before = backend.cache_stats();
+    let before = runtime.cache_stats();
     let started = Instant::now();
-    let program = backend.program(&case.spec())?;
+    let program = runtime.program(&case.spec())?;
     let program_time = started.elapsed();
-    let after = backend.cache_stats();
+    let after = runtime.cache_stats();
     let origin = if after.disk_hits > before.disk_hits {
         "loaded from the disk cache"
     } else if after.compiles > before.compiles {
@@ -25,10 +32,10 @@ pub fn run(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
         "found in memory"
     };
 
-    let buffers = case.upload(backend.as_ref())?;
+    let buffers = case.upload(&runtime)?;
     let dispatched = Instant::now();
-    case.dispatch(backend.as_ref(), &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
-    let got = case.download(backend.as_ref(), &buffers)?;
+    case.dispatch(&runtime, &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
+    let got = case.download(&runtime, &buffers)?;
     let first_result = started.elapsed();
     let run_time = dispatched.elapsed();
     let (want, tolerance) = case.reference();
@@ -38,5 +45,5 @@ pub fn run(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
     println!("  dispatch + download: {} ms", ms(run_time));
     println!("  time to first result: {} ms", ms(first_result));
     println!("  result: {verdict}");
-    Ok(if verdict.passed() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if verdict.passed() { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
 }

@@ -26,6 +26,10 @@ pub(crate) struct EglContext {
     pub gl: glow::Context,
     /// Which EGL device (or the default display) the context came from, for `info`.
     pub source: String,
+    /// The EGL device's index in enumeration order; `None` for the default display.
+    pub device_index: Option<usize>,
+    /// GL 4.3 program introspection, which glow does not wrap usably.
+    pub introspection: super::interface::Introspection,
     context: PossiblyCurrentContext,
     display: Display,
 }
@@ -143,7 +147,18 @@ fn list_candidates(candidates: &[Candidate]) -> String {
 fn context_on_device(candidate: &Candidate) -> Result<EglContext, GlError> {
     // SAFETY: `None` is allowed (no DRM master fd); the device comes from this EGL's enumeration.
     let display = unsafe { Display::with_device(&candidate.device, None) }.map_err(egl_error)?;
-    finish(display, candidate.describe())
+    finish(display, candidate.describe(), Some(candidate.index))
+}
+
+/// The device [`create`] would try first without a pinned index: the first hardware device in
+/// enumeration order, else the first software one; `None` if EGL lists none.
+pub(crate) fn preferred_device_index() -> Option<usize> {
+    let devices = Device::query_devices().ok()?;
+    devices
+        .enumerate()
+        .map(|(index, device)| (device.extensions().contains("EGL_MESA_device_software"), index))
+        .min()
+        .map(|(_, index)| index)
 }
 
 /// The default display. Mesa picks its platform from `EGL_PLATFORM` here, so
@@ -153,10 +168,10 @@ fn context_on_default_display() -> Result<EglContext, GlError> {
     // SAFETY: an Android handle carries no pointer; on this platform glutin ends in
     // eglGetDisplay(EGL_DEFAULT_DISPLAY), which takes no native object.
     let display = unsafe { Display::new(handle) }.map_err(egl_error)?;
-    finish(display, "default EGL display".into())
+    finish(display, "default EGL display".into(), None)
 }
 
-fn finish(display: Display, source: String) -> Result<EglContext, GlError> {
+fn finish(display: Display, source: String, device_index: Option<usize>) -> Result<EglContext, GlError> {
     let template = ConfigTemplateBuilder::new()
         .with_surface_type(ConfigSurfaceTypes::empty())
         .with_api(Api::OPENGL)
@@ -182,8 +197,10 @@ fn finish(display: Display, source: String) -> Result<EglContext, GlError> {
                 let gl = unsafe {
                     glow::Context::from_loader_function_cstr(|name: &CStr| display.get_proc_address(name))
                 };
+                let introspection =
+                    super::interface::Introspection::load(|name| display.get_proc_address(name))?;
                 tracing::debug!("OpenGL {major}.{minor} core context on {source}");
-                return Ok(EglContext { gl, source, context, display });
+                return Ok(EglContext { gl, source, device_index, introspection, context, display });
             }
             Err(err) => refusals.push(format!("{major}.{minor}: {err}")),
         }

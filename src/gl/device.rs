@@ -3,10 +3,12 @@
 
 use glow::HasContext;
 
+use crate::hal::Api;
+
 use super::context::EglContext;
 use super::GlError;
-use crate::backend::{BackendKind, Limits};
 use crate::cache::GpuId;
+use crate::hal::Limits;
 
 /// Facts read from the driver when the context was created.
 #[derive(Debug, Clone)]
@@ -28,7 +30,7 @@ impl Probe {
     pub fn gpu_id(&self) -> GpuId {
         let formats: Vec<String> = self.binary_formats.iter().map(|f| format!("0x{f:04x}")).collect();
         GpuId::new(
-            BackendKind::Gl.name(),
+            super::Gl::NAME,
             vec![
                 ("vendor".into(), self.vendor.clone()),
                 ("renderer".into(), self.renderer.clone()),
@@ -69,9 +71,15 @@ pub(crate) fn probe(context: &EglContext) -> Result<Probe, GlError> {
                 as u32,
             max_workgroup_count: indexed(glow::MAX_COMPUTE_WORK_GROUP_COUNT),
             max_shared_memory_bytes: gl.get_parameter_i32(glow::MAX_COMPUTE_SHARED_MEMORY_SIZE).max(0) as u32,
-            max_storage_buffer_bytes: gl.get_parameter_i64(glow::MAX_SHADER_STORAGE_BLOCK_SIZE).max(0) as u64,
+            // glow passes buffer sizes and offsets as i32.
+            max_storage_buffer_bytes: (gl.get_parameter_i64(glow::MAX_SHADER_STORAGE_BLOCK_SIZE).max(0)
+                as u64)
+                .min(i32::MAX as u64),
             max_storage_buffer_bindings: gl.get_parameter_i32(glow::MAX_COMPUTE_SHADER_STORAGE_BLOCKS).max(0)
                 as u32,
+            storage_buffer_offset_alignment: gl
+                .get_parameter_i32(glow::SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT)
+                .max(1) as u64,
         };
         // Queries above may leave an error on drivers missing one enum; it must not be blamed
         // on the first real call.

@@ -1,5 +1,6 @@
-//! Errors of the gl backend. `Clone`, because one compile error is handed to every thread that
-//! waited on the same program.
+//! Errors of the gl backend, and the backend-neutral kind each one is to the runtime.
+
+use crate::{Error, ErrorKind};
 
 /// What can go wrong in the gl backend.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,14 +24,29 @@ pub enum GlError {
     Driver { operation: String, code: u32, name: &'static str },
     #[error("could not create a {size}-byte buffer: {reason}")]
     BufferCreation { size: u64, reason: String },
-    #[error("bytes {offset}..{end} are outside the {size}-byte buffer")]
-    OutOfBounds { offset: u64, end: u64, size: u64 },
-    #[error("this {what} belongs to the {backend} backend; pass one created by the gl backend")]
-    ForeignObject { what: &'static str, backend: String },
-    #[error("dispatch of kernel `{kernel}` did not finish within {timeout_ms} ms")]
-    Timeout { kernel: String, timeout_ms: u128 },
-    #[error("the GL thread has stopped (see the log for the reason); open a new backend")]
+    #[error("the GL thread has stopped (the process is exiting)")]
     ThreadGone,
+    #[error("a GL call panicked on the GL thread: {0}")]
+    JobPanicked(String),
+}
+
+impl From<GlError> for Error {
+    fn from(err: GlError) -> Self {
+        let kind = match &err {
+            GlError::EglMissing
+            | GlError::NoContext(_)
+            | GlError::BadDevice { .. }
+            | GlError::VersionTooOld { .. } => ErrorKind::Unavailable,
+            GlError::Compile { .. } | GlError::Link { .. } => ErrorKind::Compile,
+            GlError::Driver { code: glow::OUT_OF_MEMORY, .. } => ErrorKind::OutOfMemory,
+            GlError::Driver { code: glow::CONTEXT_LOST, .. }
+            | GlError::ThreadGone
+            | GlError::JobPanicked(_) => ErrorKind::DeviceLost,
+            GlError::Driver { .. } => ErrorKind::InvalidArgument,
+            GlError::BufferCreation { .. } => ErrorKind::OutOfMemory,
+        };
+        Error::from_detail(kind, err)
+    }
 }
 
 /// The name of a `glGetError` code.

@@ -1,104 +1,84 @@
 //! The gl backend: OpenGL 4.3+ compute shaders on a headless EGL context, with linked programs
-//! kept across runs as program binaries in the shared cache.
+//! kept across runs as program binaries in the shared cache. It implements the [`hal`] seam and
+//! nothing above it.
 //!
-//! All GL calls run on one GL thread per EGL device per process, shared by every backend opened
-//! on it ([`thread`] says why); the public [`GlBackend`] is `Send + Sync` and forwards work to it.
+//! All GL calls run on one GL thread per EGL device per process, shared by every runtime opened
+//! on it ([`thread`] says why); [`GlDevice`] is `Send + Sync` and forwards work to it.
+//!
+//! [`hal`]: crate::hal
 
 mod buffer;
 mod context;
 mod device;
-mod dispatch;
 mod error;
+mod glsl;
+mod interface;
 mod program;
+mod submit;
 mod thread;
 
-use std::path::PathBuf;
+use std::time::Duration;
 
+pub use buffer::GlBuffer;
 pub use context::DEVICE_ENV;
 pub use error::GlError;
+pub use program::GlProgram;
 
-use buffer::GlBuffer;
 use device::Probe;
-use dispatch::{BoundArg, GlSubmission};
-use program::{GlProgram, GlSource};
-use thread::GlThread;
+use program::GlSource;
+use submit::Step;
+use thread::{GlThread, LiveGuard};
 
-use crate::backend::{Arg, Backend, BackendKind, Buffer, BufferUsage, DeviceInfo, Program, Submission};
-use crate::cache::{CacheConfig, CacheKey, CacheStats, ProgramCache, ProgramHandle};
-use crate::kernel::{KernelSpec, SourceLanguage};
+use crate::cache::{Blob, LoadFailure};
+use crate::hal::{self, Api, BufferUsage, Command, Compiled, DeviceInfo, Prepared, ProgramInterface};
+use crate::kernel::{KernelSource, KernelSpec, SourceLanguage};
 use crate::Result;
 
-/// Most programs a warm-up has compiling at once when the driver compiles in parallel.
-const MAX_PARALLEL_COMPILES: usize = 32;
+/// The gl backend's types.
+pub struct Gl;
 
-/// The gl backend. Cheap to share between threads; every call is forwarded to its GL thread.
-pub struct GlBackend {
-    thread: GlThread,
-    probe: Probe,
-    info: DeviceInfo,
-    cache: ProgramCache<GlProgram>,
+impl Api for Gl {
+    const NAME: &'static str = "gl";
+    type Device = GlDevice;
+    type Buffer = GlBuffer;
+    type Program = GlProgram;
+    type CompileInput = GlSource;
 }
 
-impl GlBackend {
-    /// Opens the gl backend with the cache configured from the environment.
-    pub fn open() -> Result<Self> {
-        Self::open_with(&CacheConfig::from_env()?)
-    }
+/// The GL context of one EGL device, as the runtime sees it.
+pub struct GlDevice {
+    live: LiveGuard,
+    probe: Probe,
+    info: DeviceInfo,
+}
 
-    /// Opens the gl backend with an explicit cache configuration.
-    pub fn open_with(config: &CacheConfig) -> Result<Self> {
+impl GlDevice {
+    /// The device `SPARKLE_EGL_DEVICE` names (or the preferred one), sharing the process's GL
+    /// thread and context for it.
+    pub fn open() -> Result<Self> {
         let (thread, probe) = GlThread::shared()?;
-        let gpu_id = probe.gpu_id();
-        let memory_only;
-        let config = if probe.persists_programs() {
-            config
-        } else {
+        if !probe.persists_programs() {
             tracing::warn!(
                 renderer = %probe.renderer,
                 "this GL driver offers no program binary formats (with Mesa, MESA_SHADER_CACHE_DISABLE \
                  turns them off): programs are compiled on every run and cached in memory only"
             );
-            memory_only = CacheConfig { dir: None, ..config.clone() };
-            &memory_only
-        };
-        let cache = ProgramCache::open(gpu_id.clone(), config);
+        }
         let info = DeviceInfo {
-            backend: BackendKind::Gl,
+            backend: Gl::NAME,
             name: probe.renderer.clone(),
             details: details(&probe),
-            gpu_id,
+            gpu_id: probe.gpu_id(),
             limits: probe.limits.clone(),
+            persists_programs: probe.persists_programs(),
+            parallel_compile: probe.parallel_compile,
         };
         tracing::info!(device = %info.name, version = %probe.version, "gl backend ready");
-        Ok(Self { thread, probe, info, cache })
+        Ok(Self { live: thread.acquire(), probe, info })
     }
 
-    /// Whether compiled programs outlive this process on this driver.
-    pub fn persists_programs(&self) -> bool {
-        self.probe.persists_programs() && self.cache.is_persistent()
-    }
-
-    fn source_for(&self, kernel: &KernelSpec) -> Result<(CacheKey, GlSource)> {
-        kernel.validate(&self.info)?;
-        let key = kernel.cache_key(&self.info.gpu_id, SourceLanguage::Glsl)?;
-        let source = GlSource {
-            thread: self.thread.clone(),
-            spec: kernel.clone(),
-            glsl: program::assemble(kernel)?,
-            persist: self.probe.persists_programs(),
-            parallel_compile: self.probe.parallel_compile,
-        };
-        Ok((key, source))
-    }
-
-    fn wrap(&self, kernel: &KernelSpec, handle: ProgramHandle<GlProgram>) -> Program {
-        Program::new(BackendKind::Gl, kernel.clone(), handle)
-    }
-
-    fn gl_buffer<'a>(&self, buffer: &'a Buffer) -> Result<&'a GlBuffer> {
-        buffer.resource::<GlBuffer>().ok_or_else(|| {
-            GlError::ForeignObject { what: "buffer", backend: buffer.backend().to_string() }.into()
-        })
+    fn thread(&self) -> &GlThread {
+        self.live.thread()
     }
 }
 
@@ -122,79 +102,100 @@ fn details(probe: &Probe) -> Vec<(String, String)> {
     ]
 }
 
-impl Backend for GlBackend {
+impl hal::Device<Gl> for GlDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
 
-    fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<Buffer> {
-        let buffer = GlBuffer::create(&self.thread, size, usage, self.info.limits.max_storage_buffer_bytes)?;
-        Ok(Buffer::new(BackendKind::Gl, size, buffer))
+    fn token(&self) -> u64 {
+        self.thread().token()
     }
 
-    fn write_buffer(&self, buffer: &Buffer, offset: u64, data: &[u8]) -> Result<()> {
-        Ok(self.gl_buffer(buffer)?.write(offset, data.to_vec())?)
+    fn prepare(&self, kernel: &KernelSpec) -> Result<Prepared<GlSource>> {
+        let KernelSource::Glsl(source) = kernel.source(SourceLanguage::Glsl, Gl::NAME)? else {
+            unreachable!("KernelSpec::source returns a source of the language asked for")
+        };
+        let glsl = glsl::assemble(kernel, source)?;
+        // The driver compiles exactly this text; its identity is in the GpuId.
+        let key_material = vec![b"glsl".to_vec(), glsl.text.as_bytes().to_vec()];
+        Ok(Prepared { key_material, input: GlSource { kernel: kernel.name.clone(), glsl } })
     }
 
-    fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8]) -> Result<()> {
-        let bytes = self.gl_buffer(buffer)?.read(offset, out.len())?;
+    fn compile(&self, input: &GlSource) -> Result<Compiled<GlProgram>> {
+        Ok(program::compile(
+            self.thread(),
+            input,
+            self.probe.persists_programs(),
+            self.probe.parallel_compile,
+        )?)
+    }
+
+    fn load(&self, input: &GlSource, blob: &Blob) -> Result<GlProgram, LoadFailure<crate::Error>> {
+        program::load(self.thread(), input, blob).map_err(|failure| match failure {
+            LoadFailure::Refused(reason) => LoadFailure::Refused(reason),
+            LoadFailure::Failed(err) => LoadFailure::Failed(err.into()),
+        })
+    }
+
+    fn interface<'p>(&self, program: &'p GlProgram) -> &'p ProgramInterface {
+        &program.interface
+    }
+
+    fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<GlBuffer> {
+        Ok(GlBuffer::create(self.thread(), size, usage)?)
+    }
+
+    fn write_buffer(&self, buffer: &GlBuffer, offset: u64, data: &[u8]) -> Result<()> {
+        Ok(buffer.write(offset, data.to_vec())?)
+    }
+
+    fn read_buffer(&self, buffer: &GlBuffer, offset: u64, out: &mut [u8]) -> Result<()> {
+        let bytes = buffer.read(offset, out.len())?;
         out.copy_from_slice(&bytes);
         Ok(())
     }
 
-    fn program(&self, kernel: &KernelSpec) -> Result<Program> {
-        let (key, source) = self.source_for(kernel)?;
-        let handle = self.cache.get(&key, &source)?;
-        Ok(self.wrap(kernel, handle))
+    fn submit(&self, commands: &[Command<'_, Gl>]) -> Result<u64> {
+        let steps: Vec<Step> = commands.iter().map(step).collect();
+        let timeline = self.thread().timeline().clone();
+        let fence = self
+            .thread()
+            .post_ordered(|| timeline.issue(), move |state, fence| submit::execute(state, fence, steps))?;
+        Ok(fence)
     }
 
-    fn warm_up(&self, kernels: &[KernelSpec]) -> Result<Vec<Program>> {
-        let requests = kernels.iter().map(|k| self.source_for(k)).collect::<Result<Vec<_>>>()?;
-        let handles = if self.probe.parallel_compile {
-            // Every compile is started at once; the driver's threads do the work.
-            self.cache.warm_up_with_threads(&requests, requests.len().min(MAX_PARALLEL_COMPILES))
-        } else {
-            self.cache.warm_up(&requests)
-        };
-        kernels.iter().zip(handles).map(|(kernel, handle)| Ok(self.wrap(kernel, handle?))).collect()
+    fn completed(&self) -> u64 {
+        self.thread().timeline().completed()
     }
 
-    fn dispatch(&self, program: &Program, args: &[Arg<'_>], groups: [u32; 3]) -> Result<Submission> {
-        let handle = program.inner::<ProgramHandle<GlProgram>>().ok_or_else(|| GlError::ForeignObject {
-            what: "program",
-            backend: program.backend().to_string(),
-        })?;
-        program.spec().validate_dispatch(&self.info, args, groups)?;
-        let mut bound = Vec::with_capacity(args.len());
-        let mut buffers = Vec::new();
-        for arg in args {
-            bound.push(match arg {
-                Arg::Buffer(buffer) => {
-                    buffers.push((*buffer).clone());
-                    BoundArg::Buffer(self.gl_buffer(buffer)?.id)
-                }
-                Arg::U32(v) => BoundArg::U32(*v),
-                Arg::I32(v) => BoundArg::I32(*v),
-                Arg::F32(v) => BoundArg::F32(*v),
-            });
-        }
-        let gl_program = handle.clone();
-        let fence = self.thread.call(move |state| dispatch::record(state, &gl_program, &bound, groups))??;
-        Ok(Submission::new(GlSubmission {
-            thread: self.thread.clone(),
-            fence,
-            kernel: program.name().to_owned(),
-            done: false,
-            _program: program.clone(),
-            _buffers: buffers,
-        }))
+    fn wait(&self, fence: u64, timeout: Duration) -> Result<bool> {
+        self.thread().timeline().wait(fence, timeout)
     }
+}
 
-    fn cache_stats(&self) -> CacheStats {
-        self.cache.stats()
-    }
-
-    fn cache_dir(&self) -> Option<PathBuf> {
-        self.cache.gpu_dir()
+/// A recorded command with the GL names it needs; sizes and offsets fit in i32 because buffers
+/// are at most `i32::MAX` bytes on this backend.
+fn step(command: &Command<'_, Gl>) -> Step {
+    match command {
+        Command::Dispatch { program, buffers, scalars, groups, kernel } => Step::Dispatch {
+            program: program.id,
+            buffers: buffers
+                .iter()
+                .map(|b| {
+                    (program.interface.storage[b.slot].binding, b.buffer.id, b.offset as i32, b.size as i32)
+                })
+                .collect(),
+            uniforms: scalars.iter().map(|&(slot, value)| (program.locations[slot], value)).collect(),
+            groups: *groups,
+            kernel: (*kernel).to_owned(),
+        },
+        Command::Copy { src, src_offset, dst, dst_offset, size } => Step::Copy {
+            src: src.id,
+            src_offset: *src_offset as i32,
+            dst: dst.id,
+            dst_offset: *dst_offset as i32,
+            size: *size as i32,
+        },
+        Command::Barrier => Step::Barrier,
     }
 }

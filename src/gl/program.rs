@@ -1,119 +1,87 @@
-//! GL programs: the GLSL a kernel compiles to (version line, defines and workgroup size added
-//! from its spec), compiling and linking it, fetching the program binary after link, and loading
-//! a binary back — the gl side of the shared cache's `ProgramSource`.
+//! GL programs: compiling and linking a kernel's assembled GLSL, fetching the program binary
+//! after link, loading a binary back, and reading the linked program's interface. A program
+//! holds nothing from the spec that asked for it: two specs sharing a cache entry get the same
+//! program and each binds it through its own plan.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use glow::HasContext;
 
-use super::thread::{GlState, GlThread};
+use super::glsl::{Assembled, BlockDecl};
+use super::thread::{GlState, GlThread, LiveGuard};
 use super::GlError;
-use crate::cache::{Blob, Built, LoadFailure, ProgramSource};
-use crate::kernel::{Binding, KernelSpec, SourceLanguage};
+use crate::cache::{Blob, LoadFailure};
+use crate::hal::{Compiled, ProgramInterface};
 
-/// A linked program on the GL thread, with the uniform locations of the kernel's scalars.
-pub(crate) struct GlProgram {
-    pub id: glow::NativeProgram,
-    /// One entry per binding of the spec: the uniform location of a scalar, `None` for buffers
-    /// and for scalars the driver optimized away.
-    pub uniforms: Vec<Option<glow::NativeUniformLocation>>,
-    thread: GlThread,
+/// What the gl backend compiles: the kernel's name (for messages) and its assembled GLSL.
+pub struct GlSource {
+    pub(crate) kernel: String,
+    pub(crate) glsl: Assembled,
+}
+
+/// A linked program on the GL thread, with its interface and, aligned with its scalars, their
+/// uniform locations.
+pub struct GlProgram {
+    pub(crate) id: glow::NativeProgram,
+    pub(crate) interface: ProgramInterface,
+    pub(crate) locations: Vec<Option<glow::NativeUniformLocation>>,
+    live: LiveGuard,
 }
 
 impl Drop for GlProgram {
     fn drop(&mut self) {
         let id = self.id;
-        self.thread.post(move |state| {
+        self.live.thread().post(move |state| {
             // SAFETY: the context is current on the GL thread and `id` was created by it.
             unsafe { state.gl().delete_program(id) }
         });
     }
 }
 
-/// The GLSL handed to the driver: the user's source with a `#version` line (theirs if they gave
-/// one) and the spec's defines in front, its workgroup size behind, and `#line` so that the driver's
-/// log points at the user's own line numbers.
-pub(crate) fn assemble(spec: &KernelSpec) -> Result<String, GlError> {
-    let source = spec
-        .source(SourceLanguage::Glsl)
-        .map_err(|err| GlError::Compile { kernel: spec.name.clone(), log: err.to_string() })?;
-    let (version, body, first_line) = match source.trim_start().strip_prefix("#version") {
-        Some(rest) => {
-            let skipped_lines = source.len() - source.trim_start().len();
-            let leading_newlines = source[..skipped_lines].matches('\n').count();
-            let (line, body) = rest.split_once('\n').unwrap_or((rest, ""));
-            (format!("#version{line}"), body, leading_newlines + 2)
-        }
-        None => ("#version 430 core".to_owned(), source, 1),
-    };
-    let mut out = String::with_capacity(source.len() + 256);
-    out.push_str(&version);
-    out.push('\n');
-    for (name, value) in &spec.defines {
-        out.push_str(&format!("#define {name} {value}\n"));
-    }
-    out.push_str(&format!("#line {first_line}\n"));
-    out.push_str(body);
-    // Last, so that `#extension` lines in the body still precede every declaration.
-    let [x, y, z] = spec.workgroup_size;
-    out.push_str(&format!("\nlayout(local_size_x = {x}, local_size_y = {y}, local_size_z = {z}) in;\n"));
-    Ok(out)
-}
-
-/// How the cache builds one kernel's program on the gl backend.
-pub(crate) struct GlSource {
-    pub thread: GlThread,
-    pub spec: KernelSpec,
-    pub glsl: String,
-    /// Whether to fetch a program binary for the disk tier.
-    pub persist: bool,
-    /// Whether the driver compiles in the background (poll instead of blocking the GL thread).
-    pub parallel_compile: bool,
-}
-
 /// How long the GL thread is left alone between completion polls of a background compile.
 const COMPILE_POLL: Duration = Duration::from_micros(200);
 
-impl ProgramSource<GlProgram> for GlSource {
-    type Error = GlError;
+type Linked = (glow::NativeProgram, ProgramInterface, Vec<Option<glow::NativeUniformLocation>>);
 
-    fn compile(&self) -> Result<Built<GlProgram>, GlError> {
-        let started = Instant::now();
-        let glsl = self.glsl.clone();
-        let kernel = self.spec.name.clone();
-        let (program, shader) = self.thread.call(move |state| start_build(state, &kernel, &glsl))??;
-        if self.parallel_compile {
-            // The driver links on its own threads; other GL work proceeds meanwhile.
-            while !self.thread.call(move |state| {
-                // SAFETY: the context is current on the GL thread; `program` was created by it.
-                unsafe { state.gl().get_program_completion_status(program) }
-            })? {
-                std::thread::sleep(COMPILE_POLL);
-            }
+pub(crate) fn compile(
+    thread: &GlThread,
+    source: &GlSource,
+    persist: bool,
+    parallel_compile: bool,
+) -> Result<Compiled<GlProgram>, GlError> {
+    let glsl = source.glsl.text.clone();
+    let kernel = source.kernel.clone();
+    let (program, shader) = thread.call(move |state| start_build(state, &kernel, &glsl))??;
+    if parallel_compile {
+        // The driver links on its own threads; other GL work proceeds meanwhile.
+        while !thread.call(move |state| {
+            // SAFETY: the context is current on the GL thread; `program` was created by it.
+            unsafe { state.gl().get_program_completion_status(program) }
+        })? {
+            std::thread::sleep(COMPILE_POLL);
         }
-        let spec = self.spec.clone();
-        let persist = self.persist;
-        let thread = self.thread.clone();
-        let (uniforms, blob) =
-            self.thread.call(move |state| finish_build(state, &spec, program, shader, persist))??;
-        let compile_time = started.elapsed();
-        tracing::debug!(kernel = %self.spec.name, ?compile_time, "compiled");
-        Ok(Built { program: GlProgram { id: program, uniforms, thread }, blob, compile_time })
     }
-
-    fn load(&self, blob: &Blob) -> Result<GlProgram, LoadFailure<GlError>> {
-        let binary = glow::ProgramBinary { buffer: blob.bytes.clone(), format: blob.format };
-        let spec = self.spec.clone();
-        let loaded = self
-            .thread
-            .call(move |state| load_binary(state, &spec, &binary))
-            .map_err(LoadFailure::Failed)?
-            .map_err(LoadFailure::Refused)?;
-        Ok(GlProgram { id: loaded.0, uniforms: loaded.1, thread: self.thread.clone() })
-    }
+    let kernel = source.kernel.clone();
+    let blocks = source.glsl.blocks.clone();
+    let ((id, interface, locations), blob) =
+        thread.call(move |state| finish_build(state, &kernel, program, shader, &blocks, persist))??;
+    let program = GlProgram { id, interface, locations, live: thread.acquire() };
+    Ok(Compiled { program, blob })
 }
 
-type Uniforms = Vec<Option<glow::NativeUniformLocation>>;
+pub(crate) fn load(
+    thread: &GlThread,
+    source: &GlSource,
+    blob: &Blob,
+) -> Result<GlProgram, LoadFailure<GlError>> {
+    let binary = glow::ProgramBinary { buffer: blob.bytes.clone(), format: blob.format };
+    let blocks = source.glsl.blocks.clone();
+    let (id, interface, locations) = thread
+        .call(move |state| load_binary(state, &binary, &blocks))
+        .map_err(LoadFailure::Failed)?
+        .map_err(LoadFailure::Refused)?;
+    Ok(GlProgram { id, interface, locations, live: thread.acquire() })
+}
 
 fn start_build(
     state: &mut GlState,
@@ -148,11 +116,12 @@ fn start_build(
 
 fn finish_build(
     state: &mut GlState,
-    spec: &KernelSpec,
+    kernel: &str,
     program: glow::NativeProgram,
     shader: glow::NativeShader,
+    blocks: &[BlockDecl],
     persist: bool,
-) -> Result<(Uniforms, Option<Blob>), GlError> {
+) -> Result<(Linked, Option<Blob>), GlError> {
     let gl = state.gl();
     // SAFETY: the context is current on the GL thread; `program` and `shader` were created on it
     // by `start_build` and are deleted here on every failure path.
@@ -163,14 +132,15 @@ fn finish_build(
         gl.delete_shader(shader);
         if !compiled {
             gl.delete_program(program);
-            return Err(GlError::Compile { kernel: spec.name.clone(), log: shader_log });
+            return Err(GlError::Compile { kernel: kernel.to_owned(), log: shader_log });
         }
         if !gl.get_program_link_status(program) {
             let log = gl.get_program_info_log(program);
             gl.delete_program(program);
-            return Err(GlError::Link { kernel: spec.name.clone(), log });
+            return Err(GlError::Link { kernel: kernel.to_owned(), log });
         }
-        let uniforms = uniform_locations(gl, spec, program);
+        let (interface, locations) =
+            super::interface::read(gl, &state.context.introspection, program, blocks);
         let blob = if persist {
             // glow reports `None` when any GL error is pending, so clear stale ones first.
             state.take_error();
@@ -179,22 +149,22 @@ fn finish_build(
                     Some(Blob { format: binary.format, bytes: binary.buffer })
                 }
                 _ => {
-                    tracing::warn!(kernel = %spec.name, "the driver returned no program binary; not persisted");
+                    tracing::warn!(kernel, "the driver returned no program binary; not persisted");
                     None
                 }
             }
         } else {
             None
         };
-        Ok((uniforms, blob))
+        Ok(((program, interface, locations), blob))
     }
 }
 
 fn load_binary(
     state: &mut GlState,
-    spec: &KernelSpec,
     binary: &glow::ProgramBinary,
-) -> Result<(glow::NativeProgram, Uniforms), String> {
+    blocks: &[BlockDecl],
+) -> Result<Linked, String> {
     state.take_error();
     let gl = state.gl();
     // SAFETY: the context is current on the GL thread. The blob passed the cache's header and
@@ -213,51 +183,8 @@ fn load_binary(
             gl.delete_program(program);
             return Err(format!("glProgramBinary raised {}", super::error::error_name(code)));
         }
-        Ok((program, uniform_locations(gl, spec, program)))
-    }
-}
-
-fn uniform_locations(gl: &glow::Context, spec: &KernelSpec, program: glow::NativeProgram) -> Uniforms {
-    spec.bindings
-        .iter()
-        .map(|binding| match binding {
-            Binding::Storage { .. } => None,
-            Binding::Scalar { name, .. } => {
-                // SAFETY: the context is current on the GL thread; `program` is linked.
-                let location = unsafe { gl.get_uniform_location(program, name) };
-                if location.is_none() {
-                    tracing::warn!(
-                        kernel = %spec.name,
-                        "scalar `{name}` is not an active uniform (misspelt, or unused and optimized away); \
-                         its value will be ignored"
-                    );
-                }
-                location
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn assemble_adds_version_defines_and_workgroup() {
-        let spec = KernelSpec::new("k", [8, 4, 1]).with_glsl("void main() {}\n").define("N", 3);
-        let glsl = assemble(&spec).unwrap();
-        assert_eq!(
-            glsl,
-            "#version 430 core\n#define N 3\n#line 1\nvoid main() {}\n\n\
-             layout(local_size_x = 8, local_size_y = 4, local_size_z = 1) in;\n"
-        );
-    }
-
-    #[test]
-    fn assemble_keeps_the_users_version_line() {
-        let spec = KernelSpec::new("k", [1, 1, 1]).with_glsl("#version 450\nvoid main() {}\n");
-        let glsl = assemble(&spec).unwrap();
-        assert!(glsl.starts_with("#version 450\n"));
-        assert!(glsl.contains("#line 2\nvoid main() {}\n"));
+        let (interface, locations) =
+            super::interface::read(gl, &state.context.introspection, program, blocks);
+        Ok((program, interface, locations))
     }
 }

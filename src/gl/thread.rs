@@ -1,5 +1,5 @@
 //! The GL thread. It creates the context, keeps it current for its whole life and runs every GL
-//! call, in submission order. There is one per EGL device per process, shared by every backend
+//! call, in submission order. There is one per EGL device per process, shared by every runtime
 //! opened on that device, and it lives as long as the process: NVIDIA's driver crashed when
 //! several contexts were made, used and destroyed on different threads of one process, and Mesa
 //! aborted when a context was still being torn down while the process exited.
@@ -9,26 +9,65 @@
 //! every call, and objects dropped on any user thread (buffers, programs evicted by the cache)
 //! need somewhere to delete their GL names without blocking the dropper. A thread owning the
 //! context gives all three: calls are closures sent to it, deletes are posted without waiting.
+//!
+//! Between jobs the thread polls the fences of submitted work and signals a [`Timeline`], so a
+//! waiter never needs the thread — it may be busy inside a long dispatch (llvmpipe runs kernels
+//! inside the GL call).
+//!
+//! Exit safety: NVIDIA's driver crashed (SIGSEGV in `glDeleteBuffers`) when the GL thread was
+//! still deleting objects, queued by drops at the end of `main`, while the main thread ran the
+//! process's exit handlers. So no GL call may be queued or running when the process exits: when
+//! the last object of a device is dropped the dropping thread waits until the queue is drained,
+//! and an `atexit` handler — registered after the driver was loaded, so it runs before the
+//! driver's own teardown — drains every GL thread and stops it from making any further GL call.
+//!
+//! A job that panics (a bug, or a driver string GL cannot take) is caught: its caller gets an
+//! error and the thread goes on serving later jobs.
 
-use std::collections::HashMap;
-use std::sync::{mpsc, Mutex, PoisonError};
-
-use glow::HasContext;
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, Once, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::context::{self, EglContext};
 use super::device::{self, Probe};
+use super::submit::Pending;
 use super::GlError;
+use crate::hal::Timeline;
 
 type Job = Box<dyn FnOnce(&mut GlState) + Send>;
 
-/// The process's GL threads, by the device index they were pinned to (`None`: preferred device).
-static THREADS: Mutex<Vec<(Option<usize>, GlThread, Probe)>> = Mutex::new(Vec::new());
+/// How long one fence poll may keep the thread when no job is waiting.
+const POLL_SLICE: Duration = Duration::from_micros(200);
+
+/// How long the exit handler waits for a running GL call to return.
+const EXIT_DRAIN: Duration = Duration::from_secs(2);
+
+/// How long dropping the last object waits for the queue to drain.
+const LAST_DROP_DRAIN: Duration = Duration::from_secs(30);
+
+/// The process's GL threads with the index of the EGL device each runs on (`None`: the default
+/// display) and the pinned index it was asked for.
+static THREADS: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+
+struct Registered {
+    asked: Option<usize>,
+    device_index: Option<usize>,
+    thread: GlThread,
+    probe: Probe,
+}
+
+thread_local! {
+    static ON_GL_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// What lives on the GL thread: the context and the objects that must not leave it.
 pub(crate) struct GlState {
-    context: EglContext,
-    fences: HashMap<u64, glow::NativeFence>,
-    next_fence: u64,
+    pub context: EglContext,
+    /// Submitted work not known to be complete, in submission order.
+    pub pending: VecDeque<Pending>,
+    pub timeline: Arc<Timeline>,
 }
 
 impl GlState {
@@ -36,30 +75,12 @@ impl GlState {
         &self.context.gl
     }
 
-    /// Keeps a fence on this thread (GL sync objects are raw pointers) and names it by a number.
-    pub fn adopt_fence(&mut self, fence: glow::NativeFence) -> u64 {
-        self.next_fence += 1;
-        self.fences.insert(self.next_fence, fence);
-        self.next_fence
-    }
-
-    pub fn fence(&self, id: u64) -> Option<glow::NativeFence> {
-        self.fences.get(&id).copied()
-    }
-
-    pub fn delete_fence(&mut self, id: u64) {
-        if let Some(fence) = self.fences.remove(&id) {
-            // SAFETY: the context is current on this thread and the fence was created by it.
-            unsafe { self.context.gl.delete_sync(fence) };
-        }
-    }
-
     /// Drains `glGetError`, returning the first error seen.
     pub fn take_error(&self) -> Option<u32> {
         let mut first = None;
         for _ in 0..16 {
             // SAFETY: the context is current on this thread.
-            let code = unsafe { self.context.gl.get_error() };
+            let code = unsafe { glow::HasContext::get_error(&self.context.gl) };
             if code == glow::NO_ERROR {
                 break;
             }
@@ -81,33 +102,111 @@ impl GlState {
     }
 }
 
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// A job or a fence poll is making GL calls right now.
+    busy: bool,
+    /// Fences the thread still polls (mirrors `GlState::pending.len()`).
+    pending: usize,
+    /// The process is exiting: no GL call may start any more.
+    stopped: bool,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Signalled when a job is queued or the thread is stopped.
+    work: Condvar,
+    /// Signalled whenever the thread finishes a job or a poll.
+    progress: Condvar,
+    /// GL objects and devices alive on this thread's context.
+    live: AtomicUsize,
+    timeline: Arc<Timeline>,
+    /// Identifies the context: objects made on another one are refused.
+    token: u64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until no job is queued or running, no fence is pending, or `timeout` passed.
+    fn drain(&self, timeout: Duration, include_fences: bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut queue = self.lock();
+        loop {
+            let idle = queue.jobs.is_empty() && !queue.busy && (!include_fences || queue.pending == 0);
+            if idle || queue.stopped && !queue.busy {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            queue =
+                self.progress.wait_timeout(queue, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+}
+
 /// The sending side of a GL thread. Clones are cheap.
 #[derive(Clone)]
 pub(crate) struct GlThread {
-    jobs: mpsc::Sender<Job>,
+    shared: Arc<Shared>,
 }
 
 impl GlThread {
     /// The GL thread of the device `SPARKLE_EGL_DEVICE` names (or the preferred one), started on
-    /// first use.
+    /// first use. Asking for a device by index and by preference gets the same thread when they
+    /// resolve to the same device.
     pub fn shared() -> Result<(GlThread, Probe), GlError> {
         let pinned = context::pinned_device_index()?;
         let mut threads = THREADS.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, thread, probe)) = threads.iter().find(|(p, _, _)| *p == pinned) {
-            return Ok((thread.clone(), probe.clone()));
+        let found = match pinned {
+            Some(index) => threads.iter().find(|r| r.device_index == Some(index) || r.asked == Some(index)),
+            None => match threads.iter().find(|r| r.asked.is_none()) {
+                Some(found) => Some(found),
+                None => {
+                    // Which device would the preference pick? Ask a running GL thread, so that
+                    // EGL is only ever used from GL threads.
+                    let preferred = threads
+                        .first()
+                        .and_then(|r| r.thread.call(|_| context::preferred_device_index()).ok().flatten());
+                    preferred.and_then(|index| threads.iter().find(|r| r.device_index == Some(index)))
+                }
+            },
+        };
+        if let Some(found) = found {
+            return Ok((found.thread.clone(), found.probe.clone()));
         }
-        let (thread, probe) = Self::spawn(pinned)?;
-        threads.push((pinned, thread.clone(), probe.clone()));
+        let (thread, probe, device_index) = Self::spawn(pinned)?;
+        threads.push(Registered {
+            asked: pinned,
+            device_index,
+            thread: thread.clone(),
+            probe: probe.clone(),
+        });
         Ok((thread, probe))
     }
 
     /// Starts a thread, creates the context on it and probes the device.
-    fn spawn(pinned: Option<usize>) -> Result<(GlThread, Probe), GlError> {
-        let (jobs, queue) = mpsc::channel::<Job>();
+    fn spawn(pinned: Option<usize>) -> Result<(GlThread, Probe, Option<usize>), GlError> {
+        static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            work: Condvar::new(),
+            progress: Condvar::new(),
+            live: AtomicUsize::new(0),
+            timeline: Arc::new(Timeline::new()),
+            token: NEXT_TOKEN.fetch_add(1, Ordering::Relaxed),
+        });
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let thread_shared = shared.clone();
         std::thread::Builder::new()
             .name("sparkle-gl".into())
             .spawn(move || {
+                ON_GL_THREAD.with(|on| on.set(true));
                 let started = context::create(pinned).and_then(|context| match device::probe(&context) {
                     Ok(probe) => Ok((context, probe)),
                     Err(err) => {
@@ -117,8 +216,9 @@ impl GlThread {
                 });
                 let context = match started {
                     Ok((context, probe)) => {
+                        let index = context.device_index;
                         // The receiver only disappears if `spawn` already returned.
-                        let _ = ready_tx.send(Ok(probe));
+                        let _ = ready_tx.send(Ok((probe, index)));
                         context
                     }
                     Err(err) => {
@@ -126,15 +226,55 @@ impl GlThread {
                         return;
                     }
                 };
-                let mut state = GlState { context, fences: HashMap::new(), next_fence: 0 };
-                // The registry keeps a sender, so this runs until the process exits.
-                while let Ok(job) = queue.recv() {
-                    job(&mut state);
-                }
+                let timeline = thread_shared.timeline.clone();
+                serve(&thread_shared, GlState { context, pending: VecDeque::new(), timeline });
             })
             .map_err(|err| GlError::NoContext(format!("could not start the GL thread: {err}")))?;
-        let probe = ready_rx.recv().map_err(|_| GlError::ThreadGone)??;
-        Ok((GlThread { jobs }, probe))
+        let (probe, device_index) = ready_rx.recv().map_err(|_| GlError::ThreadGone)??;
+        register_exit_handler();
+        Ok((GlThread { shared }, probe, device_index))
+    }
+
+    pub fn token(&self) -> u64 {
+        self.shared.token
+    }
+
+    pub fn timeline(&self) -> &Arc<Timeline> {
+        &self.shared.timeline
+    }
+
+    /// Queues `job` without waiting. A stopped thread (process exit) drops it unrun.
+    pub fn post(&self, job: impl FnOnce(&mut GlState) + Send + 'static) {
+        self.post_boxed(Box::new(job));
+    }
+
+    fn post_boxed(&self, job: Job) {
+        let mut queue = self.shared.lock();
+        if queue.stopped {
+            return;
+        }
+        queue.jobs.push_back(job);
+        self.shared.work.notify_one();
+    }
+
+    /// Queues `job` and returns the value `before` computed while the queue was locked, so that
+    /// values such as fence numbers follow the queue order.
+    pub fn post_ordered<T>(
+        &self,
+        before: impl FnOnce() -> T,
+        job: impl FnOnce(&mut GlState, T) + Send + 'static,
+    ) -> Result<T, GlError>
+    where
+        T: Copy + Send + 'static,
+    {
+        let mut queue = self.shared.lock();
+        if queue.stopped {
+            return Err(GlError::ThreadGone);
+        }
+        let value = before();
+        queue.jobs.push_back(Box::new(move |state| job(state, value)));
+        self.shared.work.notify_one();
+        Ok(value)
     }
 
     /// Runs `job` on the GL thread and waits for its result. Never call from the GL thread.
@@ -143,17 +283,129 @@ impl GlThread {
         job: impl FnOnce(&mut GlState) -> R + Send + 'static,
     ) -> Result<R, GlError> {
         let (reply, result) = mpsc::sync_channel(1);
-        self.jobs
-            .send(Box::new(move |state| {
-                let _ = reply.send(job(state));
-            }))
-            .map_err(|_| GlError::ThreadGone)?;
-        result.recv().map_err(|_| GlError::ThreadGone)
+        self.post_boxed(Box::new(move |state| {
+            let outcome =
+                catch_unwind(AssertUnwindSafe(|| job(state))).map_err(|panic| panic_message(&*panic));
+            let _ = reply.send(outcome);
+        }));
+        match result.recv() {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(message)) => Err(GlError::JobPanicked(message)),
+            Err(_) => Err(GlError::ThreadGone),
+        }
     }
 
-    /// Queues `job` without waiting; used to delete GL objects from `Drop`. A stopped thread
-    /// means the context and everything in it are already gone, so the job is dropped.
-    pub fn post(&self, job: impl FnOnce(&mut GlState) + Send + 'static) {
-        let _ = self.jobs.send(Box::new(job));
+    /// Counts one more object living on this thread's context.
+    pub fn acquire(&self) -> LiveGuard {
+        self.shared.live.fetch_add(1, Ordering::AcqRel);
+        LiveGuard { thread: self.clone() }
+    }
+}
+
+/// Held by every GL object and device; when the last one goes, the dropping thread waits until
+/// the GL thread has run everything queued, so nothing is left running when the process exits.
+pub(crate) struct LiveGuard {
+    thread: GlThread,
+}
+
+impl LiveGuard {
+    pub fn thread(&self) -> &GlThread {
+        &self.thread
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        let shared = &self.thread.shared;
+        let last = shared.live.fetch_sub(1, Ordering::AcqRel) == 1;
+        if last && !ON_GL_THREAD.with(|on| on.get()) && !shared.drain(LAST_DROP_DRAIN, true) {
+            tracing::warn!("the GL thread did not finish its queued work within {} s", LAST_DROP_DRAIN.as_secs());
+        }
+    }
+}
+
+/// The GL thread's loop: run jobs in order; between them, poll fences of submitted work.
+fn serve(shared: &Shared, mut state: GlState) {
+    loop {
+        let job = {
+            let mut queue = shared.lock();
+            loop {
+                if queue.stopped {
+                    queue.busy = false;
+                    let dropped = std::mem::take(&mut queue.jobs);
+                    shared.progress.notify_all();
+                    drop(queue);
+                    drop(dropped);
+                    // Park for good: returning would tear the context down during exit.
+                    park_forever(shared, state);
+                }
+                if let Some(job) = queue.jobs.pop_front() {
+                    queue.busy = true;
+                    break Some(job);
+                }
+                if !state.pending.is_empty() {
+                    queue.busy = true;
+                    break None;
+                }
+                queue.busy = false;
+                shared.progress.notify_all();
+                queue = shared.work.wait(queue).unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        match job {
+            Some(job) => {
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| job(&mut state))) {
+                    tracing::error!("a GL job panicked: {}; the GL thread goes on", panic_message(&*panic));
+                }
+            }
+            None => super::submit::poll(&mut state, POLL_SLICE),
+        }
+        let mut queue = shared.lock();
+        queue.busy = false;
+        queue.pending = state.pending.len();
+        shared.progress.notify_all();
+    }
+}
+
+fn park_forever(shared: &Shared, state: GlState) -> ! {
+    // The context stays alive and untouched; the driver tears it down with the process.
+    std::mem::forget(state);
+    let mut queue = shared.lock();
+    loop {
+        queue = shared.work.wait(queue).unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
+}
+
+fn register_exit_handler() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        // SAFETY: `stop_gl_threads` is an `extern "C" fn()` with no arguments, as atexit wants.
+        let status = unsafe { libc::atexit(stop_gl_threads) };
+        if status != 0 {
+            tracing::warn!("could not register the GL exit handler; process exit may race the GL thread");
+        }
+    });
+}
+
+/// Runs during `exit()`: lets each GL thread finish the call it is in, then stops it for good.
+extern "C" fn stop_gl_threads() {
+    let Ok(threads) = THREADS.try_lock() else { return };
+    for registered in threads.iter() {
+        let shared = &registered.thread.shared;
+        // Work already queued (deletes from drops at the end of `main`) is finished first.
+        shared.drain(EXIT_DRAIN, false);
+        let mut queue = shared.lock();
+        queue.stopped = true;
+        shared.work.notify_all();
+        drop(queue);
+        shared.drain(EXIT_DRAIN, false);
     }
 }

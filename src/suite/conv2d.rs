@@ -3,8 +3,9 @@
 //! Tolerance: each output is a dot product of up to `9·C` terms plus the bias, so as for sgemm
 //! we allow `(9·C + 1)·ε·(|bias| + Σ|in·w|)` (plus 1e-30) against an f64 reference.
 
-use crate::backend::{Arg, Backend, Buffer, BufferUsage, Program, Submission};
+use crate::hal::BufferUsage;
 use crate::kernel::{Access, KernelSpec, ScalarType};
+use crate::runtime::{Arg, Buffer, Program, Runtime, Submission};
 use crate::Result;
 
 use super::{groups_for, random_floats, Case, Work};
@@ -14,16 +15,24 @@ const WORKGROUP: [u32; 3] = [16, 16, 1];
 
 pub fn spec() -> KernelSpec {
     KernelSpec::new(NAME, WORKGROUP)
-        .with_glsl(include_str!("../../shaders/conv2d.comp"))
-        .storage("input", Access::ReadOnly)
-        .storage("weights", Access::ReadOnly)
+        .glsl(include_str!("../../shaders/conv2d.comp"))
+        .storage("inp", Access::ReadOnly)
+        .storage("w", Access::ReadOnly)
         .storage("bias", Access::ReadOnly)
-        .storage("output", Access::ReadWrite)
+        .storage("outp", Access::ReadWrite)
         .scalar("N", ScalarType::U32)
         .scalar("C", ScalarType::U32)
         .scalar("H", ScalarType::U32)
         .scalar("W_", ScalarType::U32)
         .scalar("K", ScalarType::U32)
+}
+
+/// The workgroups a dispatch of `shape` needs: x over the width, y over the height, z over
+/// batch × output channels.
+pub(crate) fn groups(shape: Shape) -> [u32; 3] {
+    let Shape { n, h, w, k, .. } = shape;
+    let z = (n as u64 * k as u64).min(u64::from(u32::MAX)) as u32;
+    [groups_for(w, WORKGROUP[0]), groups_for(h, WORKGROUP[1]), z]
 }
 
 /// Batch, input channels, height, width, output channels.
@@ -66,7 +75,7 @@ impl Case for Conv2d {
         format!("{NAME} n={n} c={c} h={h} w={w} k={k}")
     }
 
-    fn upload(&self, backend: &dyn Backend) -> Result<Vec<Buffer>> {
+    fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>> {
         let Shape { n, h, w, k, .. } = self.shape;
         Ok(vec![
             backend.upload(&self.input, BufferUsage::Input)?,
@@ -76,7 +85,7 @@ impl Case for Conv2d {
         ])
     }
 
-    fn dispatch(&self, backend: &dyn Backend, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
+    fn dispatch(&self, backend: &Runtime, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
         let Shape { n, c, h, w, k } = self.shape;
         backend.dispatch(
             program,
@@ -91,11 +100,11 @@ impl Case for Conv2d {
                 Arg::U32(w as u32),
                 Arg::U32(k as u32),
             ],
-            [groups_for(w, WORKGROUP[0]), groups_for(h, WORKGROUP[1]), (n * k) as u32],
+            groups(self.shape),
         )
     }
 
-    fn download(&self, backend: &dyn Backend, buffers: &[Buffer]) -> Result<Vec<f32>> {
+    fn download(&self, backend: &Runtime, buffers: &[Buffer]) -> Result<Vec<f32>> {
         backend.download(&buffers[3])
     }
 

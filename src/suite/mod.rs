@@ -11,8 +11,9 @@ use std::time::Duration;
 
 pub use check::{verify, Mismatch, Verdict};
 
-use crate::backend::{Backend, Buffer, Program, Submission};
+use crate::hal::Limits;
 use crate::kernel::KernelSpec;
+use crate::runtime::{Buffer, Program, Runtime, Submission};
 use crate::Result;
 
 /// How long a suite dispatch may take before it is reported as hung.
@@ -25,11 +26,11 @@ pub trait Case: Send + Sync {
     /// e.g. `sgemm 257x129x65`.
     fn describe(&self) -> String;
     /// Uploads the inputs and allocates the outputs.
-    fn upload(&self, backend: &dyn Backend) -> Result<Vec<Buffer>>;
+    fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>>;
     /// Dispatches over buffers from [`upload`](Self::upload).
-    fn dispatch(&self, backend: &dyn Backend, program: &Program, buffers: &[Buffer]) -> Result<Submission>;
+    fn dispatch(&self, backend: &Runtime, program: &Program, buffers: &[Buffer]) -> Result<Submission>;
     /// Reads the result back.
-    fn download(&self, backend: &dyn Backend, buffers: &[Buffer]) -> Result<Vec<f32>>;
+    fn download(&self, backend: &Runtime, buffers: &[Buffer]) -> Result<Vec<f32>>;
     /// The CPU result and, per element, the largest error that still counts as correct.
     fn reference(&self) -> (Vec<f64>, Vec<f64>);
     /// Floating-point operations and bytes moved by one dispatch, for throughput figures.
@@ -52,25 +53,104 @@ pub fn kernels() -> Vec<KernelSpec> {
 pub const NAMES: [&str; 3] = [saxpy::NAME, sgemm::NAME, conv2d::NAME];
 
 /// A case of kernel `name` with `sizes` (missing sizes take defaults); inputs come from `seed`.
-pub fn case(name: &str, sizes: &[usize], seed: u64) -> std::result::Result<Box<dyn Case>, String> {
+/// The problem is checked against `limits` before any input is made, so a size the device
+/// cannot take is an error, not a huge allocation.
+pub fn case(
+    name: &str,
+    sizes: &[usize],
+    seed: u64,
+    limits: &Limits,
+) -> std::result::Result<Box<dyn Case>, String> {
     let size = |i: usize, default: usize| sizes.get(i).copied().unwrap_or(default);
     if sizes.contains(&0) {
         return Err("sizes must be at least 1".into());
     }
+    let fits = Fits { limits };
     match name {
-        saxpy::NAME if sizes.len() <= 1 => Ok(Box::new(saxpy::Saxpy::random(size(0, 1 << 20), seed))),
+        saxpy::NAME if sizes.len() <= 1 => {
+            let n = size(0, 1 << 20);
+            fits.index("N", n)?;
+            fits.buffer("x and y", &[n])?;
+            fits.groups([n.div_ceil(saxpy::WORKGROUP as usize), 1, 1])?;
+            Ok(Box::new(saxpy::Saxpy::random(n, seed)))
+        }
         sgemm::NAME if sizes.len() <= 3 => {
             let m = size(0, 512);
-            Ok(Box::new(sgemm::Sgemm::random(m, size(1, m), size(2, m), seed)))
+            let (n, k) = (size(1, m), size(2, m));
+            for (label, value) in [("M", m), ("N", n), ("K", k)] {
+                fits.index(label, value)?;
+            }
+            fits.buffer("A", &[m, k])?;
+            fits.buffer("B", &[k, n])?;
+            fits.buffer("C", &[m, n])?;
+            let tile = sgemm::TILE as usize;
+            fits.groups([n.div_ceil(tile), m.div_ceil(tile), 1])?;
+            Ok(Box::new(sgemm::Sgemm::random(m, n, k, seed)))
         }
-        conv2d::NAME if sizes.len() <= 5 => Ok(Box::new(conv2d::Conv2d::random(
-            conv2d::Shape { n: size(0, 1), c: size(1, 16), h: size(2, 64), w: size(3, 64), k: size(4, 16) },
-            seed,
-        ))),
+        conv2d::NAME if sizes.len() <= 5 => {
+            let shape = conv2d::Shape {
+                n: size(0, 1),
+                c: size(1, 16),
+                h: size(2, 64),
+                w: size(3, 64),
+                k: size(4, 16),
+            };
+            for (label, value) in
+                [("N", shape.n), ("C", shape.c), ("H", shape.h), ("W", shape.w), ("K", shape.k)]
+            {
+                fits.index(label, value)?;
+            }
+            fits.buffer("the input", &[shape.n, shape.c, shape.h, shape.w])?;
+            fits.buffer("the weights", &[shape.k, shape.c, 9])?;
+            fits.buffer("the output", &[shape.n, shape.k, shape.h, shape.w])?;
+            fits.groups(conv2d::groups(shape).map(|g| g as usize))?;
+            Ok(Box::new(conv2d::Conv2d::random(shape, seed)))
+        }
         saxpy::NAME => Err("saxpy takes one size: N".into()),
         sgemm::NAME => Err("sgemm takes up to three sizes: M N K".into()),
         conv2d::NAME => Err("conv2d takes up to five sizes: N C H W K".into()),
         other => Err(format!("no suite kernel is called `{other}`; the suite has {}", NAMES.join(", "))),
+    }
+}
+
+/// Checks of a problem's sizes against a device.
+struct Fits<'a> {
+    limits: &'a Limits,
+}
+
+impl Fits<'_> {
+    /// Sizes are passed to kernels as u32 scalars.
+    fn index(&self, label: &str, value: usize) -> std::result::Result<(), String> {
+        if value > u32::MAX as usize {
+            return Err(format!(
+                "{label} = {value} does not fit the kernel's 32-bit size arguments (at most {})",
+                u32::MAX
+            ));
+        }
+        Ok(())
+    }
+
+    /// A buffer of f32s with `dims` elements per dimension.
+    fn buffer(&self, label: &str, dims: &[usize]) -> std::result::Result<(), String> {
+        let bytes = dims.iter().fold(4u128, |bytes, &d| bytes.saturating_mul(d as u128));
+        if bytes > u128::from(self.limits.max_storage_buffer_bytes) {
+            return Err(format!(
+                "{label} would need {bytes} bytes, more than a kernel may bind on this device ({} bytes)",
+                self.limits.max_storage_buffer_bytes
+            ));
+        }
+        Ok(())
+    }
+
+    fn groups(&self, groups: [usize; 3]) -> std::result::Result<(), String> {
+        for (axis, (&count, &max)) in groups.iter().zip(&self.limits.max_workgroup_count).enumerate() {
+            if count > max as usize {
+                return Err(format!(
+                    "the problem needs {count} workgroups on axis {axis}, more than the device allows ({max})"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -84,7 +164,7 @@ pub fn bench_cases(seed: u64) -> Vec<Box<dyn Case>> {
 }
 
 /// Runs `case` once with `program` and checks it against the CPU.
-pub fn run_and_verify(backend: &dyn Backend, program: &Program, case: &dyn Case) -> Result<Verdict> {
+pub fn run_and_verify(backend: &Runtime, program: &Program, case: &dyn Case) -> Result<Verdict> {
     let buffers = case.upload(backend)?;
     case.dispatch(backend, program, &buffers)?.wait(DISPATCH_TIMEOUT)?;
     let got = case.download(backend, &buffers)?;

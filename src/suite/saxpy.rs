@@ -3,18 +3,19 @@
 //! Tolerance: the result is one (possibly fused) multiply-add, so each element may be off by
 //! 2 ulps of the f32 result: `2·ε·(|a·x| + |y|)`, plus 1e-30 so that exact zeros compare.
 
-use crate::backend::{Arg, Backend, Buffer, BufferUsage, Program, Submission};
+use crate::hal::BufferUsage;
 use crate::kernel::{Access, KernelSpec, ScalarType};
+use crate::runtime::{Arg, Buffer, Program, Runtime, Submission};
 use crate::Result;
 
 use super::{groups_for, random_floats, Case, Work};
 
 pub const NAME: &str = "saxpy";
-const WORKGROUP: u32 = 256;
+pub(crate) const WORKGROUP: u32 = 256;
 
 pub fn spec() -> KernelSpec {
     KernelSpec::new(NAME, [WORKGROUP, 1, 1])
-        .with_glsl(include_str!("../../shaders/saxpy.comp"))
+        .glsl(include_str!("../../shaders/saxpy.comp"))
         .storage("x", Access::ReadOnly)
         .storage("y", Access::ReadWrite)
         .scalar("a", ScalarType::F32)
@@ -43,11 +44,11 @@ impl Case for Saxpy {
         format!("{NAME} n={}", self.x.len())
     }
 
-    fn upload(&self, backend: &dyn Backend) -> Result<Vec<Buffer>> {
+    fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>> {
         Ok(vec![backend.upload(&self.x, BufferUsage::Input)?, backend.upload(&self.y, BufferUsage::InOut)?])
     }
 
-    fn dispatch(&self, backend: &dyn Backend, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
+    fn dispatch(&self, backend: &Runtime, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
         let n = self.x.len();
         backend.dispatch(
             program,
@@ -56,7 +57,7 @@ impl Case for Saxpy {
         )
     }
 
-    fn download(&self, backend: &dyn Backend, buffers: &[Buffer]) -> Result<Vec<f32>> {
+    fn download(&self, backend: &Runtime, buffers: &[Buffer]) -> Result<Vec<f32>> {
         backend.download(&buffers[1])
     }
 

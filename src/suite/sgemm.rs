@@ -4,8 +4,9 @@
 //! exact value, with `γ_K = K·ε/(1 − K·ε)`; we allow `K·ε·Σ|a_ik·b_kj|` (plus 1e-30), against a
 //! reference computed in f64.
 
-use crate::backend::{Arg, Backend, Buffer, BufferUsage, Program, Submission};
+use crate::hal::BufferUsage;
 use crate::kernel::{Access, KernelSpec, ScalarType};
+use crate::runtime::{Arg, Buffer, Program, Runtime, Submission};
 use crate::Result;
 
 use super::{groups_for, random_floats, Case, Work};
@@ -16,7 +17,7 @@ pub const TILE: u32 = 16;
 
 pub fn spec() -> KernelSpec {
     KernelSpec::new(NAME, [TILE, TILE, 1])
-        .with_glsl(include_str!("../../shaders/sgemm.comp"))
+        .glsl(include_str!("../../shaders/sgemm.comp"))
         .define("TILE", TILE)
         .storage("a", Access::ReadOnly)
         .storage("b", Access::ReadOnly)
@@ -50,7 +51,7 @@ impl Case for Sgemm {
         format!("{NAME} {}x{}x{}", self.m, self.n, self.k)
     }
 
-    fn upload(&self, backend: &dyn Backend) -> Result<Vec<Buffer>> {
+    fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>> {
         Ok(vec![
             backend.upload(&self.a, BufferUsage::Input)?,
             backend.upload(&self.b, BufferUsage::Input)?,
@@ -58,7 +59,7 @@ impl Case for Sgemm {
         ])
     }
 
-    fn dispatch(&self, backend: &dyn Backend, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
+    fn dispatch(&self, backend: &Runtime, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
         backend.dispatch(
             program,
             &[
@@ -73,7 +74,7 @@ impl Case for Sgemm {
         )
     }
 
-    fn download(&self, backend: &dyn Backend, buffers: &[Buffer]) -> Result<Vec<f32>> {
+    fn download(&self, backend: &Runtime, buffers: &[Buffer]) -> Result<Vec<f32>> {
         backend.download(&buffers[2])
     }
 

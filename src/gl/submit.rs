@@ -1,0 +1,163 @@
+//! Submissions on the GL thread: the recorded commands, owned so they can travel there, run as
+//! GL calls (`glBindBufferRange`, uniforms, `glDispatchCompute`, `glCopyBufferSubData`,
+//! `glMemoryBarrier`), ended by a barrier and a fence; and the polling of those fences, in
+//! order, that signals the device's timeline.
+
+use std::time::Duration;
+
+use glow::HasContext;
+
+use super::thread::GlState;
+use super::GlError;
+use crate::hal::ScalarValue;
+
+/// Barriers that make shader and copy writes visible to later shaders, copies and reads.
+const ALL_BARRIERS: u32 =
+    glow::SHADER_STORAGE_BARRIER_BIT | glow::BUFFER_UPDATE_BARRIER_BIT | glow::UNIFORM_BARRIER_BIT;
+
+/// One recorded command with the GL names it needs.
+pub(crate) enum Step {
+    Dispatch {
+        program: glow::NativeProgram,
+        /// (binding point, buffer, offset, size).
+        buffers: Vec<(u32, glow::NativeBuffer, i32, i32)>,
+        uniforms: Vec<(Option<glow::NativeUniformLocation>, ScalarValue)>,
+        groups: [u32; 3],
+        kernel: String,
+    },
+    Copy {
+        src: glow::NativeBuffer,
+        src_offset: i32,
+        dst: glow::NativeBuffer,
+        dst_offset: i32,
+        size: i32,
+    },
+    Barrier,
+}
+
+/// A submission whose completion the GL thread has not seen yet; `None`: it failed while being
+/// recorded and completes as soon as the ones before it have.
+pub(crate) struct Pending {
+    fence: u64,
+    sync: Option<glow::NativeFence>,
+}
+
+/// Runs a submission's steps and fences it.
+pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>) {
+    state.take_error();
+    let outcome = run(state, &steps);
+    let sync = match outcome {
+        Ok(()) => {
+            // SAFETY: the context is current on the GL thread.
+            let sync = unsafe {
+                state.gl().memory_barrier(ALL_BARRIERS);
+                let sync = state.gl().fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0);
+                state.gl().flush();
+                sync
+            };
+            match sync {
+                Ok(sync) => Some(sync),
+                Err(reason) => {
+                    let error = GlError::Driver {
+                        operation: format!("glFenceSync ({reason})"),
+                        code: 0,
+                        name: "no fence",
+                    };
+                    state.timeline.fail(fence, error.into());
+                    None
+                }
+            }
+        }
+        Err(error) => {
+            state.timeline.fail(fence, error.into());
+            None
+        }
+    };
+    state.pending.push_back(Pending { fence, sync });
+}
+
+fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
+    let gl = state.gl();
+    for step in steps {
+        match step {
+            Step::Dispatch { program, buffers, uniforms, groups, kernel } => {
+                // SAFETY: the context is current on the GL thread; the program and buffers are
+                // live GL names (the runtime holds their objects until this submission's fence
+                // completes), ranges and grid were validated against the device limits.
+                unsafe {
+                    gl.use_program(Some(*program));
+                    for &(binding, buffer, offset, size) in buffers {
+                        gl.bind_buffer_range(
+                            glow::SHADER_STORAGE_BUFFER,
+                            binding,
+                            Some(buffer),
+                            offset,
+                            size,
+                        );
+                    }
+                    for (location, value) in uniforms {
+                        match *value {
+                            ScalarValue::U32(v) => gl.uniform_1_u32(location.as_ref(), v),
+                            ScalarValue::I32(v) => gl.uniform_1_i32(location.as_ref(), v),
+                            ScalarValue::F32(v) => gl.uniform_1_f32(location.as_ref(), v),
+                        }
+                    }
+                    gl.dispatch_compute(groups[0], groups[1], groups[2]);
+                }
+                state.check(&format!("the dispatch of kernel `{kernel}`"))?;
+            }
+            Step::Copy { src, src_offset, dst, dst_offset, size } => {
+                // SAFETY: as above; ranges were checked against both buffers' sizes.
+                unsafe {
+                    gl.bind_buffer(glow::COPY_READ_BUFFER, Some(*src));
+                    gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(*dst));
+                    gl.copy_buffer_sub_data(
+                        glow::COPY_READ_BUFFER,
+                        glow::COPY_WRITE_BUFFER,
+                        *src_offset,
+                        *dst_offset,
+                        *size,
+                    );
+                    gl.bind_buffer(glow::COPY_READ_BUFFER, None);
+                    gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
+                }
+                state.check("a buffer copy")?;
+            }
+            // SAFETY: the context is current on the GL thread.
+            Step::Barrier => unsafe { gl.memory_barrier(ALL_BARRIERS) },
+        }
+    }
+    Ok(())
+}
+
+/// Signals every submission that completed, oldest first; waits up to `slice` for the oldest.
+pub(crate) fn poll(state: &mut GlState, slice: Duration) {
+    let mut wait_ns = slice.as_nanos().min(i32::MAX as u128) as i32;
+    while let Some(front) = state.pending.front() {
+        let fence = front.fence;
+        let Some(sync) = front.sync else {
+            state.pending.pop_front();
+            state.timeline.signal(fence);
+            continue;
+        };
+        // SAFETY: the context is current on the GL thread and `sync` is a live fence made on it.
+        let status = unsafe { state.gl().client_wait_sync(sync, 0, wait_ns) };
+        wait_ns = 0;
+        match status {
+            glow::ALREADY_SIGNALED | glow::CONDITION_SATISFIED => {}
+            glow::TIMEOUT_EXPIRED => return,
+            code => {
+                let error = GlError::Driver {
+                    operation: "glClientWaitSync".into(),
+                    code,
+                    name: super::error::error_name(code),
+                };
+                state.timeline.fail(fence, error.into());
+            }
+        }
+        // SAFETY: as above; the fence is deleted once and forgotten.
+        unsafe { state.gl().delete_sync(sync) };
+        state.pending.pop_front();
+        state.timeline.signal(fence);
+    }
+}

@@ -1,0 +1,205 @@
+//! The seam every backend implements: device work only. A backend names its object types
+//! ([`Api`]) and does what needs its driver ([`Device`]): say what its compiler will see for a
+//! kernel, compile and load programs, report a program's interface, make and access buffers,
+//! and run recorded commands asynchronously behind a fence. Everything backend-neutral —
+//! validation, the program cache and its statistics, warm-up, keeping objects alive while the GPU
+//! uses them, selection from `SPARKLE_BACKEND` — lives in [`crate::runtime`] above it.
+//!
+//! | seam operation | gl | amdgpu |
+//! |---|---|---|
+//! | [`Device::prepare`] | assemble GLSL (`#version`, defines, workgroup size) | clang flags + target + source |
+//! | [`Device::compile`] | `glCompileShader`/`glLinkProgram`/`glGetProgramBinary` | clang + lld → code object |
+//! | [`Device::load`] | `glProgramBinary` + `GL_LINK_STATUS` | ELF/descriptor checks, upload code to an executable BO |
+//! | [`Device::interface`] | `glGetProgramResource*` + `readonly` blocks | msgpack metadata arguments |
+//! | [`Device::create_buffer`] | `glBufferData` | GEM_CREATE + GEM_VA + mmap |
+//! | [`Device::write_buffer`] / [`Device::read_buffer`] | `glBufferSubData` / `glGetBufferSubData` | memcpy through the CPU mapping |
+//! | [`Device::submit`] | `glDispatchCompute`, `glCopyBufferSubData`, `glMemoryBarrier`, `glFenceSync` on the GL thread | PM4 IB + BO list → CS ioctl |
+//! | [`Device::completed`] / [`Device::wait`] | `glClientWaitSync` on the GL thread | WAIT_CS on the sequence number |
+
+mod timeline;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use timeline::Timeline;
+
+use crate::cache::{Blob, GpuId, LoadFailure};
+use crate::kernel::{KernelSpec, ScalarType};
+use crate::Result;
+
+/// A backend's types. Objects of one backend never reach another: the runtime checks which
+/// device made an object before handing it down.
+pub trait Api: Sized + Send + Sync + 'static {
+    /// The backend's name in `SPARKLE_BACKEND`, cache folders and messages.
+    const NAME: &'static str;
+    type Device: Device<Self>;
+    type Buffer: Send + Sync + 'static;
+    type Program: Send + Sync + 'static;
+    /// What [`Device::prepare`] hands to [`Device::compile`] and [`Device::load`].
+    type CompileInput: Send + Sync + 'static;
+}
+
+/// Limits a kernel and a dispatch are checked against before they reach the driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    pub max_workgroup_size: [u32; 3],
+    pub max_workgroup_invocations: u32,
+    pub max_workgroup_count: [u32; 3],
+    pub max_shared_memory_bytes: u32,
+    /// Largest buffer a kernel may bind.
+    pub max_storage_buffer_bytes: u64,
+    pub max_storage_buffer_bindings: u32,
+    /// A bound range's offset must be a multiple of this.
+    pub storage_buffer_offset_alignment: u64,
+}
+
+/// What a backend reports about the device it drives.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceInfo {
+    pub backend: &'static str,
+    pub name: String,
+    /// Backend-specific details worth showing (driver, API version, …), in display order.
+    pub details: Vec<(String, String)>,
+    pub gpu_id: GpuId,
+    pub limits: Limits,
+    /// Whether compiled programs can be serialized and kept across processes.
+    pub persists_programs: bool,
+    /// Whether the driver compiles on its own threads, so many compiles can be started at once.
+    pub parallel_compile: bool,
+}
+
+/// How a buffer will be used; backends may pick memory placement from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferUsage {
+    /// Written by the host once or rarely, read by kernels.
+    Input,
+    /// Written by kernels, read back by the host.
+    Output,
+    /// Read and written by both.
+    InOut,
+}
+
+/// The compiler input of one kernel: the bytes that decide the compiled program (the key is a
+/// hash of them and the device's `GpuId`) and the backend's own form of it.
+pub struct Prepared<C> {
+    /// Everything the compiler sees — exact source text, flags, compiler identity, target — so
+    /// that two kernels share a cache entry exactly when their compiles would be identical.
+    pub key_material: Vec<Vec<u8>>,
+    pub input: C,
+}
+
+/// What a compile produced.
+pub struct Compiled<P> {
+    pub program: P,
+    /// The blob to persist, if this device can serialize programs.
+    pub blob: Option<Blob>,
+}
+
+/// A storage buffer the program declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageSlot {
+    /// The binding point (gl) or argument index (amdgpu) the runtime binds it at.
+    pub binding: u32,
+    /// Names a spec may use for it: block name, instance name, member or argument name.
+    pub names: Vec<String>,
+    /// The smallest buffer the program may be given (its fixed-size part).
+    pub min_bytes: u64,
+    /// Whether the program is guaranteed not to write it (`None`: the backend cannot tell).
+    pub read_only: Option<bool>,
+}
+
+/// A scalar the program declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalarSlot {
+    pub name: String,
+    /// `None`: a type no spec can pass (a vector, a matrix, …); named in errors.
+    pub ty: Option<ScalarType>,
+    /// The program's own name for the type, for messages.
+    pub type_name: String,
+}
+
+/// What a compiled program declares, read from the program itself (not from the spec).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramInterface {
+    pub storage: Vec<StorageSlot>,
+    pub scalars: Vec<ScalarSlot>,
+}
+
+/// A storage buffer bound for one dispatch.
+pub struct BoundBuffer<'a, A: Api> {
+    /// Index into [`ProgramInterface::storage`].
+    pub slot: usize,
+    pub buffer: &'a A::Buffer,
+    pub offset: u64,
+    pub size: u64,
+}
+
+/// A scalar value for one dispatch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ScalarValue {
+    U32(u32),
+    I32(i32),
+    F32(f32),
+}
+
+/// One recorded command.
+pub enum Command<'a, A: Api> {
+    Dispatch {
+        program: &'a A::Program,
+        buffers: Vec<BoundBuffer<'a, A>>,
+        /// (index into [`ProgramInterface::scalars`], value).
+        scalars: Vec<(usize, ScalarValue)>,
+        groups: [u32; 3],
+        /// For messages (timeouts, faults).
+        kernel: &'a str,
+    },
+    Copy {
+        src: &'a A::Buffer,
+        src_offset: u64,
+        dst: &'a A::Buffer,
+        dst_offset: u64,
+        size: u64,
+    },
+    /// Everything written before is visible to everything after.
+    Barrier,
+}
+
+/// The device work of one backend. Every method may be called from any thread, and none may
+/// wait for the GPU except [`wait`](Self::wait) (and [`read_buffer`](Self::read_buffer), which
+/// the runtime calls only once the buffer's writers completed).
+pub trait Device<A: Api>: Send + Sync + 'static {
+    fn info(&self) -> &DeviceInfo;
+
+    /// Identifies this device instance: objects made by one device are refused by another
+    /// whose token differs. Two runtimes sharing one device instance share objects.
+    fn token(&self) -> u64;
+
+    /// The compiler input for `kernel`; fails if the kernel has no source this backend takes.
+    fn prepare(&self, kernel: &KernelSpec) -> Result<Prepared<A::CompileInput>>;
+
+    fn compile(&self, input: &A::CompileInput) -> Result<Compiled<A::Program>>;
+
+    /// Loads a verified blob. [`LoadFailure::Refused`] when the driver does not take the blob.
+    fn load(&self, input: &A::CompileInput, blob: &Blob) -> Result<A::Program, LoadFailure<crate::Error>>;
+
+    fn interface<'p>(&self, program: &'p A::Program) -> &'p ProgramInterface;
+
+    fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<A::Buffer>;
+    /// Host writes; ranges were checked and no unfinished submission uses the buffer.
+    fn write_buffer(&self, buffer: &A::Buffer, offset: u64, data: &[u8]) -> Result<()>;
+    /// Host reads; ranges were checked and every submission writing the buffer completed.
+    fn read_buffer(&self, buffer: &A::Buffer, offset: u64, out: &mut [u8]) -> Result<()>;
+
+    /// Queues the commands as one submission and returns its fence value at once; values grow
+    /// by one per submission. The objects stay alive until the fence completes (the runtime
+    /// holds them). A failure while running it is reported by [`wait`](Self::wait).
+    fn submit(&self, commands: &[Command<'_, A>]) -> Result<u64>;
+
+    /// The highest fence value whose submission (and every earlier one) has completed.
+    fn completed(&self) -> u64;
+
+    /// Waits until `fence` completed (`Ok(true)`), or `timeout` passed (`Ok(false)`). A
+    /// submission that failed on the device returns its error.
+    fn wait(&self, fence: u64, timeout: Duration) -> Result<bool>;
+}

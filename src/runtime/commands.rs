@@ -1,0 +1,218 @@
+//! Recording: a [`Commands`] list gathers dispatches, copies and barriers for one submission,
+//! checking each as it is added, and puts a barrier wherever a command touches a buffer that an
+//! earlier command of the same list writes. [`Submission`] is its fence: poll it or wait with a
+//! timeout.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::device::DynDevice;
+use super::validate::{self, Arg};
+use super::{Buffer, Program};
+use crate::hal::ScalarValue;
+use crate::{Error, ErrorKind, Result};
+
+/// A storage buffer bound to one recorded dispatch.
+pub(crate) struct RecordedBuffer {
+    pub buffer: Buffer,
+    pub slot: usize,
+    pub offset: u64,
+    pub size: u64,
+    pub writes: bool,
+}
+
+pub(crate) enum Recorded {
+    Dispatch {
+        program: Program,
+        buffers: Vec<RecordedBuffer>,
+        scalars: Vec<(usize, ScalarValue)>,
+        groups: [u32; 3],
+    },
+    Copy {
+        src: Buffer,
+        src_offset: u64,
+        dst: Buffer,
+        dst_offset: u64,
+        size: u64,
+    },
+    Barrier,
+}
+
+/// Commands recorded for one submission. Nothing reaches the device until
+/// [`Runtime::submit`](super::Runtime::submit).
+pub struct Commands {
+    pub(crate) device: Arc<dyn DynDevice>,
+    pub(crate) list: Vec<Recorded>,
+    /// Buffers written since the last barrier (by identity).
+    written: Vec<usize>,
+}
+
+fn identity(buffer: &Buffer) -> usize {
+    Arc::as_ptr(&buffer.shared) as *const () as usize
+}
+
+impl Commands {
+    pub(crate) fn new(device: Arc<dyn DynDevice>) -> Self {
+        Self { device, list: Vec::new(), written: Vec::new() }
+    }
+
+    fn check_owner(&self, buffer: &Buffer) -> Result<()> {
+        self.device.check_buffer(buffer)
+    }
+
+    /// Orders this command after earlier writes of the buffers it touches.
+    fn order_after_writes<'b>(&mut self, touched: impl IntoIterator<Item = &'b Buffer>) {
+        if touched.into_iter().any(|b| self.written.contains(&identity(b))) {
+            self.barrier();
+        }
+    }
+
+    /// Records a dispatch of `groups` workgroups; arguments are checked now.
+    pub fn dispatch(&mut self, program: &Program, args: &[Arg<'_>], groups: [u32; 3]) -> Result<&mut Self> {
+        self.device.check_program(program)?;
+        let spec = program.spec();
+        let checked =
+            validate::check_dispatch(spec, &program.shared.plan, &self.device.info().limits, args, groups)?;
+        for bound in &checked.buffers {
+            self.check_owner(bound.buffer)?;
+        }
+        self.order_after_writes(checked.buffers.iter().map(|b| b.buffer));
+        let buffers: Vec<RecordedBuffer> = checked
+            .buffers
+            .into_iter()
+            .map(|b| RecordedBuffer {
+                buffer: b.buffer.clone(),
+                slot: b.slot,
+                offset: b.offset,
+                size: b.size,
+                writes: b.writes,
+            })
+            .collect();
+        self.written.extend(buffers.iter().filter(|b| b.writes).map(|b| identity(&b.buffer)));
+        self.list.push(Recorded::Dispatch {
+            program: program.clone(),
+            buffers,
+            scalars: checked.scalars,
+            groups,
+        });
+        Ok(self)
+    }
+
+    /// Records a copy of `size` bytes between two buffers (or within one, without overlap).
+    pub fn copy(
+        &mut self,
+        src: &Buffer,
+        src_offset: u64,
+        dst: &Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) -> Result<&mut Self> {
+        self.check_owner(src)?;
+        self.check_owner(dst)?;
+        src.check_range(src_offset, size)?;
+        dst.check_range(dst_offset, size)?;
+        if size == 0 {
+            return Err(Error::new(ErrorKind::InvalidArgument, "a copy of 0 bytes"));
+        }
+        if identity(src) == identity(dst) && src_offset < dst_offset + size && dst_offset < src_offset + size
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "the source and destination ranges of a copy overlap",
+            ));
+        }
+        self.order_after_writes([src, dst]);
+        self.written.push(identity(dst));
+        self.list.push(Recorded::Copy { src: src.clone(), src_offset, dst: dst.clone(), dst_offset, size });
+        Ok(self)
+    }
+
+    /// Makes every write recorded so far visible to every command recorded after.
+    pub fn barrier(&mut self) -> &mut Self {
+        if !matches!(self.list.last(), None | Some(Recorded::Barrier)) {
+            self.list.push(Recorded::Barrier);
+        }
+        self.written.clear();
+        self
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.iter().filter(|c| !matches!(c, Recorded::Barrier)).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// "kernel `a`, kernel `b` and 1 copy": for messages about the submission.
+    pub(crate) fn describe(&self) -> String {
+        let mut kernels: Vec<String> = Vec::new();
+        let mut copies = 0;
+        for command in &self.list {
+            match command {
+                Recorded::Dispatch { program, .. } => {
+                    let name = format!("`{}`", program.name());
+                    if !kernels.contains(&name) {
+                        kernels.push(name);
+                    }
+                }
+                Recorded::Copy { .. } => copies += 1,
+                Recorded::Barrier => {}
+            }
+        }
+        let mut parts = Vec::new();
+        if !kernels.is_empty() {
+            parts.push(format!("kernel {}", kernels.join(", ")));
+        }
+        if copies > 0 {
+            parts.push(format!("{copies} cop{}", if copies == 1 { "y" } else { "ies" }));
+        }
+        parts.join(" and ")
+    }
+}
+
+impl fmt::Debug for Commands {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Commands").field("commands", &self.len()).finish()
+    }
+}
+
+/// Submitted work: a fence to poll or wait on. Dropping it does not cancel the work; buffers and
+/// programs it uses stay alive until it completes.
+pub struct Submission {
+    pub(crate) device: Arc<dyn DynDevice>,
+    pub(crate) fence: u64,
+    pub(crate) what: String,
+}
+
+impl Submission {
+    /// The fence value: submissions of one device complete in increasing order.
+    pub fn fence(&self) -> u64 {
+        self.fence
+    }
+
+    /// Whether the work has completed (successfully or not); never blocks.
+    pub fn is_done(&self) -> bool {
+        self.device.completed() >= self.fence
+    }
+
+    /// Waits for the work: `Ok` once it completed, its error if it failed, a
+    /// [`Timeout`](ErrorKind::Timeout) error once `timeout` passed.
+    pub fn wait(&self, timeout: Duration) -> Result<()> {
+        if self.device.wait(self.fence, timeout)? {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Timeout,
+                format!("{} did not finish within {} ms", self.what, timeout.as_millis()),
+            ))
+        }
+    }
+}
+
+impl fmt::Debug for Submission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Submission").field("fence", &self.fence).field("what", &self.what).finish()
+    }
+}

@@ -1,0 +1,312 @@
+//! `Core<A>`: one backend's device under the runtime — its program cache (keys from what the
+//! backend's compiler really sees), the interface check that turns a compiled program into a
+//! [`Program`], submissions with the objects they use held until their fence completes, and the
+//! fences host reads and writes wait for. `DynDevice` is the object-safe face the [`Runtime`]
+//! façade talks to, so `SPARKLE_BACKEND` can choose at run time.
+//!
+//! [`Runtime`]: super::Runtime
+
+use std::collections::VecDeque;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::commands::{Commands, Recorded};
+use super::objects::ProgramShared;
+use super::validate;
+use super::{Buffer, Program};
+use crate::cache::{
+    Blob, Built, CacheConfig, CacheKey, CacheStats, LoadFailure, ProgramCache, ProgramHandle, ProgramSource,
+};
+use crate::hal::{Api, BoundBuffer, BufferUsage, Command, Device, DeviceInfo};
+use crate::kernel::KernelSpec;
+use crate::{Error, ErrorKind, Result};
+
+/// Most programs a warm-up has compiling at once when the driver compiles in parallel.
+const MAX_PARALLEL_COMPILES: usize = 32;
+
+/// How long dropping a device waits for its unfinished submissions.
+const DRAIN_ON_DROP: Duration = Duration::from_secs(10);
+
+/// The runtime's view of one opened backend device.
+pub(crate) trait DynDevice: Send + Sync {
+    fn info(&self) -> &DeviceInfo;
+    fn check_buffer(&self, buffer: &Buffer) -> Result<()>;
+    fn check_program(&self, program: &Program) -> Result<()>;
+    fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<Buffer>;
+    fn write_buffer(&self, buffer: &Buffer, offset: u64, data: &[u8], timeout: Duration) -> Result<()>;
+    fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8], timeout: Duration) -> Result<()>;
+    fn program(&self, kernel: &KernelSpec) -> Result<Program>;
+    fn warm_up(&self, kernels: &[KernelSpec]) -> Result<Vec<Program>>;
+    fn submit(&self, commands: Commands) -> Result<u64>;
+    fn completed(&self) -> u64;
+    fn wait(&self, fence: u64, timeout: Duration) -> Result<bool>;
+    fn cache_stats(&self) -> CacheStats;
+    fn cache_dir(&self) -> Option<PathBuf>;
+}
+
+/// Objects an unfinished submission uses, released when its fence completes.
+struct InFlight {
+    fence: u64,
+    _buffers: Vec<Buffer>,
+    _programs: Vec<Program>,
+}
+
+pub(crate) struct Core<A: Api> {
+    device: A::Device,
+    cache: ProgramCache<A::Program>,
+    in_flight: Mutex<VecDeque<InFlight>>,
+}
+
+impl<A: Api> Core<A> {
+    /// Puts `device` under the runtime with a program cache configured by `config`.
+    pub fn new(device: A::Device, config: &CacheConfig) -> Self {
+        let info = device.info();
+        let memory_only;
+        let config = if info.persists_programs {
+            config
+        } else {
+            memory_only = CacheConfig { dir: None, ..config.clone() };
+            &memory_only
+        };
+        let cache = ProgramCache::open(info.gpu_id.clone(), config);
+        Self { device, cache, in_flight: Mutex::new(VecDeque::new()) }
+    }
+
+    fn token(&self) -> u64 {
+        self.device.token()
+    }
+
+    fn key_and_input(&self, kernel: &KernelSpec) -> Result<(CacheKey, A::CompileInput)> {
+        validate::check_spec(kernel, &self.device.info().limits)?;
+        let prepared = self.device.prepare(kernel)?;
+        let parts: Vec<&[u8]> = prepared.key_material.iter().map(Vec::as_slice).collect();
+        Ok((CacheKey::derive(&self.device.info().gpu_id, &parts), prepared.input))
+    }
+
+    fn wrap(&self, kernel: &KernelSpec, handle: ProgramHandle<A::Program>) -> Result<Program> {
+        let plan = validate::plan(kernel, self.device.interface(&handle))?;
+        Ok(Program {
+            shared: Arc::new(ProgramShared {
+                token: self.token(),
+                backend: A::NAME,
+                spec: kernel.clone(),
+                plan,
+                handle: Box::new(handle),
+            }),
+        })
+    }
+
+    /// Drops the objects of every completed submission.
+    fn retire(&self) {
+        let completed = self.device.completed();
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        while in_flight.front().is_some_and(|f| f.fence <= completed) {
+            in_flight.pop_front();
+        }
+    }
+
+    /// Waits for `fence` so the host may touch a buffer; a timeout or a failure of that
+    /// submission is reported for the buffer access.
+    fn wait_for_host(&self, fence: u64, timeout: Duration, access: &str) -> Result<()> {
+        if fence == 0 || self.device.completed() >= fence {
+            return Ok(());
+        }
+        match self.device.wait(fence, timeout) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "{access} waited {} ms for the GPU work that uses the buffer and gave up",
+                    timeout.as_millis()
+                ),
+            )),
+            Err(err) => Err(err.context(format!("{access}: the work that writes the buffer failed"))),
+        }
+    }
+}
+
+/// The cache's view of one compile on one device.
+struct Source<'a, A: Api> {
+    device: &'a A::Device,
+    input: &'a A::CompileInput,
+}
+
+impl<A: Api> ProgramSource<A::Program> for Source<'_, A> {
+    type Error = Error;
+
+    fn compile(&self) -> Result<Built<A::Program>> {
+        let started = Instant::now();
+        let compiled = self.device.compile(self.input)?;
+        Ok(Built { program: compiled.program, blob: compiled.blob, compile_time: started.elapsed() })
+    }
+
+    fn load(&self, blob: &Blob) -> Result<A::Program, LoadFailure<Error>> {
+        self.device.load(self.input, blob)
+    }
+}
+
+impl<A: Api> DynDevice for Core<A> {
+    fn info(&self) -> &DeviceInfo {
+        self.device.info()
+    }
+
+    fn check_buffer(&self, buffer: &Buffer) -> Result<()> {
+        buffer.object::<A::Buffer>(self.token()).map(drop)
+    }
+
+    fn check_program(&self, program: &Program) -> Result<()> {
+        program.handle::<ProgramHandle<A::Program>>(self.token()).map(drop)
+    }
+
+    fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<Buffer> {
+        let limit = self.device.info().limits.max_storage_buffer_bytes;
+        if size == 0 || size > limit {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "a buffer of {size} bytes: the size must be between 1 and {limit} bytes on this device"
+                ),
+            ));
+        }
+        let object = self.device.create_buffer(size, usage)?;
+        Ok(Buffer::new(self.token(), A::NAME, size, object))
+    }
+
+    fn write_buffer(&self, buffer: &Buffer, offset: u64, data: &[u8], timeout: Duration) -> Result<()> {
+        let object = buffer.object::<A::Buffer>(self.token())?;
+        buffer.check_range(offset, data.len() as u64)?;
+        self.wait_for_host(buffer.last_use(), timeout, "writing a buffer")?;
+        self.device.write_buffer(object, offset, data)
+    }
+
+    fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8], timeout: Duration) -> Result<()> {
+        let object = buffer.object::<A::Buffer>(self.token())?;
+        buffer.check_range(offset, out.len() as u64)?;
+        self.wait_for_host(buffer.last_write(), timeout, "reading a buffer")?;
+        self.device.read_buffer(object, offset, out)
+    }
+
+    fn program(&self, kernel: &KernelSpec) -> Result<Program> {
+        let (key, input) = self.key_and_input(kernel)?;
+        let handle = self.cache.get(&key, &Source::<A> { device: &self.device, input: &input })?;
+        self.wrap(kernel, handle)
+    }
+
+    fn warm_up(&self, kernels: &[KernelSpec]) -> Result<Vec<Program>> {
+        let prepared = kernels.iter().map(|k| self.key_and_input(k)).collect::<Result<Vec<_>>>()?;
+        let requests: Vec<_> =
+            prepared.iter().map(|(key, input)| (*key, Source::<A> { device: &self.device, input })).collect();
+        let threads = if self.device.info().parallel_compile {
+            // Every compile is started at once; the driver's threads do the work.
+            requests.len().min(MAX_PARALLEL_COMPILES)
+        } else {
+            std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
+        };
+        let handles = self.cache.warm_up_with_threads(&requests, threads);
+        kernels.iter().zip(handles).map(|(kernel, handle)| self.wrap(kernel, handle?)).collect()
+    }
+
+    fn submit(&self, commands: Commands) -> Result<u64> {
+        self.retire();
+        let token = self.token();
+        let mut hal_commands: Vec<Command<'_, A>> = Vec::with_capacity(commands.list.len());
+        for recorded in &commands.list {
+            hal_commands.push(match recorded {
+                Recorded::Dispatch { program, buffers, scalars, groups } => {
+                    let handle = program.handle::<ProgramHandle<A::Program>>(token)?;
+                    let buffers = buffers
+                        .iter()
+                        .map(|b| {
+                            Ok(BoundBuffer {
+                                slot: b.slot,
+                                buffer: b.buffer.object(token)?,
+                                offset: b.offset,
+                                size: b.size,
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    Command::Dispatch {
+                        program: handle,
+                        buffers,
+                        scalars: scalars.clone(),
+                        groups: *groups,
+                        kernel: program.name(),
+                    }
+                }
+                Recorded::Copy { src, src_offset, dst, dst_offset, size } => Command::Copy {
+                    src: src.object(token)?,
+                    src_offset: *src_offset,
+                    dst: dst.object(token)?,
+                    dst_offset: *dst_offset,
+                    size: *size,
+                },
+                Recorded::Barrier => Command::Barrier,
+            });
+        }
+        // Holding the list while submitting keeps fences and buffer marks in submission order.
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        let fence = self.device.submit(&hal_commands)?;
+        drop(hal_commands);
+        let mut buffers = Vec::new();
+        let mut programs = Vec::new();
+        for recorded in commands.list {
+            match recorded {
+                Recorded::Dispatch { program, buffers: bound, .. } => {
+                    for b in bound {
+                        b.buffer.mark_used(fence, b.writes);
+                        buffers.push(b.buffer);
+                    }
+                    programs.push(program);
+                }
+                Recorded::Copy { src, dst, .. } => {
+                    src.mark_used(fence, false);
+                    dst.mark_used(fence, true);
+                    buffers.extend([src, dst]);
+                }
+                Recorded::Barrier => {}
+            }
+        }
+        in_flight.push_back(InFlight { fence, _buffers: buffers, _programs: programs });
+        Ok(fence)
+    }
+
+    fn completed(&self) -> u64 {
+        let completed = self.device.completed();
+        self.retire();
+        completed
+    }
+
+    fn wait(&self, fence: u64, timeout: Duration) -> Result<bool> {
+        let done = self.device.wait(fence, timeout);
+        self.retire();
+        done
+    }
+
+    fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    fn cache_dir(&self) -> Option<PathBuf> {
+        self.cache.gpu_dir()
+    }
+}
+
+impl<A: Api> Drop for Core<A> {
+    fn drop(&mut self) {
+        // Objects must outlive the work that uses them: wait for it before releasing them.
+        let last = self.in_flight.get_mut().unwrap_or_else(PoisonError::into_inner).back().map(|f| f.fence);
+        if let Some(fence) = last {
+            match self.device.wait(fence, DRAIN_ON_DROP) {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    backend = A::NAME,
+                    "work submitted to the device did not finish within {} s of closing it",
+                    DRAIN_ON_DROP.as_secs()
+                ),
+                Err(err) => tracing::debug!(error = %err, "a submission failed before the device was closed"),
+            }
+        }
+    }
+}

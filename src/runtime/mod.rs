@@ -1,0 +1,197 @@
+//! The backend-neutral layer: [`Runtime`] opens the backend `SPARKLE_BACKEND` asks for and owns
+//! what every backend would otherwise copy — checking kernels and dispatches, the program cache
+//! and its statistics, warm-up, asynchronous submissions and the ordering of host access to
+//! buffers behind them. Backends below it ([`crate::hal`]) do device work only.
+
+mod commands;
+mod device;
+mod objects;
+mod registry;
+mod validate;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use commands::{Commands, Submission};
+pub use objects::{Buffer, Program};
+pub use registry::{BackendChoice, BackendEntry, BACKENDS, BACKEND_ENV};
+pub use validate::Arg;
+
+use device::DynDevice;
+
+use crate::cache::{CacheConfig, CacheStats};
+use crate::hal::{BufferUsage, DeviceInfo};
+use crate::kernel::KernelSpec;
+use crate::{Error, ErrorKind, Result};
+
+/// How long host reads and writes of a buffer wait for the GPU work that uses it, by default.
+pub const DEFAULT_HOST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An opened device of one backend. Cheap to clone and to share between threads.
+#[derive(Clone)]
+pub struct Runtime {
+    device: Arc<dyn DynDevice>,
+    host_timeout: Duration,
+}
+
+impl Runtime {
+    /// Opens the backend `SPARKLE_BACKEND` asks for (default `auto`), with the cache configured
+    /// from the environment.
+    pub fn from_env() -> Result<Runtime> {
+        Self::open(BackendChoice::from_env()?, &CacheConfig::from_env()?)
+    }
+
+    /// Opens the backend `choice` names; `auto` takes the first of [`BACKENDS`] that opens and
+    /// says why the others were passed over.
+    pub fn open(choice: BackendChoice, cache: &CacheConfig) -> Result<Runtime> {
+        match choice {
+            BackendChoice::Only(name) => Self::open_backend(name, cache),
+            BackendChoice::Auto => {
+                let mut reasons = Vec::new();
+                for entry in BACKENDS.iter().filter(|entry| entry.in_auto) {
+                    match entry.open(cache) {
+                        Ok(device) => {
+                            tracing::info!(
+                                backend = entry.name,
+                                "auto: picked the first backend that opened"
+                            );
+                            return Ok(Self::wrap(device));
+                        }
+                        Err(err) => {
+                            tracing::info!(backend = entry.name, error = %err, "auto: backend did not open");
+                            reasons.push(format!("{}: {err}", entry.name));
+                        }
+                    }
+                }
+                Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!("no backend could be opened: {}", reasons.join("; ")),
+                ))
+            }
+        }
+    }
+
+    /// Opens the backend called `name`.
+    pub fn open_backend(name: &str, cache: &CacheConfig) -> Result<Runtime> {
+        let entry = registry::entry(name).ok_or_else(|| {
+            BackendChoice::parse(Some(name)).err().unwrap_or_else(|| Error::new(ErrorKind::Unavailable, name))
+        })?;
+        let device = entry
+            .open(cache)
+            .map_err(|err| Error::new(err.kind(), format!("backend `{name}` cannot run here: {err}")))?;
+        Ok(Self::wrap(device))
+    }
+
+    fn wrap(device: Arc<dyn DynDevice>) -> Runtime {
+        Runtime { device, host_timeout: DEFAULT_HOST_TIMEOUT }
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        self.device.info()
+    }
+
+    /// The backend's name (`gl`, …).
+    pub fn backend(&self) -> &'static str {
+        self.device.info().backend
+    }
+
+    /// How long [`read_buffer`](Self::read_buffer) and [`write_buffer`](Self::write_buffer) wait
+    /// for the GPU work that uses the buffer before they fail with a timeout.
+    pub fn with_host_timeout(mut self, timeout: Duration) -> Self {
+        self.host_timeout = timeout;
+        self
+    }
+
+    pub fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<Buffer> {
+        self.device.create_buffer(size, usage)
+    }
+
+    /// A buffer holding `data`.
+    pub fn upload<T: bytemuck::Pod>(&self, data: &[T], usage: BufferUsage) -> Result<Buffer> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let buffer = self.create_buffer(bytes.len() as u64, usage)?;
+        self.write_buffer(&buffer, 0, bytes)?;
+        Ok(buffer)
+    }
+
+    /// Writes `data` at `offset`, after every unfinished submission that uses the buffer.
+    pub fn write_buffer(&self, buffer: &Buffer, offset: u64, data: &[u8]) -> Result<()> {
+        self.device.write_buffer(buffer, offset, data, self.host_timeout)
+    }
+
+    /// Reads `out.len()` bytes at `offset`, after the submissions that write the buffer (and
+    /// only those) completed.
+    pub fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.device.read_buffer(buffer, offset, out, self.host_timeout)
+    }
+
+    /// The whole buffer as `T`s.
+    pub fn download<T: bytemuck::Pod>(&self, buffer: &Buffer) -> Result<Vec<T>> {
+        let count = buffer.size() as usize / std::mem::size_of::<T>();
+        let mut out = vec![T::zeroed(); count];
+        self.read_buffer(buffer, 0, bytemuck::cast_slice_mut(&mut out))?;
+        Ok(out)
+    }
+
+    /// The program for `kernel`: from memory, the disk cache, or compiled — once, however many
+    /// threads ask — and checked against what the compiled program declares.
+    pub fn program(&self, kernel: &KernelSpec) -> Result<Program> {
+        self.device.program(kernel)
+    }
+
+    /// Brings all `kernels` into the cache at once, compiling in parallel where the device can.
+    pub fn warm_up(&self, kernels: &[KernelSpec]) -> Result<Vec<Program>> {
+        self.device.warm_up(kernels)
+    }
+
+    /// An empty list of commands for one submission.
+    pub fn commands(&self) -> Commands {
+        Commands::new(self.device.clone())
+    }
+
+    /// Submits `commands`; returns at once. The work's writes are visible to buffer reads once
+    /// it completed (reads wait for it by themselves).
+    pub fn submit(&self, commands: Commands) -> Result<Submission> {
+        if !Arc::ptr_eq(&commands.device, &self.device) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "these commands were recorded for another runtime; record them with this runtime's commands()",
+            ));
+        }
+        if commands.is_empty() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "an empty submission: record a dispatch or a copy first",
+            ));
+        }
+        let what = format!("the submission of {}", commands.describe());
+        let fence = self.device.submit(commands)?;
+        Ok(Submission { device: self.device.clone(), fence, what })
+    }
+
+    /// Records and submits one dispatch; returns at once.
+    pub fn dispatch(&self, program: &Program, args: &[Arg<'_>], groups: [u32; 3]) -> Result<Submission> {
+        let mut commands = self.commands();
+        commands.dispatch(program, args, groups)?;
+        self.submit(commands)
+    }
+
+    pub fn cache_stats(&self) -> CacheStats {
+        self.device.cache_stats()
+    }
+
+    /// The folder this device keeps its cache entries in, if it persists any.
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        self.device.cache_dir()
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("backend", &self.backend())
+            .field("device", &self.info().name)
+            .finish()
+    }
+}

@@ -1,0 +1,396 @@
+//! Checks that belong to no backend: a spec against the device's limits, a spec against the
+//! interface the compiled program declares (giving the [`Plan`] that binds arguments to the
+//! program's slots), and a dispatch's arguments and grid against both.
+
+use crate::hal::{Limits, ProgramInterface, ScalarValue};
+use crate::kernel::{Access, Binding, KernelError, KernelSpec, ScalarType};
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+/// Checks a spec on its own and against `limits`.
+pub(crate) fn check_spec(spec: &KernelSpec, limits: &Limits) -> Result<(), KernelError> {
+    spec.check()?;
+    for (axis, (&size, &max)) in spec.workgroup_size.iter().zip(&limits.max_workgroup_size).enumerate() {
+        if size > max {
+            return Err(KernelError::ExceedsLimit {
+                kernel: spec.name.clone(),
+                problem: format!("workgroup size {size} on axis {} is too large", AXES[axis]),
+                limit: max.to_string(),
+            });
+        }
+    }
+    if spec.invocations_per_group() > u64::from(limits.max_workgroup_invocations) {
+        return Err(KernelError::ExceedsLimit {
+            kernel: spec.name.clone(),
+            problem: format!("workgroup size {:?} has too many invocations", spec.workgroup_size),
+            limit: limits.max_workgroup_invocations.to_string(),
+        });
+    }
+    let storage = spec.storage_bindings().count();
+    if storage > limits.max_storage_buffer_bindings as usize {
+        return Err(KernelError::ExceedsLimit {
+            kernel: spec.name.clone(),
+            problem: format!("{storage} storage buffers"),
+            limit: limits.max_storage_buffer_bindings.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// How one spec binding reaches the program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PlanEntry {
+    Storage { slot: usize, min_bytes: u64, writes: bool },
+    Scalar { slot: usize, ty: ScalarType },
+}
+
+/// One entry per spec binding, in the spec's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub entries: Vec<PlanEntry>,
+}
+
+/// Matches the spec against what the program declares; any disagreement is an error naming the
+/// kernel, the binding and both sides.
+pub(crate) fn plan(spec: &KernelSpec, interface: &ProgramInterface) -> Result<Plan, KernelError> {
+    let mismatch = |binding: &str, problem: String| KernelError::Interface {
+        kernel: spec.name.clone(),
+        binding: binding.to_owned(),
+        problem,
+    };
+    let mut used_storage = vec![false; interface.storage.len()];
+    let mut used_scalars = vec![false; interface.scalars.len()];
+    let mut entries = Vec::with_capacity(spec.bindings.len());
+    let mut storage_index = 0u32;
+    for binding in &spec.bindings {
+        match binding {
+            Binding::Storage { name, access } => {
+                let Some(slot) = interface.storage.iter().position(|s| s.names.iter().any(|n| n == name))
+                else {
+                    return Err(mismatch(
+                        name,
+                        format!(
+                            "the program has no storage buffer of that name (it may be unused and removed by \
+                             the compiler); its storage buffers are: {}",
+                            describe_storage(interface)
+                        ),
+                    ));
+                };
+                let declared = &interface.storage[slot];
+                if declared.binding != storage_index {
+                    return Err(mismatch(
+                        name,
+                        format!(
+                            "the spec lists it as storage buffer #{storage_index}, so it is bound at binding \
+                             {storage_index}, but the program declares it at binding {}; list storage \
+                             buffers in the spec in the order of their bindings",
+                            declared.binding
+                        ),
+                    ));
+                }
+                if *access == Access::ReadOnly && declared.read_only == Some(false) {
+                    return Err(mismatch(
+                        name,
+                        "the spec says ReadOnly but the program may write it (declare the buffer `readonly` \
+                         in the kernel, or the binding Access::ReadWrite in the spec)"
+                            .to_owned(),
+                    ));
+                }
+                used_storage[slot] = true;
+                // A buffer the program may write is treated as written, whatever the spec says:
+                // later reads must wait for it.
+                let writes = *access == Access::ReadWrite || declared.read_only != Some(true);
+                entries.push(PlanEntry::Storage { slot, min_bytes: declared.min_bytes, writes });
+                storage_index += 1;
+            }
+            Binding::Scalar { name, ty } => {
+                let Some(slot) = interface.scalars.iter().position(|s| &s.name == name) else {
+                    return Err(mismatch(
+                        name,
+                        format!(
+                            "the program has no active scalar of that name: the kernel does not declare it, \
+                             or never uses it and the compiler removed it; its scalars are: {}",
+                            describe_scalars(interface)
+                        ),
+                    ));
+                };
+                let declared = &interface.scalars[slot];
+                if declared.ty != Some(*ty) {
+                    return Err(mismatch(
+                        name,
+                        format!(
+                            "the spec says {} but the program declares `{}`",
+                            ty.name(),
+                            declared.type_name
+                        ),
+                    ));
+                }
+                used_scalars[slot] = true;
+                entries.push(PlanEntry::Scalar { slot, ty: *ty });
+            }
+        }
+    }
+    if let Some(slot) = used_storage.iter().position(|used| !used) {
+        let declared = &interface.storage[slot];
+        return Err(mismatch(
+            declared.names.first().map_or("?", String::as_str),
+            format!(
+                "the program uses a storage buffer at binding {} that the spec does not list; add it with \
+                 KernelSpec::storage",
+                declared.binding
+            ),
+        ));
+    }
+    if let Some(slot) = used_scalars.iter().position(|used| !used) {
+        let declared = &interface.scalars[slot];
+        return Err(mismatch(
+            &declared.name,
+            format!(
+                "the program declares this `{}` scalar but the spec does not list it, so it would stay zero; \
+                 add it with KernelSpec::scalar",
+                declared.type_name
+            ),
+        ));
+    }
+    Ok(Plan { entries })
+}
+
+fn describe_storage(interface: &ProgramInterface) -> String {
+    if interface.storage.is_empty() {
+        return "none".into();
+    }
+    let items: Vec<String> = interface
+        .storage
+        .iter()
+        .map(|s| format!("binding {} ({})", s.binding, s.names.join(" / ")))
+        .collect();
+    items.join(", ")
+}
+
+fn describe_scalars(interface: &ProgramInterface) -> String {
+    if interface.scalars.is_empty() {
+        return "none".into();
+    }
+    let items: Vec<String> =
+        interface.scalars.iter().map(|s| format!("`{}` ({})", s.name, s.type_name)).collect();
+    items.join(", ")
+}
+
+/// A dispatch argument, matched in order against the kernel's bindings.
+#[derive(Debug, Clone, Copy)]
+pub enum Arg<'a> {
+    /// A whole storage buffer.
+    Buffer(&'a super::Buffer),
+    /// `len` bytes of a storage buffer from `offset` (a multiple of the device's
+    /// `storage_buffer_offset_alignment`).
+    Range {
+        buffer: &'a super::Buffer,
+        offset: u64,
+        len: u64,
+    },
+    U32(u32),
+    I32(i32),
+    F32(f32),
+}
+
+impl Arg<'_> {
+    fn describe(&self) -> &'static str {
+        match self {
+            Arg::Buffer(_) | Arg::Range { .. } => "a storage buffer",
+            Arg::U32(_) => "a u32 scalar",
+            Arg::I32(_) => "an i32 scalar",
+            Arg::F32(_) => "an f32 scalar",
+        }
+    }
+}
+
+/// A storage argument after the checks: which buffer, which bytes, which program slot.
+pub(crate) struct CheckedBuffer<'a> {
+    pub buffer: &'a super::Buffer,
+    pub slot: usize,
+    pub offset: u64,
+    pub size: u64,
+    pub writes: bool,
+}
+
+/// The arguments of one dispatch, checked.
+pub(crate) struct CheckedArgs<'a> {
+    pub buffers: Vec<CheckedBuffer<'a>>,
+    pub scalars: Vec<(usize, ScalarValue)>,
+}
+
+/// Checks a dispatch's arguments and grid against the spec, its plan and the device limits.
+pub(crate) fn check_dispatch<'a>(
+    spec: &KernelSpec,
+    plan: &Plan,
+    limits: &Limits,
+    args: &[Arg<'a>],
+    groups: [u32; 3],
+) -> Result<CheckedArgs<'a>, KernelError> {
+    if args.len() != spec.bindings.len() {
+        return Err(KernelError::ArgumentCount {
+            kernel: spec.name.clone(),
+            expected: spec.bindings.len(),
+            got: args.len(),
+            bindings: spec.bindings.iter().map(Binding::name).collect::<Vec<_>>().join(", "),
+        });
+    }
+    let mut checked = CheckedArgs { buffers: Vec::new(), scalars: Vec::new() };
+    for (index, ((binding, entry), arg)) in spec.bindings.iter().zip(&plan.entries).zip(args).enumerate() {
+        let argument = |problem: String| KernelError::Argument {
+            kernel: spec.name.clone(),
+            index,
+            name: binding.name().to_owned(),
+            problem,
+        };
+        match (entry, arg) {
+            (&PlanEntry::Storage { slot, min_bytes, writes }, Arg::Buffer(_) | Arg::Range { .. }) => {
+                let (buffer, offset, size) = match *arg {
+                    Arg::Range { buffer, offset, len } => (buffer, offset, len),
+                    Arg::Buffer(buffer) => (buffer, 0, buffer.size()),
+                    _ => unreachable!("matched above"),
+                };
+                if offset.checked_add(size).is_none_or(|end| end > buffer.size()) {
+                    return Err(argument(format!(
+                        "bytes {offset}..{} are outside the {}-byte buffer",
+                        offset.saturating_add(size),
+                        buffer.size()
+                    )));
+                }
+                let alignment = limits.storage_buffer_offset_alignment.max(1);
+                if offset % alignment != 0 {
+                    return Err(argument(format!(
+                        "offset {offset} is not a multiple of the device's storage buffer offset alignment \
+                         ({alignment} bytes)"
+                    )));
+                }
+                if size == 0 || size < min_bytes {
+                    return Err(argument(format!(
+                        "{size} bytes are fewer than the {} bytes the program's buffer declares",
+                        min_bytes.max(1)
+                    )));
+                }
+                if size > limits.max_storage_buffer_bytes {
+                    return Err(argument(format!(
+                        "{size} bytes are more than a kernel may bind on this device ({} bytes)",
+                        limits.max_storage_buffer_bytes
+                    )));
+                }
+                checked.buffers.push(CheckedBuffer { buffer, slot, offset, size, writes });
+            }
+            (&PlanEntry::Scalar { slot, ty }, scalar) => {
+                let value = match (ty, scalar) {
+                    (ScalarType::U32, Arg::U32(v)) => ScalarValue::U32(*v),
+                    (ScalarType::I32, Arg::I32(v)) => ScalarValue::I32(*v),
+                    (ScalarType::F32, Arg::F32(v)) => ScalarValue::F32(*v),
+                    _ => return Err(type_error(spec, index, binding, arg)),
+                };
+                checked.scalars.push((slot, value));
+            }
+            (PlanEntry::Storage { .. }, _) => return Err(type_error(spec, index, binding, arg)),
+        }
+    }
+    for (axis, (&count, &max)) in groups.iter().zip(&limits.max_workgroup_count).enumerate() {
+        if count == 0 || count > max {
+            return Err(KernelError::Grid {
+                kernel: spec.name.clone(),
+                problem: format!(
+                    "workgroup count {count} on axis {} must be between 1 and the device limit {max}",
+                    AXES[axis]
+                ),
+            });
+        }
+    }
+    Ok(checked)
+}
+
+fn type_error(spec: &KernelSpec, index: usize, binding: &Binding, arg: &Arg<'_>) -> KernelError {
+    KernelError::ArgumentType {
+        kernel: spec.name.clone(),
+        index,
+        name: binding.name().to_owned(),
+        expected: binding.describe(),
+        got: arg.describe().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hal::{ScalarSlot, StorageSlot};
+
+    fn interface() -> ProgramInterface {
+        ProgramInterface {
+            storage: vec![
+                StorageSlot {
+                    binding: 0,
+                    names: vec!["X".into(), "x".into()],
+                    min_bytes: 4,
+                    read_only: Some(true),
+                },
+                StorageSlot {
+                    binding: 1,
+                    names: vec!["Y".into(), "y".into()],
+                    min_bytes: 4,
+                    read_only: Some(false),
+                },
+            ],
+            scalars: vec![
+                ScalarSlot { name: "a".into(), ty: Some(ScalarType::F32), type_name: "float".into() },
+                ScalarSlot { name: "n".into(), ty: Some(ScalarType::U32), type_name: "uint".into() },
+            ],
+        }
+    }
+
+    fn spec() -> KernelSpec {
+        KernelSpec::new("saxpy", [64, 1, 1])
+            .storage("x", Access::ReadOnly)
+            .storage("y", Access::ReadWrite)
+            .scalar("a", ScalarType::F32)
+            .scalar("n", ScalarType::U32)
+    }
+
+    fn problem(spec: &KernelSpec) -> String {
+        plan(spec, &interface()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_matching_spec_gets_a_plan_whatever_the_scalar_order() {
+        let plan = plan(&spec(), &interface()).unwrap();
+        assert_eq!(plan.entries[3], PlanEntry::Scalar { slot: 1, ty: ScalarType::U32 });
+        let swapped = KernelSpec::new("saxpy", [64, 1, 1])
+            .storage("x", Access::ReadOnly)
+            .storage("y", Access::ReadWrite)
+            .scalar("n", ScalarType::U32)
+            .scalar("a", ScalarType::F32);
+        let swapped = super::plan(&swapped, &interface()).unwrap();
+        assert_eq!(swapped.entries[2], PlanEntry::Scalar { slot: 1, ty: ScalarType::U32 });
+    }
+
+    #[test]
+    fn every_disagreement_names_both_sides() {
+        let misspelt = spec().scalar("m", ScalarType::U32);
+        assert!(
+            problem(&misspelt).contains("`m`: the program has no active scalar"),
+            "{}",
+            problem(&misspelt)
+        );
+        let mut wrong_type = spec();
+        wrong_type.bindings[3] = Binding::Scalar { name: "n".into(), ty: ScalarType::I32 };
+        assert!(problem(&wrong_type).contains("the spec says i32 but the program declares `uint`"));
+        let swapped = KernelSpec::new("saxpy", [64, 1, 1])
+            .storage("y", Access::ReadWrite)
+            .storage("x", Access::ReadOnly)
+            .scalar("a", ScalarType::F32)
+            .scalar("n", ScalarType::U32);
+        assert!(problem(&swapped).contains("binding 0, but the program declares it at binding 1"));
+        let mut read_only = spec();
+        read_only.bindings[1] = Binding::Storage { name: "y".into(), access: Access::ReadOnly };
+        assert!(problem(&read_only).contains("the spec says ReadOnly but the program may write it"));
+        let missing = KernelSpec::new("saxpy", [64, 1, 1])
+            .storage("x", Access::ReadOnly)
+            .storage("y", Access::ReadWrite)
+            .scalar("a", ScalarType::F32);
+        assert!(problem(&missing).contains("`n`: the program declares this `uint` scalar"));
+    }
+}
