@@ -14,7 +14,8 @@ use sparkle::suite::{self, Case};
 use sparkle::{Access, Arg, BufferUsage, ErrorKind, KernelError, KernelSpec, Runtime, ScalarType};
 
 fn open(dir: &Path) -> Runtime {
-    Runtime::open_backend("gl", &CacheConfig::in_dir(dir)).expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
+    Runtime::open_backend("gl", &CacheConfig::in_dir(dir))
+        .expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
 }
 
 fn memory_only() -> Runtime {
@@ -229,7 +230,10 @@ fn bad_dispatches_are_refused_before_the_driver() {
 
     let too_few = backend.dispatch(&program, &[Arg::Buffer(&x)], [1, 1, 1]).unwrap_err();
     assert!(
-        matches!(too_few.detail::<KernelError>(), Some(KernelError::ArgumentCount { expected: 4, got: 1, .. })),
+        matches!(
+            too_few.detail::<KernelError>(),
+            Some(KernelError::ArgumentCount { expected: 4, got: 1, .. })
+        ),
         "{too_few}"
     );
     assert_eq!(too_few.kind(), ErrorKind::InvalidArgument);

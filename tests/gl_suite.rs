@@ -8,7 +8,8 @@ use sparkle::suite::{self, conv2d::Shape, Case};
 use sparkle::Runtime;
 
 fn backend() -> Runtime {
-    Runtime::open_backend("gl", &CacheConfig::memory_only()).expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
+    Runtime::open_backend("gl", &CacheConfig::memory_only())
+        .expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
 }
 
 fn assert_correct(backend: &Runtime, case: &dyn Case) {

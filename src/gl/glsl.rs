@@ -151,9 +151,11 @@ fn local_size(tokens: &[&str]) -> Result<Option<[u32; 3]>, String> {
             "local_size_x" => 0,
             "local_size_y" => 1,
             "local_size_z" => 2,
-            t if t.starts_with("local_size_") => return Err(format!(
+            t if t.starts_with("local_size_") => {
+                return Err(format!(
                 "the GLSL source uses `{t}`; the workgroup size must be a number, and it comes from the spec"
-            )),
+            ))
+            }
             _ => continue,
         };
         found = true;

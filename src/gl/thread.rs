@@ -319,7 +319,10 @@ impl Drop for LiveGuard {
         let shared = &self.thread.shared;
         let last = shared.live.fetch_sub(1, Ordering::AcqRel) == 1;
         if last && !ON_GL_THREAD.with(|on| on.get()) && !shared.drain(LAST_DROP_DRAIN, true) {
-            tracing::warn!("the GL thread did not finish its queued work within {} s", LAST_DROP_DRAIN.as_secs());
+            tracing::warn!(
+                "the GL thread did not finish its queued work within {} s",
+                LAST_DROP_DRAIN.as_secs()
+            );
         }
     }
 }
