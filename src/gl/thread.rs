@@ -412,3 +412,23 @@ extern "C" fn stop_gl_threads() {
         shared.drain(EXIT_DRAIN, false);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_job_is_an_error_for_its_caller_and_the_thread_goes_on() {
+        let (thread, _) = GlThread::shared().expect("a GL context (Mesa's llvmpipe is enough)");
+        let err = thread.call(|_| -> u32 { panic!("a bug in a GL job") }).unwrap_err();
+        assert!(
+            matches!(&err, GlError::JobPanicked(message) if message.contains("a bug in a GL job")),
+            "{err}"
+        );
+        thread.post(|_| panic!("a posted job panics too"));
+        // SAFETY: the context is current on the GL thread, where the closure runs.
+        let version =
+            thread.call(|state| unsafe { glow::HasContext::get_parameter_string(state.gl(), glow::VERSION) });
+        assert!(version.unwrap().contains('.'), "the thread still serves GL calls");
+    }
+}

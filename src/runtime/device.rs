@@ -107,10 +107,11 @@ impl<A: Api> Core<A> {
         }
     }
 
-    /// Waits for `fence` so the host may touch a buffer; a timeout or a failure of that
-    /// submission is reported for the buffer access.
-    fn wait_for_host(&self, fence: u64, timeout: Duration, access: &str) -> Result<()> {
-        if fence == 0 || self.device.completed() >= fence {
+    /// Waits until `fence` completed so the host may touch a buffer. `check` also reports a
+    /// failure of that submission: a read must not return what failed work left behind, while
+    /// a write only needs the work to be over.
+    fn wait_for_host(&self, fence: u64, timeout: Duration, access: &str, check: bool) -> Result<()> {
+        if fence == 0 || (!check && self.device.completed() >= fence) {
             return Ok(());
         }
         match self.device.wait(fence, timeout) {
@@ -122,6 +123,7 @@ impl<A: Api> Core<A> {
                     timeout.as_millis()
                 ),
             )),
+            Err(_) if !check && self.device.completed() >= fence => Ok(()),
             Err(err) => Err(err.context(format!("{access}: the work that writes the buffer failed"))),
         }
     }
@@ -177,14 +179,18 @@ impl<A: Api> DynDevice for Core<A> {
     fn write_buffer(&self, buffer: &Buffer, offset: u64, data: &[u8], timeout: Duration) -> Result<()> {
         let object = buffer.object::<A::Buffer>(self.token())?;
         buffer.check_range(offset, data.len() as u64)?;
-        self.wait_for_host(buffer.last_use(), timeout, "writing a buffer")?;
-        self.device.write_buffer(object, offset, data)
+        let last_use = buffer.last_use();
+        self.wait_for_host(last_use, timeout, "writing a buffer", false)?;
+        self.device.write_buffer(object, offset, data)?;
+        // The host's bytes replace whatever earlier (possibly failed) work wrote.
+        buffer.forget_writes_up_to(last_use);
+        Ok(())
     }
 
     fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8], timeout: Duration) -> Result<()> {
         let object = buffer.object::<A::Buffer>(self.token())?;
         buffer.check_range(offset, out.len() as u64)?;
-        self.wait_for_host(buffer.last_write(), timeout, "reading a buffer")?;
+        self.wait_for_host(buffer.last_write(), timeout, "reading a buffer", true)?;
         self.device.read_buffer(object, offset, out)
     }
 

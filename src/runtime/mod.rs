@@ -7,6 +7,8 @@ mod commands;
 mod device;
 mod objects;
 mod registry;
+#[cfg(test)]
+mod tests;
 mod validate;
 
 use std::path::PathBuf;

@@ -68,6 +68,14 @@ impl Buffer {
         }
     }
 
+    /// After a host write: submissions up to `fence` no longer decide the contents.
+    pub(crate) fn forget_writes_up_to(&self, fence: u64) {
+        let _ = self
+            .shared
+            .last_write
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| (w <= fence).then_some(0));
+    }
+
     pub(crate) fn last_write(&self) -> u64 {
         self.shared.last_write.load(Ordering::Acquire)
     }

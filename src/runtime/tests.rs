@@ -1,0 +1,320 @@
+//! The runtime's own guarantees, checked against a fake backend whose submissions complete only
+//! when the test says so: host reads wait only for the work that writes a buffer, host writes
+//! for all work that uses it, objects live until the work using them completed, failures reach
+//! their waiters, and another device's objects are refused before any device call.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::device::Core;
+use super::*;
+use crate::cache::{Blob, GpuId, LoadFailure};
+use crate::hal::{
+    self, Api, Command, Compiled, Limits, Prepared, ProgramInterface, ScalarSlot, StorageSlot, Timeline,
+};
+use crate::kernel::{Access, KernelSource, ScalarType, SourceLanguage};
+
+struct Fake;
+
+impl Api for Fake {
+    const NAME: &'static str = "fake";
+    type Device = FakeDevice;
+    type Buffer = FakeBuffer;
+    type Program = FakeProgram;
+    type CompileInput = String;
+}
+
+struct FakeDevice {
+    info: DeviceInfo,
+    token: u64,
+    timeline: Arc<Timeline>,
+    /// Every device call, in order.
+    calls: Arc<Mutex<Vec<String>>>,
+    live_buffers: Arc<AtomicUsize>,
+}
+
+struct FakeBuffer {
+    bytes: Mutex<Vec<u8>>,
+    live: Arc<AtomicUsize>,
+}
+
+impl Drop for FakeBuffer {
+    fn drop(&mut self) {
+        self.live.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+struct FakeProgram {
+    interface: ProgramInterface,
+}
+
+/// The fake's "source": one declaration per line — `buffer NAME ro|rw` (bindings in order) or
+/// `scalar NAME u32|i32|f32`.
+fn parse_interface(source: &str) -> ProgramInterface {
+    let mut interface = ProgramInterface::default();
+    for line in source.lines() {
+        match line.split_whitespace().collect::<Vec<_>>()[..] {
+            ["buffer", name, access] => interface.storage.push(StorageSlot {
+                binding: interface.storage.len() as u32,
+                names: vec![name.to_owned()],
+                min_bytes: 4,
+                read_only: Some(access == "ro"),
+            }),
+            ["scalar", name, ty] => interface.scalars.push(ScalarSlot {
+                name: name.to_owned(),
+                ty: Some(match ty {
+                    "u32" => ScalarType::U32,
+                    "i32" => ScalarType::I32,
+                    _ => ScalarType::F32,
+                }),
+                type_name: ty.to_owned(),
+            }),
+            _ => {}
+        }
+    }
+    interface
+}
+
+impl FakeDevice {
+    fn log(&self, call: impl Into<String>) {
+        self.calls.lock().unwrap().push(call.into());
+    }
+}
+
+impl hal::Device<Fake> for FakeDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn token(&self) -> u64 {
+        self.token
+    }
+
+    fn prepare(&self, kernel: &KernelSpec) -> Result<Prepared<String>> {
+        let KernelSource::Glsl(source) = kernel.source(SourceLanguage::Glsl, Fake::NAME)? else {
+            unreachable!("asked for GLSL")
+        };
+        Ok(Prepared { key_material: vec![source.as_bytes().to_vec()], input: source.clone() })
+    }
+
+    fn compile(&self, input: &String) -> Result<Compiled<FakeProgram>> {
+        self.log("compile");
+        Ok(Compiled { program: FakeProgram { interface: parse_interface(input) }, blob: None })
+    }
+
+    fn load(&self, _: &String, _: &Blob) -> Result<FakeProgram, LoadFailure<Error>> {
+        Err(LoadFailure::Refused("the fake keeps nothing".into()))
+    }
+
+    fn interface<'p>(&self, program: &'p FakeProgram) -> &'p ProgramInterface {
+        &program.interface
+    }
+
+    fn create_buffer(&self, size: u64, _: BufferUsage) -> Result<FakeBuffer> {
+        self.log("create_buffer");
+        self.live_buffers.fetch_add(1, Ordering::SeqCst);
+        Ok(FakeBuffer { bytes: Mutex::new(vec![0; size as usize]), live: self.live_buffers.clone() })
+    }
+
+    fn write_buffer(&self, buffer: &FakeBuffer, offset: u64, data: &[u8]) -> Result<()> {
+        self.log("write_buffer");
+        buffer.bytes.lock().unwrap()[offset as usize..][..data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn read_buffer(&self, buffer: &FakeBuffer, offset: u64, out: &mut [u8]) -> Result<()> {
+        self.log("read_buffer");
+        out.copy_from_slice(&buffer.bytes.lock().unwrap()[offset as usize..][..out.len()]);
+        Ok(())
+    }
+
+    fn submit(&self, commands: &[Command<'_, Fake>]) -> Result<u64> {
+        self.log(format!("submit {}", commands.len()));
+        Ok(self.timeline.issue())
+    }
+
+    fn completed(&self) -> u64 {
+        self.timeline.completed()
+    }
+
+    fn wait(&self, fence: u64, timeout: Duration) -> Result<bool> {
+        self.timeline.wait(fence, timeout)
+    }
+}
+
+struct Harness {
+    runtime: Runtime,
+    timeline: Arc<Timeline>,
+    calls: Arc<Mutex<Vec<String>>>,
+    live_buffers: Arc<AtomicUsize>,
+}
+
+fn limits() -> Limits {
+    Limits {
+        max_workgroup_size: [1024; 3],
+        max_workgroup_invocations: 1024,
+        max_workgroup_count: [65535; 3],
+        max_shared_memory_bytes: 32768,
+        max_storage_buffer_bytes: 1 << 20,
+        max_storage_buffer_bindings: 8,
+        storage_buffer_offset_alignment: 16,
+    }
+}
+
+fn harness(token: u64) -> Harness {
+    let timeline = Arc::new(Timeline::new());
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let live_buffers = Arc::new(AtomicUsize::new(0));
+    let device = FakeDevice {
+        info: DeviceInfo {
+            backend: Fake::NAME,
+            name: "fake device".into(),
+            details: Vec::new(),
+            gpu_id: GpuId::new(Fake::NAME, vec![("token".into(), token.to_string())]),
+            limits: limits(),
+            persists_programs: false,
+            parallel_compile: false,
+        },
+        token,
+        timeline: timeline.clone(),
+        calls: calls.clone(),
+        live_buffers: live_buffers.clone(),
+    };
+    let core = Core::<Fake>::new(device, &crate::cache::CacheConfig::memory_only());
+    let runtime = Runtime::wrap(Arc::new(core)).with_host_timeout(Duration::from_millis(50));
+    Harness { runtime, timeline, calls, live_buffers }
+}
+
+fn copy_kernel() -> KernelSpec {
+    KernelSpec::new("copy", [64, 1, 1])
+        .glsl("buffer src ro\nbuffer dst rw\nscalar n u32")
+        .storage("src", Access::ReadOnly)
+        .storage("dst", Access::ReadWrite)
+        .scalar("n", ScalarType::U32)
+}
+
+#[test]
+fn host_reads_wait_for_writers_only_and_host_writes_for_every_user() {
+    let h = harness(1);
+    let program = h.runtime.program(&copy_kernel()).unwrap();
+    let src = h.runtime.upload(&[1u32; 4], BufferUsage::Input).unwrap();
+    let dst = h.runtime.create_buffer(16, BufferUsage::Output).unwrap();
+    let unrelated = h.runtime.upload(&[9u32], BufferUsage::InOut).unwrap();
+    let submission = h
+        .runtime
+        .dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(4)], [1, 1, 1])
+        .unwrap();
+    assert!(!submission.is_done());
+
+    // Not written by the pending work: no wait.
+    assert_eq!(h.runtime.download::<u32>(&unrelated).unwrap(), vec![9]);
+    assert_eq!(h.runtime.download::<u32>(&src).unwrap(), vec![1; 4], "src is only read by the work");
+    // Written by it: the read waits, and gives up after the host timeout.
+    let err = h.runtime.download::<u32>(&dst).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    // Read by it: a host write must wait too.
+    let err = h.runtime.write_buffer(&src, 0, &[0; 4]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_eq!(submission.wait(Duration::from_millis(1)).unwrap_err().kind(), ErrorKind::Timeout);
+
+    h.timeline.signal(submission.fence());
+    submission.wait(Duration::ZERO).unwrap();
+    assert_eq!(h.runtime.download::<u32>(&dst).unwrap(), vec![0; 4]);
+    h.runtime.write_buffer(&src, 0, &[0; 4]).unwrap();
+}
+
+#[test]
+fn objects_used_by_unfinished_work_live_until_it_completes() {
+    let h = harness(1);
+    let program = h.runtime.program(&copy_kernel()).unwrap();
+    let src = h.runtime.create_buffer(16, BufferUsage::Input).unwrap();
+    let dst = h.runtime.create_buffer(16, BufferUsage::Output).unwrap();
+    let submission = h
+        .runtime
+        .dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(4)], [1, 1, 1])
+        .unwrap();
+    drop((src, dst, program));
+    assert_eq!(h.live_buffers.load(Ordering::SeqCst), 2, "the pending work still holds both buffers");
+    h.timeline.signal(submission.fence());
+    assert!(submission.is_done());
+    assert_eq!(h.live_buffers.load(Ordering::SeqCst), 0, "released once the work completed");
+}
+
+#[test]
+fn a_failed_submission_reaches_its_waiters_and_the_readers_of_what_it_writes() {
+    let h = harness(1);
+    let program = h.runtime.program(&copy_kernel()).unwrap();
+    let src = h.runtime.create_buffer(16, BufferUsage::Input).unwrap();
+    let dst = h.runtime.create_buffer(16, BufferUsage::Output).unwrap();
+    let submission = h
+        .runtime
+        .dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(4)], [1, 1, 1])
+        .unwrap();
+    h.timeline.fail(submission.fence(), Error::new(ErrorKind::DeviceLost, "the GPU was reset"));
+    h.timeline.signal(submission.fence());
+    let err = submission.wait(Duration::from_secs(1)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::DeviceLost);
+    let err = h.runtime.download::<u32>(&dst).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::DeviceLost);
+    assert!(err.to_string().contains("the work that writes the buffer failed: the GPU was reset"), "{err}");
+    // A host write needs the work over, not successful, and then defines the contents.
+    h.runtime.write_buffer(&dst, 0, &[7; 16]).unwrap();
+    assert_eq!(h.runtime.download::<u8>(&dst).unwrap(), vec![7; 16]);
+}
+
+#[test]
+fn another_devices_objects_are_refused_before_any_device_call() {
+    let ours = harness(1);
+    let theirs = harness(2);
+    let program = ours.runtime.program(&copy_kernel()).unwrap();
+    let foreign = theirs.runtime.create_buffer(16, BufferUsage::Input).unwrap();
+    let own = ours.runtime.create_buffer(16, BufferUsage::Output).unwrap();
+    let calls_before = ours.calls.lock().unwrap().len();
+
+    let err = ours
+        .runtime
+        .dispatch(&program, &[Arg::Buffer(&foreign), Arg::Buffer(&own), Arg::U32(4)], [1, 1, 1])
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.to_string().contains("made by another device"), "{err}");
+    assert!(ours.runtime.download::<u32>(&foreign).is_err());
+    assert!(ours.runtime.write_buffer(&foreign, 0, &[0; 4]).is_err());
+    let their_program = theirs.runtime.program(&copy_kernel()).unwrap();
+    assert!(ours
+        .runtime
+        .dispatch(&their_program, &[Arg::Buffer(&own), Arg::Buffer(&own), Arg::U32(4)], [1, 1, 1])
+        .is_err());
+    assert!(ours.runtime.submit(theirs.runtime.commands()).is_err());
+    assert_eq!(ours.calls.lock().unwrap().len(), calls_before, "nothing reached the device");
+
+    // A runtime on the same device instance (same token) shares objects.
+    let twin = harness(1);
+    let shared = twin.runtime.create_buffer(16, BufferUsage::Input).unwrap();
+    let submission = ours
+        .runtime
+        .dispatch(&program, &[Arg::Buffer(&shared), Arg::Buffer(&own), Arg::U32(4)], [1, 1, 1])
+        .unwrap();
+    ours.timeline.signal(submission.fence());
+}
+
+#[test]
+fn a_copy_after_a_dispatch_writing_its_source_gets_a_barrier() {
+    let h = harness(1);
+    let program = h.runtime.program(&copy_kernel()).unwrap();
+    let src = h.runtime.create_buffer(16, BufferUsage::Input).unwrap();
+    let dst = h.runtime.create_buffer(16, BufferUsage::Output).unwrap();
+    let out = h.runtime.create_buffer(16, BufferUsage::Output).unwrap();
+    let mut commands = h.runtime.commands();
+    commands.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(4)], [1, 1, 1]).unwrap();
+    commands.copy(&dst, 0, &out, 0, 16).unwrap();
+    assert!(
+        matches!(commands.list[1], super::commands::Recorded::Barrier),
+        "the copy reads what the dispatch wrote"
+    );
+    commands.copy(&src, 0, &out, 0, 4).map(drop).unwrap();
+    assert!(commands.copy(&out, 0, &out, 8, 12).is_err(), "overlapping ranges are refused");
+    let submission = h.runtime.submit(commands).unwrap();
+    assert_eq!(h.calls.lock().unwrap().last().map(String::as_str), Some("submit 5"));
+    h.timeline.signal(submission.fence());
+}
