@@ -1,0 +1,82 @@
+//! The `sparkle` command as users run it: exit codes that tell usage errors (2) from failures (1)
+//! and wrong results (3), sizes checked against the device before anything is allocated, `info`
+//! failing when the selected backend cannot open and saying each warning once, and many fresh
+//! processes exiting cleanly with GL work just finished.
+
+#![cfg(feature = "gl")]
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn sparkle(args: &[&str], cache: &Path, env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sparkle"));
+    command.args(args).env("SPARKLE_CACHE_DIR", cache).env("SPARKLE_BACKEND", "gl");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("the sparkle binary runs")
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+#[test]
+fn impossible_sizes_are_usage_errors_found_before_any_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let output = sparkle(&["run", "saxpy", "4294967297"], dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("does not fit"), "{}", text(&output));
+    assert!(started.elapsed() < Duration::from_secs(30), "no 17 GB of inputs were built first");
+
+    let output = sparkle(&["run", "sgemm", "100000", "100000"], dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("more than a kernel may bind"), "{}", text(&output));
+
+    for args in [&["run", "saxpy", "0"][..], &["run", "nope"], &["run"], &["bogus"]] {
+        let output = sparkle(args, dir.path(), &[]);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
+    }
+}
+
+#[test]
+fn info_fails_when_the_selected_backend_cannot_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = sparkle(&["info"], dir.path(), &[("SPARKLE_EGL_DEVICE", "99")]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("Selected: none"), "{}", text(&output));
+
+    let output = sparkle(&["info"], dir.path(), &[("SPARKLE_BACKEND", "vulkan")]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("valid values are: gl"), "{}", text(&output));
+
+    let output = sparkle(&["info", "--json"], dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["selected"]["backend"], "gl");
+}
+
+#[test]
+fn info_says_each_warning_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = sparkle(&["info"], dir.path(), &[("MESA_SHADER_CACHE_DISABLE", "true")]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !text(&output).contains("Mesa") {
+        eprintln!("skipped: needs Mesa's GL driver");
+        return;
+    }
+    assert_eq!(stderr.matches("no program binary formats").count(), 1, "{stderr}");
+}
+
+#[test]
+fn fresh_processes_exit_cleanly_right_after_gl_work() {
+    let dir = tempfile::tempdir().unwrap();
+    for run in 0..20 {
+        let output = sparkle(&["run", "saxpy", "1000"], dir.path(), &[]);
+        // A crash during exit shows as a signal: no exit code at all.
+        assert_eq!(output.status.code(), Some(0), "run {run}: {:?}\n{}", output.status, text(&output));
+        assert!(text(&output).contains("result: correct"), "{}", text(&output));
+    }
+}
