@@ -14,14 +14,20 @@ use sparkle::cache::{parse_age_days, parse_max_size, CacheConfig, DiskStore, MAX
 
 use super::{table, CliResult};
 
+const EXIT_CODES: &str = "Exit codes: 0 done (verify, clear: no problem left), 1 failed or problems left, \
+2 wrong command line";
+
 #[derive(Subcommand)]
+#[command(after_help = EXIT_CODES)]
 pub enum Action {
     /// Entries and bytes per GPU, and the compile time they hold.
+    #[command(after_help = EXIT_CODES)]
     Stats {
         #[arg(long)]
         json: bool,
     },
     /// Every entry.
+    #[command(after_help = EXIT_CODES)]
     List {
         #[arg(long)]
         json: bool,
@@ -30,6 +36,7 @@ pub enum Action {
     /// of other users (never loaded), things that are not regular files at an entry's path
     /// (folders, links, FIFOs), GPU or shard folders that are links. Exit code 1 while problems
     /// are left (remove them with --fix).
+    #[command(after_help = EXIT_CODES)]
     Verify {
         /// Also remove the problems: a folder with its contents, a link as a link (never its
         /// target), another user's entry where the folder's permissions allow it.
@@ -37,18 +44,20 @@ pub enum Action {
         fix: bool,
     },
     /// Removes least recently used entries beyond a size, and entries older than an age.
+    #[command(after_help = EXIT_CODES)]
     Prune {
         /// e.g. 500M or 2G, at least 64K (parsed as SPARKLE_CACHE_MAX_SIZE is); default
         /// SPARKLE_CACHE_MAX_SIZE or the built-in bound.
-        #[arg(long, value_name = "SIZE", value_parser = max_size_arg)]
+        #[arg(long, value_name = "SIZE", value_parser = max_size_arg, allow_hyphen_values = true)]
         max_size: Option<u64>,
         /// Entries unused for longer are removed; 0, off or never: no age limit (as in
         /// SPARKLE_CACHE_MAX_AGE_DAYS); default SPARKLE_CACHE_MAX_AGE_DAYS.
-        #[arg(long, value_name = "DAYS", value_parser = max_age_arg)]
+        #[arg(long, value_name = "DAYS", value_parser = max_age_arg, allow_hyphen_values = true)]
         max_age_days: Option<AgeLimit>,
     },
     /// Removes every entry of yours, and the problems `verify --fix` removes. Exit code 1 if
     /// something could not be removed.
+    #[command(after_help = EXIT_CODES)]
     Clear,
 }
 
