@@ -5,6 +5,11 @@
 //! Layout: `<root>/<backend>-<gpu hash>/<first 2 hex of key>/<32 hex key>`, plus `gpu.txt` (and
 //! `gpu.json`) describing the GPU in each GPU folder. Names starting with `.tmp-` are files being
 //! written or removed.
+//!
+//! Links are never followed. What does not fit the layout — another user's entry, something
+//! other than a regular file at an entry's path, a GPU or shard folder that is a link or not a
+//! folder — is a *problem*: listed and reported, removed only on request (`verify` with `fix`,
+//! and `clear`).
 
 use std::fs;
 use std::io;
@@ -26,7 +31,7 @@ pub const GPU_DESCRIPTION_JSON: &str = "gpu.json";
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EntryInfo {
     pub gpu_dir: String,
-    /// 32 hex digits.
+    /// 32 hex digits; empty for a problem with a GPU or shard folder rather than an entry.
     pub key: String,
     pub path: PathBuf,
     pub backend: u32,

@@ -42,6 +42,9 @@ pub(crate) struct DiskTier {
     pruning: AtomicBool,
     /// Keys whose entry path was already warned about: one warning per entry, not per request.
     warned: Mutex<HashSet<CacheKey>>,
+    /// One bit per shard folder found to be a real folder (or a link staying inside the cache
+    /// folder), so that each is inspected once rather than at every disk access.
+    shards_checked: [AtomicU64; 4],
     describe: (String, String),
 }
 
@@ -133,6 +136,7 @@ impl DiskTier {
             usage: Usage::default(),
             pruning: AtomicBool::new(false),
             warned: Mutex::new(HashSet::new()),
+            shards_checked: Default::default(),
             describe: (gpu.describe(), json),
         };
         if config.read_only {
@@ -142,7 +146,8 @@ impl DiskTier {
             }
             tracing::info!(
                 path = %tier.gpu_dir.display(),
-                "the program cache is read-only ({READ_ONLY_ENV}): its entries are used, nothing is written"
+                "the program cache is read-only as configured ({READ_ONLY_ENV}): its entries are used, nothing is \
+                 written"
             );
             return Some(tier);
         }
@@ -239,14 +244,35 @@ impl DiskTier {
         self.warned.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key)
     }
 
-    /// Whether the GPU folder or the entry's shard folder resolves outside the cache folder; the
-    /// tier is then switched off.
-    fn leaves_cache(&self, entry: &Path) -> bool {
-        for folder in [Some(self.gpu_dir.as_path()), entry.parent()].into_iter().flatten() {
-            if let Some(target) = self.escapes(folder) {
-                self.disable(Unusable::Escapes { path: folder.to_path_buf(), target });
-                return true;
+    /// Whether the shard folder of `key` (whose entry path is `entry`) is a link resolving
+    /// outside the cache folder; the tier is then switched off. The GPU folder itself was checked
+    /// when it was opened or recreated.
+    fn leaves_cache(&self, key: CacheKey, entry: &Path) -> bool {
+        let shard_index = (key.as_u128() >> 120) as usize;
+        let (word, bit) = (&self.shards_checked[shard_index / 64], 1u64 << (shard_index % 64));
+        if word.load(Relaxed) & bit != 0 {
+            return false;
+        }
+        let Some(shard) = entry.parent() else { return false };
+        let inside = match fs::symlink_metadata(shard) {
+            Ok(meta) if meta.is_dir() => true,
+            Ok(meta) if meta.file_type().is_symlink() => {
+                match files::resolves_inside(shard, &self.canonical_root) {
+                    Ok(true) => true,
+                    Ok(false) => {
+                        let target = fs::canonicalize(shard).unwrap_or_else(|_| shard.to_path_buf());
+                        self.disable(Unusable::Escapes { path: shard.to_path_buf(), target });
+                        return true;
+                    }
+                    // A dangling link: reading and writing there fail for this entry alone.
+                    Err(_) => false,
+                }
             }
+            // Missing (created on the first write) or not a folder (that entry is skipped).
+            _ => false,
+        };
+        if inside {
+            word.fetch_or(bit, Relaxed);
         }
         false
     }
@@ -257,7 +283,7 @@ impl DiskTier {
 
     pub fn lookup(&self, key: CacheKey) -> Lookup {
         let path = files::entry_path(&self.gpu_dir, key);
-        if self.leaves_cache(&path) {
+        if self.leaves_cache(key, &path) {
             return Lookup::Missing;
         }
         let replace = if self.read_only { "" } else { "; compiling it and replacing it with our own" };
@@ -339,7 +365,7 @@ impl DiskTier {
             return false;
         }
         let path = files::entry_path(&self.gpu_dir, key);
-        if self.leaves_cache(&path) {
+        if self.leaves_cache(key, &path) {
             return false;
         }
         let header = EntryHeader::new(
