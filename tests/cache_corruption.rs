@@ -116,12 +116,12 @@ fn verify_removes_corrupt_entries_and_keeps_good_ones() {
     let header_of_2 = std::fs::read(entry_path(&gpu_dir, &sources[2])).unwrap();
     std::fs::write(entry_path(&gpu_dir, &sources[3]), &header_of_2).unwrap();
 
-    let report = DiskStore::open(dir.path()).verify().unwrap();
+    let report = DiskStore::open(dir.path()).verify(false).unwrap();
     assert_eq!((report.checked, report.valid, report.removed.len()), (6, 3, 3), "{report:?}");
     for s in &sources[..2] {
         assert!(!entry_path(&gpu_dir, s).exists());
     }
     assert!(!entry_path(&gpu_dir, &sources[3]).exists());
     assert!(entry_path(&gpu_dir, &sources[2]).exists());
-    assert_eq!(DiskStore::open(dir.path()).verify().unwrap().valid, 3);
+    assert_eq!(DiskStore::open(dir.path()).verify(false).unwrap().valid, 3);
 }

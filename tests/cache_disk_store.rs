@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use cache_support::{gpu, Counts, Source};
+use cache_support::{entry_path, gpu, is_root, snapshot, Counts, Source};
 use sparkle::cache::{CacheConfig, DiskStore, ProgramCache, HEADER_LEN};
 
 /// Fills `root` with `n` entries of 1000-byte payloads for each of two GPUs; returns the entry
@@ -150,4 +150,138 @@ fn the_cache_prunes_itself_when_over_its_bound() {
     assert!(on_disk.remaining_entries >= 9, "pruned far below the bound: {on_disk:?}");
     let stats = cache.stats();
     assert_eq!((stats.disk_entries, stats.disk_bytes), (on_disk.remaining_entries, on_disk.remaining_bytes));
+}
+
+#[test]
+fn opening_and_reading_never_prune_only_publishing_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = fill(tmp.path(), 40);
+    let total = ENTRY * paths.len() as u64;
+    let files_now = || snapshot(tmp.path()).into_keys().collect::<Vec<_>>();
+    let before = files_now();
+    // 64K is below the 80 entries there (86K), and the age bound below their last use (a day).
+    let config = CacheConfig {
+        max_disk_bytes: 64 << 10,
+        max_age: Some(Duration::from_secs(3600)),
+        ..CacheConfig::in_dir(tmp.path())
+    };
+    let counts = Arc::new(Counts::default());
+    let gpu = gpu("gpu one");
+    let mut seeded = Source::new(&gpu, "gpu one 0", &counts);
+    seeded.size = 1000;
+    let cache = ProgramCache::open(gpu.clone(), &config);
+    cache.get(&seeded.key, &seeded).unwrap();
+    cache.get(&seeded.key, &seeded).unwrap();
+    let stats = cache.stats();
+    assert_eq!((stats.disk_hits, stats.memory_hits), (1, 1), "{stats:?}");
+    assert_eq!((stats.disk_entries, stats.disk_bytes), (paths.len() as u64, total), "{stats:?}");
+    assert_eq!(files_now(), before, "opening, reading or counting removed a file");
+
+    let mut fresh = Source::new(&gpu, "fresh", &counts);
+    fresh.size = 1000;
+    cache.get(&fresh.key, &fresh).unwrap();
+    let on_disk = DiskStore::open(tmp.path()).prune(u64::MAX, None).unwrap();
+    // Every seeded entry is older than the age bound except the one just used.
+    assert_eq!(on_disk.remaining_entries, 2, "{on_disk:?}");
+    assert!(entry_path(&cache.gpu_dir().unwrap(), &fresh).exists());
+    let stats = cache.stats();
+    assert_eq!((stats.disk_entries, stats.disk_bytes), (2, 2 * ENTRY), "{stats:?}");
+}
+
+/// Things that are problems for maintenance, planted next to good entries.
+struct Planted {
+    _outside: tempfile::TempDir,
+    target: PathBuf,
+    folder: PathBuf,
+    link: PathBuf,
+    fifo: PathBuf,
+    foreign: Option<PathBuf>,
+    good: Vec<PathBuf>,
+}
+
+fn plant(root: &std::path::Path) -> Planted {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("target");
+    std::fs::write(&target, b"the user's file").unwrap();
+    let gpu = gpu("planted");
+    let counts = Arc::new(Counts::default());
+    let cache = ProgramCache::open(gpu.clone(), &CacheConfig::in_dir(root));
+    let gpu_dir = cache.gpu_dir().unwrap();
+    let mut good = Vec::new();
+    for i in 0..3 {
+        let source = Source::new(&gpu, &format!("good {i}"), &counts);
+        cache.get(&source.key, &source).unwrap();
+        good.push(entry_path(&gpu_dir, &source));
+    }
+    let at = |text: &str| {
+        let path = entry_path(&gpu_dir, &Source::new(&gpu, text, &counts));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        path
+    };
+    let folder = at("folder");
+    std::fs::create_dir_all(folder.join("deeper")).unwrap();
+    std::fs::write(folder.join("deeper").join("file"), b"x").unwrap();
+    std::os::unix::fs::symlink(&target, folder.join("deeper").join("link")).unwrap();
+    let link = at("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let fifo = at("fifo");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c_path is a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let foreign = is_root().then(|| {
+        let source = Source::new(&gpu, "foreign", &counts);
+        cache.get(&source.key, &source).unwrap();
+        let path = entry_path(&gpu_dir, &source);
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        path
+    });
+    Planted { _outside: outside, target, folder, link, fifo, foreign, good }
+}
+
+#[test]
+fn list_and_verify_report_problems_and_fix_removes_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let planted = plant(tmp.path());
+    let problems = 3 + usize::from(planted.foreign.is_some());
+    let store = DiskStore::open(tmp.path());
+
+    let list = store.list().unwrap();
+    let problem_of = |path: &PathBuf| {
+        list.iter().find(|e| &e.path == path).and_then(|e| e.problem.clone()).unwrap_or_default()
+    };
+    assert!(problem_of(&planted.folder).contains("a folder at an entry's path"), "{list:#?}");
+    assert!(problem_of(&planted.link).contains("a symbolic link"), "{list:#?}");
+    assert!(problem_of(&planted.fifo).contains("a FIFO"), "{list:#?}");
+    if let Some(foreign) = &planted.foreign {
+        assert_eq!(problem_of(foreign), "owned by uid 65534; not loaded", "{list:#?}");
+    }
+    assert_eq!(list.iter().filter(|e| e.problem.is_some()).count(), problems, "{list:#?}");
+
+    let report = store.verify(false).unwrap();
+    assert_eq!((report.checked, report.valid), (3, 3), "{report:?}");
+    assert_eq!((report.problems.len(), report.fixed.len()), (problems, 0), "{report:?}");
+    assert!(report.removed.is_empty());
+    assert!(planted.folder.exists() && planted.fifo.exists() && planted.link.symlink_metadata().is_ok());
+
+    let report = store.verify(true).unwrap();
+    assert_eq!((report.problems.len(), report.fixed.len(), report.valid), (0, problems, 3), "{report:?}");
+    for path in [&planted.folder, &planted.link, &planted.fifo].into_iter().chain(&planted.foreign) {
+        assert!(std::fs::symlink_metadata(path).is_err(), "{} is still there", path.display());
+    }
+    assert_eq!(std::fs::read(&planted.target).unwrap(), b"the user's file", "a link's target was touched");
+    assert!(planted.good.iter().all(|p| p.is_file()));
+    assert!(store.verify(false).unwrap().problems.is_empty());
+}
+
+#[test]
+fn clear_removes_problems_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let planted = plant(tmp.path());
+    let problems = 3 + u64::from(planted.foreign.is_some());
+    let report = DiskStore::open(tmp.path()).clear().unwrap();
+    assert_eq!((report.removed_entries, report.removed_problems), (3, problems), "{report:?}");
+    assert!(report.problems.is_empty(), "{report:?}");
+    assert_eq!(std::fs::read(&planted.target).unwrap(), b"the user's file");
+    assert!(DiskStore::open(tmp.path()).gpus().unwrap().is_empty(), "folders left behind");
+    assert!(DiskStore::open(tmp.path()).list().unwrap().is_empty());
 }

@@ -1,5 +1,6 @@
 //! End-to-end request flow: compile, memory hit, disk hit in a fresh cache, compile errors,
-//! driver refusal, memory-only mode.
+//! driver refusal (entry replaced), a load failure that is not the blob's fault (entry kept),
+//! memory-only mode.
 
 mod cache_support;
 
@@ -77,6 +78,37 @@ fn a_refused_blob_is_compiled_and_written_again() {
 }
 
 #[test]
+fn a_failed_load_keeps_the_entry_and_reaches_the_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = gpu("load fails");
+    let counts = Arc::new(Counts::default());
+    let source = Source::new(&gpu, "out of memory", &counts);
+    let cache = ProgramCache::open(gpu.clone(), &CacheConfig::in_dir(dir.path()));
+    drop(cache.get(&source.key, &source).unwrap());
+    let entry = cache_support::entry_path(&cache.gpu_dir().unwrap(), &source);
+    let bytes = std::fs::read(&entry).unwrap();
+    drop(cache);
+
+    counts.fail_loads.store(true, SeqCst);
+    let cache = ProgramCache::open(gpu.clone(), &CacheConfig::in_dir(dir.path()));
+    let err = cache.get(&source.key, &source).unwrap_err();
+    assert!(err.contains("GL_OUT_OF_MEMORY"), "{err}");
+    let stats = cache.stats();
+    assert_eq!(
+        (stats.load_errors, stats.driver_refused, stats.compiles, stats.disk_hits, stats.memory_entries),
+        (1, 0, 0, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(std::fs::read(&entry).unwrap(), bytes, "the entry was not kept as it was");
+
+    // Once the device recovers, the same cache loads the kept entry.
+    counts.fail_loads.store(false, SeqCst);
+    let program = cache.get(&source.key, &source).unwrap();
+    assert_eq!(program.payload, cache_support::payload(source.key, &source.text, 0));
+    assert_eq!((cache.stats().disk_hits, counts.compiles.load(SeqCst), counts.loads.load(SeqCst)), (1, 1, 2));
+}
+
+#[test]
 fn memory_only_never_touches_disk() {
     let gpu = gpu("memory");
     let counts = Arc::new(Counts::default());
@@ -112,6 +144,7 @@ fn stats_serialize_to_json_and_display_as_a_table() {
         "load_time",
         "disk_rejected",
         "driver_refused",
+        "load_errors",
         "disk_writes",
         "evictions",
         "memory_entries",

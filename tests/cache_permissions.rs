@@ -3,48 +3,13 @@
 
 mod cache_support;
 
-use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use cache_support::{gpu, Counts, Source};
+use cache_support::{capture, gpu, Counts, Source};
 use sparkle::cache::{CacheConfig, ProgramCache};
-
-/// Collects what the tracing subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn warnings(&self) -> Vec<String> {
-        let text = String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned();
-        text.lines().filter(|l| l.contains("WARN")).map(str::to_owned).collect()
-    }
-}
-
-/// Runs `f` with a subscriber that records this thread's events.
-fn capture<T>(f: impl FnOnce() -> T) -> (T, Captured) {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
-    (out, captured)
-}
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -68,7 +33,7 @@ fn folders_are_created_private() {
 }
 
 #[test]
-fn an_entry_owned_by_another_user_is_not_loaded_nor_removed() {
+fn an_entry_owned_by_another_user_is_never_loaded_and_replaced_by_ours() {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: changing a file's owner needs root");
@@ -91,12 +56,16 @@ fn an_entry_owned_by_another_user_is_not_loaded_nor_removed() {
     });
     assert_eq!(counts.loads.load(SeqCst), 0, "another user's blob reached load");
     assert_eq!(counts.compiles.load(SeqCst), 2);
-    assert_eq!(cache.stats().disk_writes, 0, "another user's entry was overwritten");
-    let meta = std::fs::metadata(&entry).unwrap();
-    assert_eq!(meta.uid(), 65534, "another user's entry was replaced");
+    assert_eq!(cache.stats().disk_writes, 1, "our own entry replaces the foreign one");
+    assert_eq!(std::fs::metadata(&entry).unwrap().uid(), 0, "the foreign entry is still there");
     let warnings = captured.warnings();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("another user"), "{warnings:?}");
+
+    // The next run loads our entry instead of compiling forever.
+    let cache = ProgramCache::open(gpu, &CacheConfig::in_dir(tmp.path()));
+    cache.get(&source.key, &source).unwrap();
+    assert_eq!((cache.stats().disk_hits, counts.compiles.load(SeqCst), counts.loads.load(SeqCst)), (1, 2, 1));
 }
 
 #[test]

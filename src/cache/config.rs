@@ -1,6 +1,7 @@
-//! `CacheConfig`: where the cache lives and how large it may grow, with the defaults and the
-//! environment variables (`SPARKLE_CACHE_DIR`, `SPARKLE_CACHE_MAX_SIZE`,
-//! `SPARKLE_CACHE_MAX_AGE_DAYS`) that override them.
+//! `CacheConfig`: where the cache lives, how large it may grow and whether it may be written, with
+//! the defaults and the environment variables (`SPARKLE_CACHE_DIR`, `SPARKLE_CACHE_MAX_SIZE`,
+//! `SPARKLE_CACHE_MAX_AGE_DAYS`, `SPARKLE_CACHE_READ_ONLY`) that override them, and the one parser
+//! for each kind of value, shared with the `sparkle cache` command line.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,11 +11,14 @@ use super::CacheError;
 pub const DIR_ENV: &str = "SPARKLE_CACHE_DIR";
 pub const MAX_SIZE_ENV: &str = "SPARKLE_CACHE_MAX_SIZE";
 pub const MAX_AGE_ENV: &str = "SPARKLE_CACHE_MAX_AGE_DAYS";
+pub const READ_ONLY_ENV: &str = "SPARKLE_CACHE_READ_ONLY";
 
 pub const DEFAULT_MAX_MEMORY_ENTRIES: usize = 1024;
 pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 512 << 20;
 pub const DEFAULT_MAX_DISK_BYTES: u64 = 1 << 30;
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Smallest size bound accepted: below it pruning would remove nearly every entry it writes.
+pub const MIN_DISK_BYTES: u64 = 64 << 10;
 
 /// How a [`ProgramCache`](super::ProgramCache) stores programs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +33,9 @@ pub struct CacheConfig {
     pub max_disk_bytes: u64,
     /// Entries not used for this long are removed when the cache prunes; `None`: no age limit.
     pub max_age: Option<Duration>,
+    /// Read entries from `dir` but never write there: no publish, no removal, no recorded use, no
+    /// description files. A folder the cache cannot write to but can read is used this way too.
+    pub read_only: bool,
 }
 
 impl Default for CacheConfig {
@@ -46,6 +53,7 @@ impl CacheConfig {
             max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
             max_disk_bytes: DEFAULT_MAX_DISK_BYTES,
             max_age: Some(DEFAULT_MAX_AGE),
+            read_only: false,
         }
     }
 
@@ -64,8 +72,10 @@ impl CacheConfig {
     /// - the folder: `SPARKLE_CACHE_DIR`, else `$XDG_CACHE_HOME/sparkle` (absolute paths only, as
     ///   the XDG spec asks), else `$HOME/.cache/sparkle`; none of them: memory only, with a warning;
     /// - `SPARKLE_CACHE_MAX_SIZE`: bytes, optionally with a K, M, G or T suffix (powers of 1024,
-    ///   `B`/`iB` allowed after it), e.g. `2G`;
-    /// - `SPARKLE_CACHE_MAX_AGE_DAYS`: days (fractions allowed); `0`, `off` or `never` lift the limit.
+    ///   `B`/`iB` allowed after it), e.g. `2G`; at least 64K ([`parse_max_size`]);
+    /// - `SPARKLE_CACHE_MAX_AGE_DAYS`: days (fractions allowed); `0`, `off` or `never` lift the limit
+    ///   ([`parse_age_days`]);
+    /// - `SPARKLE_CACHE_READ_ONLY`: `1`, `true`, `yes` or `0`, `false`, `no` ([`parse_switch`]).
     ///
     /// Empty variables count as unset.
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<CacheConfig, CacheError> {
@@ -85,7 +95,7 @@ impl CacheConfig {
         };
         let mut config = CacheConfig { dir, ..CacheConfig::memory_only() };
         if let Some(value) = var(MAX_SIZE_ENV) {
-            config.max_disk_bytes = parse_size(&value).map_err(|problem| CacheError::InvalidEnv {
+            config.max_disk_bytes = parse_max_size(&value).map_err(|problem| CacheError::InvalidEnv {
                 var: MAX_SIZE_ENV,
                 value,
                 problem,
@@ -98,6 +108,14 @@ impl CacheConfig {
                 value,
                 problem,
                 example: "30",
+            })?;
+        }
+        if let Some(value) = var(READ_ONLY_ENV) {
+            config.read_only = parse_switch(&value).map_err(|problem| CacheError::InvalidEnv {
+                var: READ_ONLY_ENV,
+                value,
+                problem,
+                example: "1",
             })?;
         }
         Ok(config)
@@ -124,6 +142,27 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         _ => return Err(format!("unknown unit {suffix:?}; use K, M, G or T")),
     };
     number.checked_mul(1u64 << shift).ok_or_else(|| "the size does not fit in 64 bits".to_owned())
+}
+
+/// [`parse_size`], refusing bounds below [`MIN_DISK_BYTES`] (64K): a cache that small keeps
+/// almost nothing.
+pub fn parse_max_size(text: &str) -> Result<u64, String> {
+    let bytes = parse_size(text)?;
+    if bytes < MIN_DISK_BYTES {
+        return Err(format!(
+            "{bytes} bytes is below the smallest cache size, 64K (to empty the cache, use `sparkle cache clear`)"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Parses `1`, `true`, `yes` / `0`, `false`, `no` (case-insensitive); anything else is an error.
+pub fn parse_switch(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" => Ok(true),
+        "0" | "false" | "no" => Ok(false),
+        _ => Err("expected 1, true or yes to switch on, 0, false or no to switch off".into()),
+    }
 }
 
 /// Parses a number of days; `0`, `off`, `never` and `none` mean no limit.
@@ -172,6 +211,33 @@ mod tests {
         assert_eq!(parse_age_days("never"), Ok(None));
         assert!(parse_age_days("soon").is_err());
         assert!(parse_age_days("-1").is_err());
+        assert!(parse_age_days("1e300").is_err());
+        assert!(parse_age_days("inf").is_err());
+        assert!(parse_age_days("NaN").is_err());
+    }
+
+    #[test]
+    fn max_sizes_below_64k_are_refused() {
+        assert_eq!(parse_max_size("64K"), Ok(64 << 10));
+        assert!(parse_max_size("0").is_err());
+        assert!(parse_max_size("65535").is_err());
+        let err = CacheConfig::from_lookup(lookup(&[(MAX_SIZE_ENV, "0")])).unwrap_err().to_string();
+        assert!(err.contains(MAX_SIZE_ENV) && err.contains("512M") && err.contains("64K"), "{err}");
+    }
+
+    #[test]
+    fn read_only_switch_is_strict() {
+        for (text, value) in
+            [("1", true), ("TRUE", true), ("yes", true), ("0", false), ("false", false), ("No", false)]
+        {
+            let c = CacheConfig::from_lookup(lookup(&[(READ_ONLY_ENV, text)])).unwrap();
+            assert_eq!(c.read_only, value, "{text}");
+        }
+        assert!(!CacheConfig::from_lookup(lookup(&[])).unwrap().read_only);
+        for bad in ["on", "2", "y", "enabled"] {
+            let err = CacheConfig::from_lookup(lookup(&[(READ_ONLY_ENV, bad)])).unwrap_err().to_string();
+            assert!(err.contains(READ_ONLY_ENV) && err.contains("true"), "{err}");
+        }
     }
 
     #[test]

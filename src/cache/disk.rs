@@ -5,6 +5,11 @@
 //! Layout: `<root>/<backend>-<gpu hash>/<first 2 hex of key>/<32 hex key>`, plus `gpu.txt` (and
 //! `gpu.json`) describing the GPU in each GPU folder. Names starting with `.tmp-` are files being
 //! written or removed.
+//!
+//! Links are never followed. What does not fit the layout — another user's entry, something
+//! other than a regular file at an entry's path, a GPU or shard folder that is a link or not a
+//! folder — is a *problem*: listed and reported, removed only on request (`verify` with `fix`,
+//! and `clear`).
 
 use std::fs;
 use std::io;
@@ -26,7 +31,7 @@ pub const GPU_DESCRIPTION_JSON: &str = "gpu.json";
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EntryInfo {
     pub gpu_dir: String,
-    /// 32 hex digits.
+    /// 32 hex digits; empty for a problem with a GPU or shard folder rather than an entry.
     pub key: String,
     pub path: PathBuf,
     pub backend: u32,
@@ -47,15 +52,20 @@ fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
 
-/// What `verify` found.
+/// What `verify` found and did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct VerifyReport {
+    /// Entries of this user checked completely.
     pub checked: u64,
     pub valid: u64,
     /// Entries that failed verification and were removed, with the reason.
     pub removed: Vec<(PathBuf, String)>,
-    /// Entries of other users: neither checked nor removed.
-    pub skipped_foreign: Vec<PathBuf>,
+    /// Problems removed because `fix` was asked for: what it was and why it was a problem.
+    pub fixed: Vec<(PathBuf, String)>,
+    /// Problems left in place: entries of other users, things that are not regular files at an
+    /// entry's path, GPU or shard folders that are symbolic links or not folders. Without `fix`
+    /// every problem found is here; with it, those that could not be removed (and why).
+    pub problems: Vec<(PathBuf, String)>,
 }
 
 /// What `prune` or `clear` removed and what is left.
@@ -67,6 +77,10 @@ pub struct PruneReport {
     pub removed_temp_files: u64,
     pub remaining_entries: u64,
     pub remaining_bytes: u64,
+    /// `clear` only: problems (see [`VerifyReport::problems`]) removed.
+    pub removed_problems: u64,
+    /// `clear` only: problems that could not be removed, and why.
+    pub problems: Vec<(PathBuf, String)>,
 }
 
 /// A cache folder, for maintenance.
@@ -84,13 +98,36 @@ struct Found {
 }
 
 enum FoundKind {
+    /// A regular file named as an entry (of any owner).
     Entry(CacheKey),
+    /// A regular file of an interrupted write or removal.
     Temp,
+    /// Something that does not belong where it is — not a regular file at an entry's path (then
+    /// the key), or a GPU or shard folder that is a link or not a folder — and why.
+    Misplaced(Option<CacheKey>, String),
 }
 
 impl Found {
     fn last_used(&self) -> SystemTime {
         self.meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)
+    }
+
+    fn is_foreign(&self, uid: u32) -> bool {
+        self.meta.uid() != uid
+    }
+}
+
+fn foreign_problem(owner: u32) -> String {
+    format!("owned by uid {owner}; not loaded")
+}
+
+/// Why a link or a non-folder at a folder's path is a problem.
+fn folder_problem(what: &str, path: &Path, file_type: fs::FileType) -> String {
+    if file_type.is_symlink() {
+        let target = fs::read_link(path).map_or_else(|err| format!("? ({err})"), |t| t.display().to_string());
+        format!("the {what} is a symbolic link to {target}; the cache does not keep entries through links")
+    } else {
+        format!("{} where a {what} belongs; entries cannot be stored there", files::describe_type(file_type))
     }
 }
 
@@ -121,6 +158,11 @@ fn read_dir(dir: &Path) -> Result<Vec<fs::DirEntry>, CacheError> {
     }
 }
 
+/// The type of a folder's entry, without following links; `None` if it vanished.
+fn type_of(entry: &fs::DirEntry) -> Option<fs::FileType> {
+    entry.file_type().ok()
+}
+
 impl DiskStore {
     /// The store rooted at the cache folder (the one holding a folder per GPU). Nothing is
     /// touched until a method is called; a missing root reads as an empty cache.
@@ -132,13 +174,22 @@ impl DiskStore {
         &self.root
     }
 
-    /// The GPU folders: (folder name, contents of its description file, or why it is missing).
+    /// The GPU folders: (folder name, contents of its description file, or why it is missing
+    /// or not used). A GPU folder that is a symbolic link is listed, never followed.
     pub fn gpus(&self) -> Result<Vec<(String, String)>, CacheError> {
         let mut out = Vec::new();
-        for dir in self.gpu_dirs()? {
-            let description = match fs::read_to_string(dir.path().join(GPU_DESCRIPTION)) {
-                Ok(text) => text,
-                Err(err) => format!("(no readable {GPU_DESCRIPTION}: {err})\n"),
+        for dir in self.gpu_dir_entries()? {
+            let path = dir.path();
+            let file_type = type_of(&dir);
+            let description = if file_type.is_some_and(|t| t.is_dir()) {
+                match fs::read_to_string(path.join(GPU_DESCRIPTION)) {
+                    Ok(text) => text,
+                    Err(err) => format!("(no readable {GPU_DESCRIPTION}: {err})\n"),
+                }
+            } else if let Some(file_type) = file_type {
+                format!("({})\n", folder_problem("GPU folder", &path, file_type))
+            } else {
+                continue;
             };
             out.push((dir.file_name().to_string_lossy().into_owned(), description));
         }
@@ -146,47 +197,77 @@ impl DiskStore {
         Ok(out)
     }
 
-    fn gpu_dirs(&self) -> Result<Vec<fs::DirEntry>, CacheError> {
+    /// Everything in the root named like a GPU folder, whatever its type.
+    fn gpu_dir_entries(&self) -> Result<Vec<fs::DirEntry>, CacheError> {
         Ok(read_dir(&self.root)?
             .into_iter()
-            .filter(|d| {
-                d.file_type().is_ok_and(|t| t.is_dir())
-                    && d.file_name().to_str().and_then(parse_gpu_dir_name).is_some()
-            })
+            .filter(|d| d.file_name().to_str().and_then(parse_gpu_dir_name).is_some())
             .collect())
     }
 
-    /// Every entry and temporary file, without following links or reading contents.
+    /// The real GPU folders (links excluded).
+    fn gpu_dirs(&self) -> Result<Vec<fs::DirEntry>, CacheError> {
+        Ok(self.gpu_dir_entries()?.into_iter().filter(|d| type_of(d).is_some_and(|t| t.is_dir())).collect())
+    }
+
+    /// Every entry, temporary file and misplaced thing, without following links or reading
+    /// contents.
     fn walk(&self) -> Result<Vec<Found>, CacheError> {
         let mut found = Vec::new();
-        for gpu in self.gpu_dirs()? {
+        let inspect = |path: &Path| match fs::symlink_metadata(path) {
+            Ok(meta) => Ok(Some(meta)),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(CacheError::io("inspect", path, err)),
+        };
+        for gpu in self.gpu_dir_entries()? {
             let gpu_dir = gpu.file_name().to_string_lossy().into_owned();
-            for shard in read_dir(&gpu.path())? {
+            let gpu_path = gpu.path();
+            let Some(gpu_type) = type_of(&gpu) else { continue };
+            if !gpu_type.is_dir() {
+                let Some(meta) = inspect(&gpu_path)? else { continue };
+                let problem = folder_problem("GPU folder", &gpu_path, gpu_type);
+                found.push(Found {
+                    gpu_dir,
+                    path: gpu_path,
+                    meta,
+                    kind: FoundKind::Misplaced(None, problem),
+                });
+                continue;
+            }
+            for shard in read_dir(&gpu_path)? {
                 let name = shard.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if !is_shard_name(name) || !shard.file_type().is_ok_and(|t| t.is_dir()) {
+                let Some(shard_type) = type_of(&shard) else { continue };
+                if !is_shard_name(name) {
                     continue;
                 }
-                for file in read_dir(&shard.path())? {
+                let shard_path = shard.path();
+                if !shard_type.is_dir() {
+                    let Some(meta) = inspect(&shard_path)? else { continue };
+                    let problem = folder_problem("shard folder", &shard_path, shard_type);
+                    let kind = FoundKind::Misplaced(None, problem);
+                    found.push(Found { gpu_dir: gpu_dir.clone(), path: shard_path, meta, kind });
+                    continue;
+                }
+                for file in read_dir(&shard_path)? {
                     let file_name = file.file_name();
                     let Some(file_name) = file_name.to_str() else { continue };
-                    let kind = if file_name.starts_with(TEMP_PREFIX) {
-                        FoundKind::Temp
-                    } else {
-                        match CacheKey::from_hex(file_name) {
-                            Some(key) if file_name.starts_with(name) => FoundKind::Entry(key),
-                            _ => continue,
-                        }
-                    };
-                    let path = file.path();
-                    let meta = match fs::symlink_metadata(&path) {
-                        Ok(meta) => meta,
-                        Err(err) if err.kind() == io::ErrorKind::NotFound => continue,
-                        Err(err) => return Err(CacheError::io("inspect", path, err)),
-                    };
-                    if !meta.is_file() {
+                    let key = CacheKey::from_hex(file_name).filter(|_| file_name.starts_with(name));
+                    let is_temp = file_name.starts_with(TEMP_PREFIX);
+                    if key.is_none() && !is_temp {
                         continue;
                     }
+                    let path = file.path();
+                    let Some(meta) = inspect(&path)? else { continue };
+                    let kind = match key {
+                        _ if meta.is_file() => key.map_or(FoundKind::Temp, FoundKind::Entry),
+                        // Leftovers of removals that are not files are removed with their folder.
+                        None => continue,
+                        Some(key) => {
+                            let what = files::describe_type(meta.file_type());
+                            FoundKind::Misplaced(Some(key), format!("{what} at an entry's path; not loaded"))
+                        }
+                    };
                     found.push(Found { gpu_dir: gpu_dir.clone(), path, meta, kind });
                 }
             }
@@ -195,76 +276,110 @@ impl DiskStore {
     }
 
     /// Every entry with what its header says; headers are checked, payloads are not read.
+    /// Problems are listed too, each with its reason in `problem`: entries of other users (never
+    /// loaded), things that are not regular files at an entry's path, and GPU or shard folders
+    /// that are links or not folders (`key` is then empty).
     pub fn list(&self) -> Result<Vec<EntryInfo>, CacheError> {
+        let uid = current_uid();
         let mut out = Vec::new();
         for found in self.walk()? {
-            let FoundKind::Entry(key) = found.kind else { continue };
+            let (key, misplaced) = match &found.kind {
+                FoundKind::Temp => continue,
+                FoundKind::Entry(key) => (Some(*key), None),
+                FoundKind::Misplaced(key, problem) => (*key, Some(problem.clone())),
+            };
             let mut info = EntryInfo {
                 gpu_dir: found.gpu_dir.clone(),
-                key: key.hex(),
+                key: key.map(|k| k.hex()).unwrap_or_default(),
                 path: found.path.clone(),
                 backend: 0,
                 blob_format: 0,
                 payload_len: 0,
-                file_size: found.meta.len(),
+                file_size: if found.meta.is_file() { found.meta.len() } else { 0 },
                 compile_time: Duration::ZERO,
                 created_unix_ns: 0,
                 last_used_unix_ns: unix_ns(found.last_used()),
                 owner_uid: found.meta.uid(),
-                problem: None,
+                problem: misplaced,
             };
-            match read_header(&found.path, found.meta.len()) {
-                Ok(header) => {
-                    info.backend = header.backend;
-                    info.blob_format = header.blob_format;
-                    info.payload_len = header.payload_len;
-                    info.compile_time = Duration::from_nanos(header.compile_time_ns);
-                    info.created_unix_ns = header.created_ns;
-                    info.last_used_unix_ns = info.last_used_unix_ns.max(header.last_used_ns);
-                    if header.key() != key {
-                        info.problem = Some(format!("file name says {key}, header says {}", header.key()));
+            if let (Some(key), None) = (key, &info.problem) {
+                match read_header(&found.path, found.meta.len()) {
+                    Ok(header) => {
+                        info.backend = header.backend;
+                        info.blob_format = header.blob_format;
+                        info.payload_len = header.payload_len;
+                        info.compile_time = Duration::from_nanos(header.compile_time_ns);
+                        info.created_unix_ns = header.created_ns;
+                        info.last_used_unix_ns = info.last_used_unix_ns.max(header.last_used_ns);
+                        if header.key() != key {
+                            info.problem =
+                                Some(format!("file name says {key}, header says {}", header.key()));
+                        }
                     }
+                    Err(problem) => info.problem = Some(problem),
                 }
-                Err(problem) => info.problem = Some(problem),
+                if found.is_foreign(uid) {
+                    info.problem = Some(foreign_problem(found.meta.uid()));
+                }
             }
             out.push(info);
         }
-        out.sort_by(|a, b| (&a.gpu_dir, &a.key).cmp(&(&b.gpu_dir, &b.key)));
+        out.sort_by(|a, b| (&a.gpu_dir, &a.key, &a.path).cmp(&(&b.gpu_dir, &b.key, &b.path)));
         Ok(out)
     }
 
     /// Checks every entry of this user completely (header, identity against its folder and file
-    /// name, payload checksum) and removes those that fail.
-    pub fn verify(&self) -> Result<VerifyReport, CacheError> {
+    /// name, payload checksum) and removes those that fail. Problems (entries of other users,
+    /// things that are not regular files at an entry's path, GPU or shard folders that are links
+    /// or not folders) are reported, and removed only when `fix` is set: a folder with its
+    /// contents, a link as a link (never its target), another user's file where the folder's
+    /// permissions allow it.
+    pub fn verify(&self, fix: bool) -> Result<VerifyReport, CacheError> {
         let mut report = VerifyReport::default();
         let uid = current_uid();
         for found in self.walk()? {
-            let FoundKind::Entry(key) = found.kind else { continue };
-            if found.meta.uid() != uid {
-                report.skipped_foreign.push(found.path);
-                continue;
-            }
+            let key = match &found.kind {
+                FoundKind::Temp => continue,
+                FoundKind::Misplaced(_, problem) => {
+                    let problem = problem.clone();
+                    settle_problem(found, problem, fix, &mut report.fixed, &mut report.problems);
+                    continue;
+                }
+                FoundKind::Entry(_) if found.is_foreign(uid) => {
+                    let problem = foreign_problem(found.meta.uid());
+                    settle_problem(found, problem, fix, &mut report.fixed, &mut report.problems);
+                    continue;
+                }
+                FoundKind::Entry(key) => *key,
+            };
             report.checked += 1;
             let dir_identity = parse_gpu_dir_name(&found.gpu_dir);
-            let expect = |header: &EntryHeader| {
+            let expect = |_: &EntryHeader| {
                 let (backend_name, gpu_hash) = dir_identity?;
-                let _ = header;
                 Some(Expect { backend: super::key::backend_tag(backend_name), gpu_hash, key })
             };
             let outcome = match files::read_entry_with(&found.path, expect) {
                 Ok(outcome) => outcome,
-                Err(err) if err.kind() == io::ErrorKind::InvalidData => ReadOutcome::Rejected {
-                    problem: super::entry::Problem::BadMagic,
-                    identity: FileIdentity::of(&found.meta),
-                },
                 Err(err) => return Err(CacheError::io("read the entry", found.path, err)),
             };
             match outcome {
                 ReadOutcome::Missing => report.checked -= 1,
                 ReadOutcome::Found(_) => report.valid += 1,
-                ReadOutcome::Foreign { .. } => {
+                // Replaced between the walk and the read.
+                ReadOutcome::Foreign { uid: owner } => {
                     report.checked -= 1;
-                    report.skipped_foreign.push(found.path);
+                    settle_problem(
+                        found,
+                        foreign_problem(owner),
+                        fix,
+                        &mut report.fixed,
+                        &mut report.problems,
+                    );
+                }
+                ReadOutcome::NotAFile(what) => {
+                    report.checked -= 1;
+                    let problem = format!("{what} at an entry's path; not loaded");
+                    settle_problem(found, problem, fix, &mut report.fixed, &mut report.problems);
                 }
                 ReadOutcome::Rejected { problem, identity } => {
                     match files::remove_if_same(&found.path, identity) {
@@ -278,9 +393,22 @@ impl DiskStore {
         Ok(report)
     }
 
+    /// This user's entries and their bytes, read without changing anything.
+    pub fn usage(&self) -> Result<(u64, u64), CacheError> {
+        let uid = current_uid();
+        let (mut entries, mut bytes) = (0, 0);
+        for found in self.walk()? {
+            if matches!(found.kind, FoundKind::Entry(_)) && !found.is_foreign(uid) {
+                entries += 1;
+                bytes += found.meta.len();
+            }
+        }
+        Ok((entries, bytes))
+    }
+
     /// Removes this user's entries unused for longer than `max_age`, then the least recently used
     /// ones until the entries total at most `max_bytes`, and leftovers of interrupted writes.
-    /// Entries of other users are neither counted nor removed.
+    /// Entries of other users and other problems are neither counted nor removed.
     pub fn prune(&self, max_bytes: u64, max_age: Option<Duration>) -> Result<PruneReport, CacheError> {
         self.remove_where(|entries, now| {
             let mut remove = vec![false; entries.len()];
@@ -299,9 +427,22 @@ impl DiskStore {
         })
     }
 
-    /// Removes every entry of this user, then the folders and description files left empty.
+    /// Removes every entry of this user and every problem that can be removed (as
+    /// [`verify`](Self::verify) with `fix` does), then the folders and description files left
+    /// empty.
     pub fn clear(&self) -> Result<PruneReport, CacheError> {
-        let report = self.remove_where(|entries, _| vec![true; entries.len()])?;
+        let mut report = self.remove_where(|entries, _| vec![true; entries.len()])?;
+        let uid = current_uid();
+        let mut fixed = Vec::new();
+        for found in self.walk()? {
+            let problem = match &found.kind {
+                FoundKind::Misplaced(_, problem) => problem.clone(),
+                FoundKind::Entry(_) if found.is_foreign(uid) => foreign_problem(found.meta.uid()),
+                _ => continue,
+            };
+            settle_problem(found, problem, true, &mut fixed, &mut report.problems);
+        }
+        report.removed_problems = fixed.len() as u64;
         for gpu in self.gpu_dirs()? {
             let gpu_path = gpu.path();
             for shard in read_dir(&gpu_path)? {
@@ -326,7 +467,7 @@ impl DiskStore {
         let mut report = PruneReport::default();
         let mut entries = Vec::new();
         for found in self.walk()? {
-            if found.meta.uid() != uid {
+            if found.is_foreign(uid) {
                 continue;
             }
             match found.kind {
@@ -337,6 +478,7 @@ impl DiskStore {
                         report.removed_temp_files += 1;
                     }
                 }
+                FoundKind::Misplaced(..) => {}
             }
         }
         let remove = choose(&entries, now);
@@ -359,6 +501,36 @@ impl DiskStore {
             }
         }
         Ok(report)
+    }
+}
+
+/// Records a problem: removed (into `fixed`) when `fix` is set and removal works, else left
+/// (into `left`, with why it could not be removed). Only the very thing that was judged is
+/// removed; something that replaced it meanwhile stays.
+fn settle_problem(
+    found: Found,
+    problem: String,
+    fix: bool,
+    fixed: &mut Vec<(PathBuf, String)>,
+    left: &mut Vec<(PathBuf, String)>,
+) {
+    if !fix {
+        left.push((found.path, problem));
+        return;
+    }
+    let identity = FileIdentity::of(&found.meta);
+    let removed = if found.meta.file_type().is_symlink() {
+        // Removing a link never touches its target, and a link that replaced it meanwhile is
+        // as much a problem.
+        fs::remove_file(&found.path).map(|()| true)
+    } else {
+        files::remove_if_same(&found.path, identity)
+    };
+    match removed {
+        Ok(true) => fixed.push((found.path, problem)),
+        Ok(false) => {}
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+        Err(err) => left.push((found.path, format!("{problem}; cannot remove it: {err}"))),
     }
 }
 

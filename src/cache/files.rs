@@ -4,7 +4,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, SystemTime};
@@ -48,13 +48,58 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
-/// Narrows a folder this user owns to 0700 if it is wider; folders of other users are left alone.
-pub fn make_private(dir: &Path) -> io::Result<()> {
-    let meta = fs::symlink_metadata(dir)?;
-    if meta.uid() == current_uid() && meta.mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+/// Whether `err`, met while reading or writing one entry, concerns only that entry's path
+/// (something else sits there: a folder, a file where a folder belongs, a link) rather than the
+/// whole folder. Such a failure skips the entry; any other one stops the disk tier.
+/// (tempfile wraps errors with their path: the kind survives, the errno does not.)
+pub fn is_per_entry_error(err: &io::Error) -> bool {
+    use io::ErrorKind::{AlreadyExists, DirectoryNotEmpty, IsADirectory, NotADirectory};
+    matches!(
+        err.raw_os_error(),
+        Some(libc::EISDIR | libc::ENOTDIR | libc::EEXIST | libc::ELOOP | libc::ENOTEMPTY)
+    ) || matches!(err.kind(), IsADirectory | NotADirectory | AlreadyExists | DirectoryNotEmpty)
+}
+
+/// Whether `err` says the folder may be read but not written (read-only mount, permissions).
+pub fn is_write_refused(err: &io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(libc::EROFS | libc::EACCES | libc::EPERM))
+        || matches!(err.kind(), io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem)
+}
+
+/// Whether `path` resolves (links followed) to a place inside `canonical_root`, which must be
+/// canonical itself. Temporary folders are often reached through links (`/tmp` → `/private/tmp`),
+/// so only canonical paths are compared.
+pub fn resolves_inside(path: &Path, canonical_root: &Path) -> io::Result<bool> {
+    Ok(fs::canonicalize(path)?.starts_with(canonical_root))
+}
+
+/// What a file type is, in words, for messages about things found where an entry belongs.
+pub fn describe_type(file_type: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_dir() {
+        "a folder"
+    } else if file_type.is_symlink() {
+        "a symbolic link"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_block_device() || file_type.is_char_device() {
+        "a device node"
+    } else {
+        "a regular file"
     }
-    Ok(())
+}
+
+/// Removes whatever sits at `path` without following it: a folder with its contents (links
+/// inside it are removed as links), a link as a link (never its target), any other file.
+pub fn remove_without_following(path: &Path) -> io::Result<()> {
+    let meta = fs::symlink_metadata(path)?;
+    if meta.file_type().is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    }
 }
 
 /// A verified entry, ready for the backend.
@@ -89,6 +134,9 @@ pub enum ReadOutcome {
     Foreign {
         uid: u32,
     },
+    /// Something other than a regular file sits at the entry's path (a folder, a link, a FIFO…);
+    /// the words say what.
+    NotAFile(&'static str),
     /// Failed verification; `identity` names the file judged, for [`remove_if_same`].
     Rejected {
         problem: Problem,
@@ -111,23 +159,25 @@ pub fn read_entry_with(
 ) -> io::Result<ReadOutcome> {
     // O_NOFOLLOW: an entry is a regular file, never a link to one elsewhere. O_NONBLOCK: a FIFO
     // planted at an entry's path must not hang the open.
-    let file =
-        match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) {
-            Ok(file) => file,
-            // ENOTDIR: a folder on the way was replaced by a file; the write path reports that.
-            Err(err)
-                if err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR) =>
-            {
-                return Ok(ReadOutcome::Missing)
-            }
-            Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "the entry is a symbolic link"));
-            }
-            Err(err) => return Err(err),
-        };
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        // ENOTDIR: a folder on the way was replaced by a file; the write path reports that.
+        Err(err) if err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR) => {
+            return Ok(ReadOutcome::Missing)
+        }
+        Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
+            return Ok(ReadOutcome::NotAFile("a symbolic link"))
+        }
+        Err(err) if err.raw_os_error() == Some(libc::ENXIO) => return Ok(ReadOutcome::NotAFile("a socket")),
+        Err(err) => return Err(err),
+    };
     let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "the entry is not a regular file"));
+        return Ok(ReadOutcome::NotAFile(describe_type(meta.file_type())));
     }
     if meta.uid() != current_uid() {
         return Ok(ReadOutcome::Foreign { uid: meta.uid() });
@@ -205,7 +255,7 @@ pub fn write_if_changed(path: &Path, contents: &[u8]) -> io::Result<()> {
 }
 
 /// Removes the entry at `path` if it is still the file `identity` names, and reports whether it
-/// did. The entry is first renamed aside, so that an entry another process publishes at the same
+/// did; a folder (at an entry's path) goes with its contents, without following links. The entry is first renamed aside, so that an entry another process publishes at the same
 /// path in the meantime is never the one unlinked: if the file taken aside turns out to be a
 /// different one, it is put back.
 pub fn remove_if_same(path: &Path, identity: FileIdentity) -> io::Result<bool> {
@@ -219,7 +269,7 @@ pub fn remove_if_same(path: &Path, identity: FileIdentity) -> io::Result<bool> {
     }
     let taken = fs::symlink_metadata(&aside)?;
     if FileIdentity::of(&taken) == identity {
-        fs::remove_file(&aside)?;
+        remove_without_following(&aside)?;
         Ok(true)
     } else {
         // Another process published a fresh entry in between; whichever entry ends up at `path`

@@ -19,7 +19,10 @@ mod stats;
 
 use std::time::Duration;
 
-pub use config::{parse_size, CacheConfig, DIR_ENV, MAX_AGE_ENV, MAX_SIZE_ENV};
+pub use config::{
+    parse_age_days, parse_max_size, parse_size, parse_switch, CacheConfig, DIR_ENV, MAX_AGE_ENV,
+    MAX_SIZE_ENV, MIN_DISK_BYTES, READ_ONLY_ENV,
+};
 pub use disk::{DiskStore, EntryInfo, PruneReport, VerifyReport, GPU_DESCRIPTION};
 pub use entry::{EntryHeader, HEADER_LEN};
 pub use error::CacheError;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::disk_tier::{DiskTier, Lookup, TOUCH_INTERVAL};
+use super::disk_tier::{DiskTier, Lookup};
 use super::memory::{Entry, MemoryTier, ProgramHandle};
 use super::single_flight::{Join, Outcome, SingleFlight};
 use super::stats::{self, duration_ns, CacheStats, Counters};
@@ -23,8 +23,11 @@ pub struct ProgramCache<P: Send + Sync + 'static> {
 }
 
 impl<P: Send + Sync + 'static> ProgramCache<P> {
-    /// Opens the cache for `gpu`. Never fails: a folder that cannot be created or written leaves
-    /// the cache in memory only, with one warning. Prunes the folder (size and age bounds) once.
+    /// Opens the cache for `gpu`. Never fails: a folder that cannot be used leaves the cache in
+    /// memory only, with one warning; a folder that can be read but not written (or
+    /// `config.read_only`) is used read-only, said once. Opening changes nothing on disk beyond
+    /// creating the folders and description files: pruning (size and age bounds) happens only
+    /// when this process writes an entry.
     pub fn open(gpu: GpuId, config: &CacheConfig) -> ProgramCache<P> {
         let disk = config.dir.as_deref().and_then(|dir| DiskTier::open(&gpu, config, dir));
         ProgramCache {
@@ -44,12 +47,19 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         self.disk.as_ref().filter(|disk| disk.enabled())
     }
 
-    /// Whether entries are written to disk (false when configured memory-only or degraded).
+    /// Whether entries are written to disk (false when configured memory-only, read-only or
+    /// degraded).
     pub fn is_persistent(&self) -> bool {
-        self.disk().is_some()
+        self.disk().is_some_and(|disk| !disk.read_only())
     }
 
-    /// This GPU's folder inside the cache folder; `None` when memory-only.
+    /// Whether entries are read from disk but never written there (configured, or a folder this
+    /// process may not write).
+    pub fn is_read_only(&self) -> bool {
+        self.disk().is_some_and(DiskTier::read_only)
+    }
+
+    /// This GPU's folder inside the cache folder (also when read-only); `None` when memory-only.
     pub fn gpu_dir(&self) -> Option<PathBuf> {
         self.disk().map(|disk| disk.gpu_dir().to_path_buf())
     }
@@ -110,12 +120,12 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         key: CacheKey,
         source: &S,
     ) -> Result<ProgramHandle<P>, S::Error> {
-        let mut may_publish = true;
+        let mut over_foreign = false;
         if let Some(disk) = self.disk() {
             let start = Instant::now();
             match disk.lookup(key) {
-                Lookup::Missing => {}
-                Lookup::Foreign => may_publish = false,
+                Lookup::Missing | Lookup::Unusable => {}
+                Lookup::Foreign => over_foreign = true,
                 Lookup::Rejected => {
                     stats::add(&self.counters.disk_rejected, 1);
                     stats::add_duration(&self.counters.load_ns, start.elapsed());
@@ -125,7 +135,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                     stats::add_duration(&self.counters.load_ns, start.elapsed());
                     match loaded {
                         Ok(program) => {
-                            verified.touch(TOUCH_INTERVAL);
+                            disk.record_use(&verified);
                             stats::add(&self.counters.disk_hits, 1);
                             stats::add(&self.counters.saved_ns, verified.header.compile_time_ns);
                             let cost = verified.blob.bytes.len() as u64;
@@ -138,6 +148,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                         }
                         Err(LoadFailure::Failed(err)) => {
                             // Out of memory or a lost device says nothing about the entry: keep it.
+                            stats::add(&self.counters.load_errors, 1);
                             return Err(err);
                         }
                         Err(LoadFailure::Refused(reason)) => {
@@ -157,8 +168,8 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         let built = source.compile().inspect_err(|_| stats::add(&self.counters.compile_errors, 1))?;
         stats::add_duration(&self.counters.compile_ns, built.compile_time);
         let cost = built.blob.as_ref().map_or(1, |blob| blob.bytes.len() as u64);
-        if let (Some(disk), Some(blob), true) = (self.disk(), &built.blob, may_publish) {
-            if disk.publish(key, blob, built.compile_time) {
+        if let (Some(disk), Some(blob)) = (self.disk(), &built.blob) {
+            if disk.publish(key, blob, built.compile_time, over_foreign) {
                 stats::add(&self.counters.disk_writes, 1);
             }
         }

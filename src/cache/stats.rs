@@ -36,14 +36,18 @@ pub struct CacheStats {
     pub disk_rejected: u64,
     /// Verified disk entries the backend refused to load (removed, then compiled).
     pub driver_refused: u64,
+    /// Verified disk entries whose load failed for a reason that says nothing about the entry
+    /// (out of memory, device lost): the entry was kept and the error returned to the caller.
+    pub load_errors: u64,
     /// Disk entries written.
     pub disk_writes: u64,
     /// Programs dropped from memory to stay within its bounds.
     pub evictions: u64,
     pub memory_entries: u64,
     pub memory_bytes: u64,
-    /// Entries and bytes in the whole cache folder: counted when the cache opened or last pruned,
-    /// plus what this process wrote since.
+    /// This user's entries and bytes in the whole cache folder: counted (reading only) at the
+    /// first `stats()` call, or when this process first published or last pruned, plus what it
+    /// wrote since.
     pub disk_entries: u64,
     pub disk_bytes: u64,
 }
@@ -56,7 +60,7 @@ impl fmt::Display for CacheStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let requests = self.memory_hits + self.coalesced + self.disk_hits + self.misses;
         let pct = |n: u64| if requests == 0 { 0.0 } else { 100.0 * n as f64 / requests as f64 };
-        let rows: [(&str, String); 14] = [
+        let rows: [(&str, String); 15] = [
             ("requests", requests.to_string()),
             ("memory hits", format!("{} ({:.1}%)", self.memory_hits, pct(self.memory_hits))),
             ("waited on another thread", format!("{} ({:.1}%)", self.coalesced, pct(self.coalesced))),
@@ -70,6 +74,7 @@ impl fmt::Display for CacheStats {
                 "disk entries rejected",
                 format!("{} corrupt, {} refused by the driver", self.disk_rejected, self.driver_refused),
             ),
+            ("disk load errors (kept)", self.load_errors.to_string()),
             ("disk writes", self.disk_writes.to_string()),
             ("evictions", self.evictions.to_string()),
             ("in memory", format!("{} programs, {}", self.memory_entries, human_bytes(self.memory_bytes))),
@@ -111,6 +116,7 @@ pub(crate) struct Counters {
     pub load_ns: AtomicU64,
     pub disk_rejected: AtomicU64,
     pub driver_refused: AtomicU64,
+    pub load_errors: AtomicU64,
     pub disk_writes: AtomicU64,
 }
 
@@ -140,6 +146,7 @@ impl Counters {
         stats.load_time = Duration::from_nanos(get(&self.load_ns));
         stats.disk_rejected = get(&self.disk_rejected);
         stats.driver_refused = get(&self.driver_refused);
+        stats.load_errors = get(&self.load_errors);
         stats.disk_writes = get(&self.disk_writes);
     }
 }

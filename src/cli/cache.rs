@@ -1,40 +1,88 @@
 //! `sparkle cache stats|list|verify|prune|clear`: the on-disk cache, without opening a GPU.
+//!
+//! Exit codes: 0 done (and, for `verify` and `clear`, no problem left); 1 the command failed or
+//! problems are left; 2 the command line is wrong.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Subcommand;
 use serde::Serialize;
-use sparkle::cache::{CacheConfig, DiskStore};
+use sparkle::cache::{parse_age_days, parse_max_size, CacheConfig, DiskStore, MAX_AGE_ENV, MAX_SIZE_ENV};
 
 use super::{table, CliResult};
 
+const EXIT_CODES: &str = "Exit codes: 0 done (verify, clear: no problem left), 1 failed or problems left, \
+2 wrong command line";
+
 #[derive(Subcommand)]
+#[command(after_help = EXIT_CODES)]
 pub enum Action {
     /// Entries and bytes per GPU, and the compile time they hold.
+    #[command(after_help = EXIT_CODES)]
     Stats {
         #[arg(long)]
         json: bool,
     },
     /// Every entry.
+    #[command(after_help = EXIT_CODES)]
     List {
         #[arg(long)]
         json: bool,
     },
-    /// Checks every entry's header and checksum; removes the bad ones.
-    Verify,
-    /// Removes least recently used entries beyond a size, and entries older than an age.
-    Prune {
-        /// e.g. 500M or 2G; default SPARKLE_CACHE_MAX_SIZE or the built-in bound.
+    /// Checks every entry completely and removes those that fail. Also reports problems: entries
+    /// of other users (never loaded), things that are not regular files at an entry's path
+    /// (folders, links, FIFOs), GPU or shard folders that are links. Exit code 1 while problems
+    /// are left (remove them with --fix).
+    #[command(after_help = EXIT_CODES)]
+    Verify {
+        /// Also remove the problems: a folder with its contents, a link as a link (never its
+        /// target), another user's entry where the folder's permissions allow it.
         #[arg(long)]
-        max_size: Option<String>,
-        /// Entries unused for longer are removed; default SPARKLE_CACHE_MAX_AGE_DAYS.
-        #[arg(long)]
-        max_age_days: Option<f64>,
+        fix: bool,
     },
-    /// Removes every entry.
+    /// Removes least recently used entries beyond a size, and entries older than an age.
+    #[command(after_help = EXIT_CODES)]
+    Prune {
+        /// e.g. 500M or 2G, at least 64K (parsed as SPARKLE_CACHE_MAX_SIZE is); default
+        /// SPARKLE_CACHE_MAX_SIZE or the built-in bound.
+        #[arg(long, value_name = "SIZE", value_parser = max_size_arg, allow_hyphen_values = true)]
+        max_size: Option<u64>,
+        /// Entries unused for longer are removed; 0, off or never: no age limit (as in
+        /// SPARKLE_CACHE_MAX_AGE_DAYS); default SPARKLE_CACHE_MAX_AGE_DAYS.
+        #[arg(long, value_name = "DAYS", value_parser = max_age_arg, allow_hyphen_values = true)]
+        max_age_days: Option<AgeLimit>,
+    },
+    /// Removes every entry of yours, and the problems `verify --fix` removes. Exit code 1 if
+    /// something could not be removed.
+    #[command(after_help = EXIT_CODES)]
     Clear,
+}
+
+/// An age bound from the command line; `None` inside means no limit.
+#[derive(Clone, Copy, Debug)]
+pub struct AgeLimit(Option<Duration>);
+
+fn max_size_arg(text: &str) -> Result<u64, String> {
+    parse_max_size(text).map_err(|problem| format!("{problem}; for example 512M (as in {MAX_SIZE_ENV})"))
+}
+
+fn max_age_arg(text: &str) -> Result<AgeLimit, String> {
+    parse_age_days(text)
+        .map(AgeLimit)
+        .map_err(|problem| format!("{problem}; for example 30, or 0 for no limit (as in {MAX_AGE_ENV})"))
+}
+
+/// Prints the problems left and says how to remove them.
+fn print_problems(problems: &[(PathBuf, String)], hint: &str) {
+    for (path, why) in problems {
+        println!("  problem {}: {why}", path.display());
+    }
+    if !problems.is_empty() {
+        eprintln!("{} problem(s) left{hint}", problems.len());
+    }
 }
 
 #[derive(Serialize, Default)]
@@ -43,6 +91,8 @@ struct GpuSummary {
     entries: u64,
     bytes: u64,
     compile_time_s: f64,
+    /// Entries that cannot be used, and misplaced things (see `cache list`).
+    problems: u64,
 }
 
 pub fn run(action: Action) -> CliResult<ExitCode> {
@@ -59,9 +109,14 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
             }
             for entry in store.list()? {
                 let summary = gpus.entry(entry.gpu_dir.clone()).or_default();
-                summary.entries += 1;
-                summary.bytes += entry.file_size;
-                summary.compile_time_s += entry.compile_time.as_secs_f64();
+                if entry.problem.is_some() {
+                    summary.problems += 1;
+                }
+                if !entry.key.is_empty() {
+                    summary.entries += 1;
+                    summary.bytes += entry.file_size;
+                    summary.compile_time_s += entry.compile_time.as_secs_f64();
+                }
             }
             if json {
                 println!("{}", serde_json::to_string_pretty(&gpus)?);
@@ -78,10 +133,12 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                             s.entries.to_string(),
                             s.bytes.to_string(),
                             format!("{:.1}", s.compile_time_s * 1e3),
+                            s.problems.to_string(),
                         ]
                     })
                     .collect();
-                print!("{}", table::render(&["gpu", "device", "entries", "bytes", "compile ms held"], &rows));
+                let header = ["gpu", "device", "entries", "bytes", "compile ms held", "problems"];
+                print!("{}", table::render(&header, &rows));
             }
         }
         Action::List { json } => {
@@ -93,7 +150,7 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                     .iter()
                     .map(|e| {
                         vec![
-                            e.key.clone(),
+                            if e.key.is_empty() { "-".to_owned() } else { e.key.clone() },
                             e.gpu_dir.clone(),
                             format!("0x{:04x}", e.blob_format),
                             e.file_size.to_string(),
@@ -105,8 +162,8 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                 print!("{}", table::render(&["key", "gpu", "format", "bytes", "compile ms", "state"], &rows));
             }
         }
-        Action::Verify => {
-            let report = store.verify()?;
+        Action::Verify { fix } => {
+            let report = store.verify(fix)?;
             println!(
                 "checked {} entries: {} valid, {} removed",
                 report.checked,
@@ -116,22 +173,18 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
             for (path, why) in &report.removed {
                 println!("  removed {}: {why}", path.display());
             }
-            for path in &report.skipped_foreign {
-                println!("  skipped (owned by another user) {}", path.display());
+            for (path, why) in &report.fixed {
+                println!("  fixed (removed) {}: {why}", path.display());
+            }
+            let hint = if fix { "" } else { "; `sparkle cache verify --fix` removes them" };
+            print_problems(&report.problems, hint);
+            if !report.problems.is_empty() {
+                return Ok(ExitCode::FAILURE);
             }
         }
         Action::Prune { max_size, max_age_days } => {
-            let max_bytes = match max_size {
-                Some(text) => sparkle::cache::parse_size(&text).map_err(|e| format!("--max-size: {e}"))?,
-                None => config.max_disk_bytes,
-            };
-            let max_age = match max_age_days {
-                Some(days) if days.is_finite() && days >= 0.0 => {
-                    Some(Duration::from_secs_f64(days * 86_400.0))
-                }
-                Some(_) => return Err("--max-age-days must be a number of days, 0 or more".into()),
-                None => config.max_age,
-            };
+            let max_bytes = max_size.unwrap_or(config.max_disk_bytes);
+            let max_age = max_age_days.map_or(config.max_age, |AgeLimit(age)| age);
             let report = store.prune(max_bytes, max_age)?;
             println!(
                 "removed {} entries ({} bytes); {} entries ({} bytes) remain",
@@ -143,7 +196,14 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
         }
         Action::Clear => {
             let report = store.clear()?;
-            println!("removed {} entries ({} bytes)", report.removed_entries, report.removed_bytes);
+            println!(
+                "removed {} entries ({} bytes) and {} problem(s)",
+                report.removed_entries, report.removed_bytes, report.removed_problems
+            );
+            print_problems(&report.problems, "");
+            if !report.problems.is_empty() {
+                return Ok(ExitCode::FAILURE);
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

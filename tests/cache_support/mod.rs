@@ -1,5 +1,6 @@
 //! A small in-process "compiler" for the cache tests: a source string compiles to a blob that
-//! encodes its key and text, and every compile, load and drop is counted.
+//! encodes its key and text, and every compile, load and drop is counted. Also: capturing the
+//! cache's log lines, and snapshots of a folder tree to prove that nothing changed.
 
 #![allow(dead_code)]
 
@@ -28,6 +29,8 @@ pub struct Counts {
     pub running: AtomicUsize,
     pub max_running: AtomicUsize,
     pub refuse_loads: std::sync::atomic::AtomicBool,
+    /// Loads fail as a driver out of memory would: nothing wrong with the blob.
+    pub fail_loads: std::sync::atomic::AtomicBool,
     pub next_id: AtomicU64,
 }
 
@@ -106,8 +109,84 @@ impl ProgramSource<Program> for Source {
         if self.counts.refuse_loads.load(SeqCst) {
             return Err(LoadFailure::Refused("binary format mismatch".into()));
         }
+        if self.counts.fail_loads.load(SeqCst) {
+            return Err(LoadFailure::Failed("GL_OUT_OF_MEMORY while loading".into()));
+        }
         assert_eq!(blob.format, FORMAT, "a blob of another format reached load");
         assert_eq!(blob.bytes, payload(self.key, &self.text, self.size), "a wrong blob reached load");
         Ok(self.program(blob.bytes.clone()))
     }
+}
+
+/// Collects what the tracing subscriber writes.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    pub fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).lines().map(str::to_owned).collect()
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        self.lines().into_iter().filter(|l| l.contains("WARN")).collect()
+    }
+}
+
+/// Runs `f` with a subscriber that records this thread's events at `level` and above.
+pub fn capture_at<T>(level: tracing::Level, f: impl FnOnce() -> T) -> (T, Captured) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(level)
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    (out, captured)
+}
+
+/// Runs `f` recording warnings and errors.
+pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Captured) {
+    capture_at(tracing::Level::WARN, f)
+}
+
+/// Everything under `root` (links not followed): path → (type and mode, size, mtime, inode).
+pub type Snapshot = std::collections::BTreeMap<std::path::PathBuf, (u32, u64, i64, i64, u64)>;
+
+pub fn snapshot(root: &std::path::Path) -> Snapshot {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Snapshot::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap() {
+                pending.push(entry.unwrap().path());
+            }
+        }
+        out.insert(path, (meta.mode(), meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino()));
+    }
+    out
+}
+
+/// Whether this process runs as root, for which permissions do not stop writes.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The entry path of `source` in `gpu_dir`.
+pub fn entry_path(gpu_dir: &std::path::Path, source: &Source) -> std::path::PathBuf {
+    let hex = source.key.hex();
+    gpu_dir.join(&hex[..2]).join(hex)
 }
