@@ -1,0 +1,10 @@
+//! The amdgpu backend's layers below the runtime seam: raw UAPI ([`uapi`]), the kernel-driver
+//! interface and its render-node implementation ([`kmd`], [`render_node`]), device discovery and
+//! identity ([`discovery`], [`gfx_target`], [`device_info`]), GPU memory ([`memory`]), AMDHSA code
+//! objects ([`codeobj`], [`metadata`], [`descriptor`], [`kernarg`]) and the OpenCL C compiler
+//! driver ([`compile`]).
+
+pub mod error;
+pub mod uapi;
+
+pub use error::{AmdgpuError, Result};
