@@ -4,7 +4,13 @@
 //! objects ([`codeobj`], [`metadata`], [`descriptor`], [`kernarg`]) and the OpenCL C compiler
 //! driver ([`compile`]).
 
+pub mod codeobj;
+pub mod compile;
+pub mod descriptor;
 pub mod error;
+pub mod gfx_target;
+pub mod kernarg;
+pub mod metadata;
 pub mod uapi;
 
 pub use error::{AmdgpuError, Result};
