@@ -4,6 +4,7 @@
 //! objects ([`codeobj`], [`metadata`], [`descriptor`], [`kernarg`]) and the OpenCL C compiler
 //! driver ([`compile`]).
 
+pub mod aot;
 pub mod codeobj;
 pub mod compile;
 pub mod descriptor;
