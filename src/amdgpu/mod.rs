@@ -8,10 +8,14 @@ pub mod aot;
 pub mod codeobj;
 pub mod compile;
 pub mod descriptor;
+pub mod device_info;
+pub mod discovery;
 pub mod error;
 pub mod gfx_target;
 pub mod kernarg;
+pub mod kmd;
 pub mod metadata;
+pub mod render_node;
 pub mod uapi;
 
 pub use error::{AmdgpuError, Result};
