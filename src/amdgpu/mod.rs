@@ -14,8 +14,10 @@ pub mod error;
 pub mod gfx_target;
 pub mod kernarg;
 pub mod kmd;
+pub mod memory;
 pub mod metadata;
 pub mod render_node;
 pub mod uapi;
+pub mod va_allocator;
 
 pub use error::{AmdgpuError, Result};
