@@ -73,6 +73,9 @@ fn suite_kernels_parse_for_gfx1030_and_gfx1100() {
             assert_eq!(k.descriptor.group_segment_fixed_size, lds, "{kernel} LDS");
             assert_eq!(k.metadata.reqd_workgroup_size.as_deref(), Some(&wg[..]));
             assert_eq!(k.entry_offset % 256, 0);
+            k.check_workgroup_size(wg).unwrap();
+            let err = k.check_workgroup_size([8, 8, 1]).unwrap_err().to_string();
+            assert!(err.contains("requires work-group size"), "{err}");
             assert_eq!(layout.user_args().len(), user_args);
             assert!(layout.user_args()[0].is_buffer);
             assert!(layout.user_args()[0].read_only, "{kernel}: first buffer is read-only");
@@ -147,6 +150,10 @@ fn builtins_only_kernels_need_no_hidden_arguments() {
             k.metadata.args
         );
         assert!(!k.descriptor.user_sgprs().contains(&UserSgpr::DispatchPtr));
+        // No reqd_work_group_size: any size up to the flat maximum (1024 by default).
+        k.check_workgroup_size([64, 1, 1]).unwrap();
+        let err = k.check_workgroup_size([64, 64, 1]).unwrap_err().to_string();
+        assert!(err.contains("max_flat_workgroup_size"), "{err}");
     }
 }
 

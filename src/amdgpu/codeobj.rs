@@ -199,6 +199,32 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// Checks a dispatch's work-group size against the kernel: equal to `.reqd_workgroup_size`
+    /// where the kernel declares one, and no more work-items than `.max_flat_workgroup_size`.
+    pub fn check_workgroup_size(&self, size: [u32; 3]) -> Result<()> {
+        let refuse = |reason: String| Err(AmdgpuError::invalid_kernel(&self.name, reason));
+        if size.contains(&0) {
+            return refuse(format!("work-group size {size:?} has an empty axis"));
+        }
+        if let Some(required) = &self.metadata.reqd_workgroup_size {
+            if required.as_slice() != size {
+                return refuse(format!(
+                    "it requires work-group size {required:?}, the dispatch uses {size:?}"
+                ));
+            }
+        }
+        let total = size.iter().map(|&s| u64::from(s)).product::<u64>();
+        if total > u64::from(self.metadata.max_flat_workgroup_size) {
+            return refuse(format!(
+                "work-group of {total} work-items exceeds its max_flat_workgroup_size {}",
+                self.metadata.max_flat_workgroup_size
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A parsed code object.
 #[derive(Debug, Clone)]
 pub struct CodeObject {

@@ -98,6 +98,11 @@ impl Memory {
         }
     }
 
+    /// Manages the VA range the device reports.
+    pub fn for_device(kmd: Arc<dyn KernelDriver>, info: &super::device_info::DeviceInfo) -> Self {
+        Self::new(kmd, info.va_start, info.va_end, info.va_alignment)
+    }
+
     /// What is alive now.
     pub fn live_objects(&self) -> LiveCounts {
         let live = &self.shared.live;
