@@ -182,6 +182,13 @@ impl Compiler {
         flags
     }
 
+    /// Everything about the compiler a cached blob of `request` depends on besides the source:
+    /// the compiler identity and the flags, one per line. Feed it (with the source and entry
+    /// point) into the cache key.
+    pub fn key_material(&self, request: &CompileRequest<'_>) -> String {
+        format!("{}\n{}", self.identity(request.builtins), self.flags(request).join("\n"))
+    }
+
     /// Compiles and links `request` into a code object.
     pub fn compile(&self, request: &CompileRequest<'_>) -> Result<CompiledObject> {
         let started = Instant::now();
@@ -301,6 +308,9 @@ mod tests {
         let plain = CompileRequest { builtins: Builtins::None, cu_mode: false, defines: &[], ..request };
         assert!(!compiler.flags(&plain).join(" ").contains("bitcode"));
         assert_ne!(compiler.identity(Builtins::Libclc), compiler.identity(Builtins::None));
+        let key = compiler.key_material(&request);
+        assert!(key.starts_with("clang version 22 + libclc 0000000000001234\n-x\n"), "{key}");
+        assert_ne!(key, compiler.key_material(&CompileRequest { cu_mode: false, ..request.clone() }));
     }
 
     #[test]
