@@ -1,8 +1,9 @@
-//! The amdgpu backend's layers below the runtime seam: raw UAPI ([`uapi`]), the kernel-driver
-//! interface and its render-node implementation ([`kmd`], [`render_node`]), device discovery and
-//! identity ([`discovery`], [`gfx_target`], [`device_info`]), GPU memory ([`memory`]), AMDHSA code
-//! objects ([`codeobj`], [`metadata`], [`descriptor`], [`kernarg`]) and the OpenCL C compiler
-//! driver ([`compile`]).
+//! The amdgpu backend's layers below the runtime seam, drm-rs style: raw UAPI ([`uapi`]); the
+//! kernel-driver interface ([`kmd`]) and its render-node implementation ([`render_node`]);
+//! device discovery and identity ([`discovery`], [`gfx_target`], [`device_info`]); GPU memory
+//! ([`memory`], [`va_allocator`]); AMDHSA code objects ([`codeobj`], [`descriptor`],
+//! [`metadata`], [`kernarg`]); the OpenCL C compiler driver ([`compile`]) and the suite's
+//! ahead-of-time code objects ([`aot`]). Errors: [`error`].
 
 pub mod aot;
 pub mod codeobj;
