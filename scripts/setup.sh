@@ -5,10 +5,13 @@
 #   scripts/setup.sh cargo test --workspace
 #
 # System packages: an EGL loader and Mesa's drivers (llvmpipe gives OpenGL 4.5 on the CPU where
-# there is no GPU), a C toolchain for linking. Rust comes from rustup when cargo is missing.
+# there is no GPU), a C toolchain for linking, and for the amdgpu backend: LLVM 22 (clang, lld and
+# the llvm tools) with libclc to build AMDHSA code objects, and libdrm-dev whose amdgpu_drm.h the
+# UAPI layout test compiles against. Rust comes from rustup when cargo is missing.
 set -euo pipefail
 
-packages=(libegl1 libegl-mesa0 libgl1-mesa-dri gcc libc6-dev ca-certificates curl)
+packages=(libegl1 libegl-mesa0 libgl1-mesa-dri gcc libc6-dev ca-certificates curl
+    clang-22 lld-22 llvm-22 libclc-22 libdrm-dev)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -24,6 +24,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "amdgpu")]
+pub mod amdgpu;
 pub mod cache;
 mod error;
 #[cfg(feature = "gl")]

@@ -1,0 +1,498 @@
+//! AMDHSA code objects: reads the ELF that `ld.lld -shared` makes of LLVM's AMDGPU output into a
+//! load image (the PT_LOAD segments laid out by virtual address, with the relocations it knows how
+//! to resolve), the gfx target from `e_flags`, and each kernel's descriptor and metadata; and
+//! decides, before anything reaches a GPU, whether the backend can run a kernel.
+
+use std::collections::BTreeMap;
+
+use object::elf;
+use object::read::elf::{FileHeader, ProgramHeader, Rel, Rela, SectionHeader, Sym};
+use object::LittleEndian;
+
+use super::descriptor::{KernelDescriptor, UserSgpr, KERNEL_DESCRIPTOR_SIZE};
+use super::error::{AmdgpuError, Result};
+use super::gfx_target::GfxTarget;
+use super::kernarg::KernargLayout;
+use super::metadata::{self, KernelMetadata};
+
+/// `e_machine` of AMDGPU code.
+pub const EM_AMDGPU: u16 = 224;
+/// `EI_OSABI` of AMDHSA code objects.
+pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
+/// `EF_AMDGPU_MACH` mask of `e_flags`.
+const EF_AMDGPU_MACH: u32 = 0x0ff;
+/// v4+ feature bits: XNACK (0x300) and SRAMECC (0xc00) settings.
+const EF_AMDGPU_FEATURE_XNACK: u32 = 0x300;
+const EF_AMDGPU_FEATURE_SRAMECC: u32 = 0xc00;
+/// v6: generic target version (non-zero for `gfx11-generic` and friends).
+const EF_AMDGPU_GENERIC_VERSION: u32 = 0xff00_0000;
+/// `R_AMDGPU_RELATIVE64`: image base + addend.
+const R_AMDGPU_RELATIVE64: u32 = 13;
+const R_AMDGPU_NONE: u32 = 0;
+
+/// Where the code object starts executing must be 256-byte aligned (COMPUTE_PGM_LO holds
+/// address >> 8).
+pub const CODE_ALIGNMENT: u64 = 256;
+
+/// What the device and backend can run, for [`CodeObject::check_runnable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunLimits {
+    /// The device's exact target.
+    pub target: GfxTarget,
+    /// Whether wave64 dispatches are supported.
+    pub wave64: bool,
+    /// Whether the backend sets up scratch (private segment) memory.
+    pub scratch: bool,
+    /// LDS bytes a work-group may use.
+    pub max_lds_bytes: u32,
+    /// Largest work-group (work-items).
+    pub max_workgroup_size: u32,
+}
+
+impl RunLimits {
+    /// What the amdgpu backend supports on `target`: wave32 only, no scratch, 64 KiB LDS, 1024
+    /// work-items per group.
+    pub fn backend_default(target: GfxTarget) -> Self {
+        Self { target, wave64: false, scratch: false, max_lds_bytes: 64 * 1024, max_workgroup_size: 1024 }
+    }
+}
+
+/// The bytes to place in GPU memory: every PT_LOAD segment at its virtual address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadImage {
+    bytes: Vec<u8>,
+    alignment: u64,
+    /// Image offsets of 64-bit words that become `base + addend`.
+    relative_relocations: Vec<(u64, u64)>,
+}
+
+impl LoadImage {
+    /// Size of the image in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Alignment the GPU address of the image must have.
+    pub fn alignment(&self) -> u64 {
+        self.alignment
+    }
+
+    /// The image as it is in the file (relocations unresolved).
+    pub fn unrelocated(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Number of relocations [`relocated`](Self::relocated) resolves.
+    pub fn relocation_count(&self) -> usize {
+        self.relative_relocations.len()
+    }
+
+    /// The image for GPU address `base` (which must be [`alignment`](Self::alignment)-aligned).
+    pub fn relocated(&self, base: u64) -> Result<Vec<u8>> {
+        if base % self.alignment != 0 {
+            return Err(AmdgpuError::invalid_kernel(
+                "<code object>",
+                format!("load address {base:#x} is not {}-byte aligned", self.alignment),
+            ));
+        }
+        let mut bytes = self.bytes.clone();
+        for &(offset, addend) in &self.relative_relocations {
+            let at = offset as usize;
+            bytes[at..at + 8].copy_from_slice(&base.wrapping_add(addend).to_le_bytes());
+        }
+        Ok(bytes)
+    }
+}
+
+/// One kernel of a code object.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub name: String,
+    pub metadata: KernelMetadata,
+    pub descriptor: KernelDescriptor,
+    /// Image offset of the kernel descriptor.
+    pub descriptor_offset: u64,
+    /// Image offset of the first instruction (descriptor offset + entry byte offset).
+    pub entry_offset: u64,
+}
+
+impl Kernel {
+    /// Refuses what the backend cannot run, naming the kernel and the reason. On success,
+    /// returns the kernarg layout the dispatch code fills.
+    pub fn check_runnable(&self, limits: &RunLimits) -> Result<KernargLayout> {
+        let refuse = |reason: String| Err(AmdgpuError::invalid_kernel(&self.name, reason));
+        let kd = &self.descriptor;
+        let md = &self.metadata;
+        if kd.uses_queue_ptr() {
+            return refuse("it uses the queue pointer, which a PM4 submission does not provide".into());
+        }
+        if kd.uses_dynamic_stack() || md.uses_dynamic_stack {
+            return refuse("it uses a dynamic stack (recursion or variable-sized private arrays)".into());
+        }
+        if kd.uses_scratch() && !limits.scratch {
+            return refuse(format!(
+                "it needs scratch memory ({} bytes of private segment per work-item; register spills: {} SGPR, {} VGPR), which the backend does not set up",
+                kd.private_segment_fixed_size, md.sgpr_spill_count, md.vgpr_spill_count
+            ));
+        }
+        if kd.kernarg_preload != 0 {
+            return refuse(format!(
+                "it preloads kernel arguments into SGPRs (kernarg_preload {:#x})",
+                kd.kernarg_preload
+            ));
+        }
+        if kd.wave_size() != md.wavefront_size {
+            return refuse(format!(
+                "descriptor says wave{} but metadata says wave{}",
+                kd.wave_size(),
+                md.wavefront_size
+            ));
+        }
+        if kd.wave_size() == 64 && !limits.wave64 {
+            return refuse(format!(
+                "it is compiled for wave64; the backend runs wave32 on {}",
+                limits.target
+            ));
+        }
+        if kd.kernarg_size != md.kernarg_segment_size {
+            return refuse(format!(
+                "descriptor kernarg size {} differs from metadata {}",
+                kd.kernarg_size, md.kernarg_segment_size
+            ));
+        }
+        if kd.group_segment_fixed_size != md.group_segment_fixed_size {
+            return refuse(format!(
+                "descriptor LDS size {} differs from metadata {}",
+                kd.group_segment_fixed_size, md.group_segment_fixed_size
+            ));
+        }
+        if kd.group_segment_fixed_size > limits.max_lds_bytes {
+            return refuse(format!(
+                "it uses {} bytes of LDS; the device allows {}",
+                kd.group_segment_fixed_size, limits.max_lds_bytes
+            ));
+        }
+        if md.max_flat_workgroup_size == 0 || md.max_flat_workgroup_size > limits.max_workgroup_size {
+            return refuse(format!(
+                "max_flat_workgroup_size {} is outside 1..={}",
+                md.max_flat_workgroup_size, limits.max_workgroup_size
+            ));
+        }
+        let sgprs: u32 = kd.user_sgprs().iter().map(|s| s.count()).sum();
+        if sgprs > kd.user_sgpr_count() || kd.user_sgpr_count() > 16 {
+            return refuse(format!(
+                "its user SGPRs ({sgprs}) do not fit RSRC2.USER_SGPR_COUNT {}",
+                kd.user_sgpr_count()
+            ));
+        }
+        if !kd.user_sgprs().contains(&UserSgpr::KernargSegmentPtr) && md.kernarg_segment_size > 0 {
+            return refuse("it has arguments but does not enable the kernarg segment pointer".into());
+        }
+        if self.entry_offset % CODE_ALIGNMENT != 0 {
+            return refuse(format!("its entry point {:#x} is not 256-byte aligned", self.entry_offset));
+        }
+        KernargLayout::new(md)
+    }
+}
+
+impl Kernel {
+    /// Checks a dispatch's work-group size against the kernel: equal to `.reqd_workgroup_size`
+    /// where the kernel declares one, and no more work-items than `.max_flat_workgroup_size`.
+    pub fn check_workgroup_size(&self, size: [u32; 3]) -> Result<()> {
+        let refuse = |reason: String| Err(AmdgpuError::invalid_kernel(&self.name, reason));
+        if size.contains(&0) {
+            return refuse(format!("work-group size {size:?} has an empty axis"));
+        }
+        if let Some(required) = &self.metadata.reqd_workgroup_size {
+            if required.as_slice() != size {
+                return refuse(format!(
+                    "it requires work-group size {required:?}, the dispatch uses {size:?}"
+                ));
+            }
+        }
+        let total = size.iter().map(|&s| u64::from(s)).product::<u64>();
+        if total > u64::from(self.metadata.max_flat_workgroup_size) {
+            return refuse(format!(
+                "work-group of {total} work-items exceeds its max_flat_workgroup_size {}",
+                self.metadata.max_flat_workgroup_size
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A parsed code object.
+#[derive(Debug, Clone)]
+pub struct CodeObject {
+    target: GfxTarget,
+    code_object_version: u32,
+    image: LoadImage,
+    kernels: Vec<Kernel>,
+}
+
+fn malformed(reason: impl Into<String>) -> AmdgpuError {
+    AmdgpuError::invalid_kernel("<code object>", reason)
+}
+
+impl CodeObject {
+    /// Reads a code object; fails on anything that is not a linked AMDHSA code object v4–v6 or
+    /// that carries relocations the loader cannot resolve.
+    pub fn parse(bytes: &[u8]) -> Result<Self> {
+        let header = elf::FileHeader64::<LittleEndian>::parse(bytes)
+            .map_err(|e| malformed(format!("not a 64-bit little-endian ELF file: {e}")))?;
+        let endian = LittleEndian;
+        let ident = header.e_ident();
+        if header.e_machine(endian) != EM_AMDGPU {
+            return Err(malformed(format!(
+                "ELF machine {} is not AMDGPU ({EM_AMDGPU})",
+                header.e_machine(endian)
+            )));
+        }
+        if ident.os_abi != ELFOSABI_AMDGPU_HSA {
+            return Err(malformed(format!(
+                "OS/ABI {} is not AMDGPU HSA ({ELFOSABI_AMDGPU_HSA}); build with -target amdgcn-amd-amdhsa",
+                ident.os_abi
+            )));
+        }
+        let code_object_version = match ident.abi_version {
+            2 => 4,
+            3 => 5,
+            4 => 6,
+            other => {
+                return Err(malformed(format!(
+                    "ELF ABI version {other} is not code object v4, v5 or v6 (ABI 2, 3, 4)"
+                )))
+            }
+        };
+        if header.e_type(endian) != elf::ET_DYN {
+            return Err(malformed(
+                "not a linked code object (ELF type is not ET_DYN): link it with `ld.lld -shared`",
+            ));
+        }
+        let flags = header.e_flags(endian);
+        if flags & EF_AMDGPU_GENERIC_VERSION != 0 {
+            return Err(malformed(format!(
+                "e_flags {flags:#x} name a generic target; build for the device's exact target"
+            )));
+        }
+        let mach = flags & EF_AMDGPU_MACH;
+        let target = GfxTarget::from_elf_mach(mach)
+            .ok_or_else(|| malformed(format!("unknown EF_AMDGPU_MACH {mach:#x} in e_flags {flags:#x}")))?;
+        if flags & (EF_AMDGPU_FEATURE_XNACK | EF_AMDGPU_FEATURE_SRAMECC) != 0 && target.is_supported() {
+            return Err(malformed(format!(
+                "e_flags {flags:#x} set XNACK/SRAMECC modes that {target} does not have"
+            )));
+        }
+
+        let image = build_image(header, bytes)?;
+        let sections =
+            header.sections(endian, bytes).map_err(|e| malformed(format!("bad section table: {e}")))?;
+
+        let mut metadata = None;
+        for section in sections.iter() {
+            let Some(mut notes) =
+                section.notes(endian, bytes).map_err(|e| malformed(format!("bad note section: {e}")))?
+            else {
+                continue;
+            };
+            while let Some(note) = notes.next().map_err(|e| malformed(format!("bad note: {e}")))? {
+                if note.name() == metadata::NOTE_OWNER.as_bytes()
+                    && note.n_type(endian) == metadata::NT_AMDGPU_METADATA
+                {
+                    metadata = Some(metadata::parse(note.desc())?);
+                }
+            }
+        }
+        let metadata = metadata.ok_or_else(|| malformed("no AMDGPU metadata note (NT_AMDGPU_METADATA)"))?;
+        if let Some(declared) = &metadata.target {
+            let name = declared.rsplit("--").next().unwrap_or(declared);
+            if GfxTarget::parse(name) != Some(target) {
+                return Err(malformed(format!(
+                    "metadata target `{declared}` differs from e_flags target {target}"
+                )));
+            }
+        }
+
+        let symbols = sections
+            .symbols(endian, bytes, elf::SHT_DYNSYM)
+            .map_err(|e| malformed(format!("bad dynamic symbol table: {e}")))?;
+        let mut by_name = BTreeMap::new();
+        for symbol in symbols.iter() {
+            if let Ok(name) = symbols.symbol_name(endian, symbol) {
+                by_name.insert(
+                    String::from_utf8_lossy(name).into_owned(),
+                    (symbol.st_value(endian), symbol.st_size(endian)),
+                );
+            }
+        }
+
+        let mut kernels = Vec::with_capacity(metadata.kernels.len());
+        for md in metadata.kernels {
+            let (kd_offset, kd_size) = *by_name.get(&md.symbol).ok_or_else(|| {
+                AmdgpuError::invalid_kernel(
+                    &md.name,
+                    format!("descriptor symbol `{}` is not exported", md.symbol),
+                )
+            })?;
+            if kd_size != KERNEL_DESCRIPTOR_SIZE as u64 || kd_offset + kd_size > image.bytes.len() as u64 {
+                return Err(AmdgpuError::invalid_kernel(
+                    &md.name,
+                    format!(
+                        "descriptor `{}` at {kd_offset:#x} size {kd_size} is outside the image",
+                        md.symbol
+                    ),
+                ));
+            }
+            let at = kd_offset as usize;
+            let descriptor =
+                KernelDescriptor::parse(&md.name, &image.bytes[at..at + KERNEL_DESCRIPTOR_SIZE])?;
+            let entry = kd_offset as i64 + descriptor.kernel_code_entry_byte_offset;
+            if entry < 0 || entry as u64 >= image.bytes.len() as u64 {
+                return Err(AmdgpuError::invalid_kernel(
+                    &md.name,
+                    format!("entry point {entry:#x} is outside the image"),
+                ));
+            }
+            kernels.push(Kernel {
+                name: md.name.clone(),
+                descriptor,
+                descriptor_offset: kd_offset,
+                entry_offset: entry as u64,
+                metadata: md,
+            });
+        }
+        Ok(Self { target, code_object_version, image, kernels })
+    }
+
+    pub fn target(&self) -> GfxTarget {
+        self.target
+    }
+
+    /// 4, 5 or 6.
+    pub fn code_object_version(&self) -> u32 {
+        self.code_object_version
+    }
+
+    pub fn image(&self) -> &LoadImage {
+        &self.image
+    }
+
+    pub fn kernels(&self) -> &[Kernel] {
+        &self.kernels
+    }
+
+    /// The kernel called `name`; the error lists the kernels there are.
+    pub fn kernel(&self, name: &str) -> Result<&Kernel> {
+        self.kernels.iter().find(|k| k.name == name).ok_or_else(|| {
+            let names: Vec<&str> = self.kernels.iter().map(|k| k.name.as_str()).collect();
+            AmdgpuError::invalid_kernel(
+                name,
+                format!("no such kernel in the code object (it has: {})", names.join(", ")),
+            )
+        })
+    }
+
+    /// Checks that the code object is for the device's target and that kernel `name` can run;
+    /// returns the kernel and its kernarg layout.
+    pub fn check_runnable(&self, name: &str, limits: &RunLimits) -> Result<(&Kernel, KernargLayout)> {
+        let kernel = self.kernel(name)?;
+        if self.target != limits.target {
+            return Err(AmdgpuError::invalid_kernel(
+                name,
+                format!("the code object is for {} but the device is {}", self.target, limits.target),
+            ));
+        }
+        let layout = kernel.check_runnable(limits)?;
+        Ok((kernel, layout))
+    }
+}
+
+/// Lays the PT_LOAD segments out by virtual address and collects relocations.
+fn build_image(header: &elf::FileHeader64<LittleEndian>, bytes: &[u8]) -> Result<LoadImage> {
+    let endian = LittleEndian;
+    let segments =
+        header.program_headers(endian, bytes).map_err(|e| malformed(format!("bad program headers: {e}")))?;
+    let loads: Vec<_> = segments.iter().filter(|p| p.p_type(endian) == elf::PT_LOAD).collect();
+    if loads.is_empty() {
+        return Err(malformed("no PT_LOAD segment"));
+    }
+    let mut end = 0u64;
+    let mut alignment = CODE_ALIGNMENT;
+    for p in &loads {
+        let vend =
+            p.p_vaddr(endian).checked_add(p.p_memsz(endian)).ok_or_else(|| malformed("segment overflows"))?;
+        end = end.max(vend);
+        alignment = alignment.max(p.p_align(endian));
+    }
+    if end > (1 << 30) {
+        return Err(malformed(format!("load image of {end} bytes is implausibly large")));
+    }
+    let mut image = vec![0u8; end as usize];
+    for p in &loads {
+        let data = p.data(endian, bytes).map_err(|_| malformed("segment data outside the file"))?;
+        if p.p_filesz(endian) > p.p_memsz(endian) {
+            return Err(malformed("segment file size exceeds its memory size"));
+        }
+        let at = p.p_vaddr(endian) as usize;
+        image[at..at + data.len()].copy_from_slice(data);
+    }
+
+    let mut relative_relocations = Vec::new();
+    let sections =
+        header.sections(endian, bytes).map_err(|e| malformed(format!("bad section table: {e}")))?;
+    for section in sections.iter() {
+        // Relocations of non-allocated sections (debug info) never reach the GPU.
+        if section.sh_flags(endian) & u64::from(elf::SHF_ALLOC) == 0 {
+            continue;
+        }
+        let mut entries: Vec<(u64, u32, u32, Option<u64>)> = Vec::new();
+        if let Some((rela, _)) =
+            section.rela(endian, bytes).map_err(|e| malformed(format!("bad RELA section: {e}")))?
+        {
+            for r in rela {
+                entries.push((
+                    r.r_offset(endian),
+                    r.r_type(endian, false),
+                    r.r_sym(endian, false),
+                    Some(r.r_addend(endian) as u64),
+                ));
+            }
+        }
+        if let Some((rel, _)) =
+            section.rel(endian, bytes).map_err(|e| malformed(format!("bad REL section: {e}")))?
+        {
+            for r in rel {
+                entries.push((r.r_offset(endian), r.r_type(endian), r.r_sym(endian), None));
+            }
+        }
+        if section.sh_type(endian) == elf::SHT_RELR {
+            return Err(malformed("RELR relocations are not supported"));
+        }
+        for (offset, r_type, sym, addend) in entries {
+            match r_type {
+                R_AMDGPU_NONE => {}
+                R_AMDGPU_RELATIVE64 if sym == 0 => {
+                    let at = offset as usize;
+                    if offset.checked_add(8).is_none_or(|e| e > image.len() as u64) {
+                        return Err(malformed(format!("relocation at {offset:#x} is outside the image")));
+                    }
+                    let addend = match addend {
+                        Some(a) => a,
+                        None => u64::from_le_bytes(image[at..at + 8].try_into().map_err(|_| malformed("relocation"))?),
+                    };
+                    relative_relocations.push((offset, addend));
+                }
+                other => {
+                    return Err(malformed(format!(
+                        "relocation type {other} at {offset:#x} (symbol {sym}) is not supported; only R_AMDGPU_RELATIVE64 is resolved"
+                    )))
+                }
+            }
+        }
+    }
+    Ok(LoadImage { bytes: image, alignment, relative_relocations })
+}

@@ -1,0 +1,323 @@
+//! Compiling OpenCL C to AMDHSA code objects with clang and ld.lld (LLVM 22): finding the tools
+//! (`SPARKLE_CLANG`, `SPARKLE_LLD`, `SPARKLE_LIBCLC` override them), the exact command lines,
+//! linking libclc for standard OpenCL C built-ins, returning the compiler's log on failure, and the
+//! compiler identity that goes into cache keys.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::error::{AmdgpuError, Result};
+use super::gfx_target::GfxTarget;
+
+/// Debian's package for the compiler, for messages.
+pub const CLANG_PACKAGE: &str = "clang-22";
+/// Debian's package for the linker.
+pub const LLD_PACKAGE: &str = "lld-22";
+/// Debian's package for the OpenCL built-in library.
+pub const LIBCLC_PACKAGE: &str = "libclc-22";
+/// libclc's bitcode for the `amdgcn-amd-amdhsa` triple.
+const LIBCLC_FILE: &str = "amdgcn-amd-amdhsa.bc";
+
+/// Which built-in library a kernel is linked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtins {
+    /// None: the kernel uses only clang builtins (`__builtin_amdgcn_workitem_id_x()`, …).
+    None,
+    /// libclc: standard OpenCL C (`get_global_id`, `barrier`, math functions).
+    Libclc,
+}
+
+/// One compile job.
+#[derive(Debug, Clone)]
+pub struct CompileRequest<'a> {
+    /// What is compiled, for messages (a kernel or file name).
+    pub name: &'a str,
+    /// OpenCL C source.
+    pub source: &'a str,
+    pub target: GfxTarget,
+    pub builtins: Builtins,
+    /// `-D name=value` definitions, in order.
+    pub defines: &'a [(String, String)],
+    /// Compile in CU mode (`-mcumode`) instead of gfx10+'s default WGP mode.
+    pub cu_mode: bool,
+}
+
+/// A compiled code object.
+#[derive(Debug, Clone)]
+pub struct CompiledObject {
+    /// The linked code object (ELF).
+    pub bytes: Vec<u8>,
+    /// Warnings clang and ld.lld printed.
+    pub log: String,
+    /// The flags the compile used (what [`Compiler::flags`] returned).
+    pub flags: Vec<String>,
+    /// Wall time of compile + link.
+    pub elapsed: Duration,
+}
+
+/// The LLVM tools and libraries a compile needs.
+#[derive(Debug, Clone)]
+pub struct Compiler {
+    clang: PathBuf,
+    lld: PathBuf,
+    libclc: Option<PathBuf>,
+    libclc_hash: Option<u64>,
+    version: String,
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file())
+}
+
+impl Compiler {
+    /// Finds clang (`SPARKLE_CLANG`, else `clang-22` on PATH, else `/usr/lib/llvm-22/bin/clang`),
+    /// ld.lld (`SPARKLE_LLD`, else next to clang, else `ld.lld-22` on PATH) and libclc
+    /// (`SPARKLE_LIBCLC`, else where LLVM 22 installs it); runs `clang --version`.
+    pub fn from_env() -> Result<Self> {
+        let clang = match env_path("SPARKLE_CLANG") {
+            Some(path) => path,
+            None => on_path("clang-22")
+                .or_else(|| Some(PathBuf::from("/usr/lib/llvm-22/bin/clang")).filter(|p| p.is_file()))
+                .ok_or_else(|| {
+                    AmdgpuError::Unavailable(format!(
+                        "clang-22 was not found on PATH nor in /usr/lib/llvm-22/bin: install the {CLANG_PACKAGE} and {LLD_PACKAGE} packages (scripts/setup.sh does) or set SPARKLE_CLANG to a clang with the AMDGPU target"
+                    ))
+                })?,
+        };
+        let lld = match env_path("SPARKLE_LLD") {
+            Some(path) => path,
+            None => find_lld_near(&clang).ok_or_else(|| {
+                AmdgpuError::Unavailable(format!(
+                    "ld.lld was not found next to {} nor as ld.lld-22 on PATH: install {LLD_PACKAGE} or set SPARKLE_LLD",
+                    clang.display()
+                ))
+            })?,
+        };
+        let libclc = match env_path("SPARKLE_LIBCLC") {
+            Some(path) => Some(path),
+            None => find_libclc_near(&clang),
+        };
+        Self::with_tools(clang, lld, libclc)
+    }
+
+    /// Uses the given tools; `libclc` is the `amdgcn-amd-amdhsa.bc` file, if any.
+    pub fn with_tools(clang: PathBuf, lld: PathBuf, libclc: Option<PathBuf>) -> Result<Self> {
+        let output = Command::new(&clang).arg("--version").output().map_err(|e| {
+            AmdgpuError::Unavailable(format!(
+                "cannot run {} ({e}): install {CLANG_PACKAGE} or set SPARKLE_CLANG",
+                clang.display()
+            ))
+        })?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let version = text.lines().next().unwrap_or("").trim().to_string();
+        if !output.status.success() || version.is_empty() {
+            return Err(AmdgpuError::Unavailable(format!(
+                "{} --version failed: {}",
+                clang.display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+        let libclc_hash = match &libclc {
+            Some(path) => {
+                Some(xxh3_64(&std::fs::read(path).map_err(|e| AmdgpuError::file("reading libclc", path, e))?))
+            }
+            None => None,
+        };
+        Ok(Self { clang, lld, libclc, libclc_hash, version })
+    }
+
+    pub fn clang(&self) -> &Path {
+        &self.clang
+    }
+
+    pub fn lld(&self) -> &Path {
+        &self.lld
+    }
+
+    pub fn libclc(&self) -> Option<&Path> {
+        self.libclc.as_deref()
+    }
+
+    /// The first line of `clang --version`.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// What identifies the compiler in a cache key: its version line, and the libclc build when
+    /// the request links it. Flags are separate ([`flags`](Self::flags)).
+    pub fn identity(&self, builtins: Builtins) -> String {
+        match (builtins, self.libclc_hash) {
+            (Builtins::Libclc, Some(hash)) => format!("{} + libclc {hash:016x}", self.version),
+            _ => self.version.clone(),
+        }
+    }
+
+    /// The clang flags for `request`, without file names (these go into cache keys and the AOT
+    /// manifest). Libclc is named by file name only so that keys do not depend on where it lives.
+    pub fn flags(&self, request: &CompileRequest<'_>) -> Vec<String> {
+        let mut flags: Vec<String> = ["-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        flags.push(format!("-mcpu={}", request.target));
+        flags.extend(["-O3", "-nogpulib"].map(String::from));
+        if request.cu_mode {
+            flags.push("-mcumode".into());
+        }
+        if request.builtins == Builtins::Libclc {
+            flags.extend(["-Xclang", "-mlink-builtin-bitcode", "-Xclang"].map(String::from));
+            flags.push(LIBCLC_FILE.into());
+        }
+        for (name, value) in request.defines {
+            flags.push(format!("-D{name}={value}"));
+        }
+        flags
+    }
+
+    /// Everything about the compiler a cached blob of `request` depends on besides the source:
+    /// the compiler identity and the flags, one per line. Feed it (with the source and entry
+    /// point) into the cache key.
+    pub fn key_material(&self, request: &CompileRequest<'_>) -> String {
+        format!("{}\n{}", self.identity(request.builtins), self.flags(request).join("\n"))
+    }
+
+    /// Compiles and links `request` into a code object.
+    pub fn compile(&self, request: &CompileRequest<'_>) -> Result<CompiledObject> {
+        let started = Instant::now();
+        let flags = self.flags(request);
+        let libclc = match request.builtins {
+            Builtins::None => None,
+            Builtins::Libclc => Some(self.libclc.as_deref().ok_or_else(|| {
+                AmdgpuError::Unavailable(format!(
+                    "`{}` needs the OpenCL built-ins but libclc's {LIBCLC_FILE} was not found: install {LIBCLC_PACKAGE} or set SPARKLE_LIBCLC",
+                    request.name
+                ))
+            })?),
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("sparkle-amdgpu-")
+            .tempdir()
+            .map_err(|e| AmdgpuError::io("creating a temporary folder for the compiler", e))?;
+        let source = dir.path().join("kernel.cl");
+        let object = dir.path().join("kernel.o");
+        let linked = dir.path().join("kernel.co");
+        std::fs::write(&source, request.source).map_err(|e| AmdgpuError::file("writing", &source, e))?;
+
+        let mut clang = Command::new(&self.clang);
+        for flag in &flags {
+            if flag == LIBCLC_FILE {
+                if let Some(path) = libclc {
+                    clang.arg(path);
+                }
+            } else {
+                clang.arg(flag);
+            }
+        }
+        clang.arg("-c").arg(&source).arg("-o").arg(&object);
+        let mut log = run(clang, &self.clang, request.name, "clang")?;
+
+        let mut lld = Command::new(&self.lld);
+        lld.arg("-shared").arg(&object).arg("-o").arg(&linked);
+        log.push_str(&run(lld, &self.lld, request.name, "ld.lld")?);
+
+        let bytes = std::fs::read(&linked).map_err(|e| AmdgpuError::file("reading", &linked, e))?;
+        if !log.trim().is_empty() {
+            tracing::debug!(kernel = request.name, "compiler output:\n{log}");
+        }
+        Ok(CompiledObject { bytes, log, flags, elapsed: started.elapsed() })
+    }
+}
+
+/// Runs a tool; a failure becomes `Compile` with the tool's whole output.
+fn run(mut command: Command, tool: &Path, what: &str, label: &str) -> Result<String> {
+    let output = command
+        .output()
+        .map_err(|e| AmdgpuError::Unavailable(format!("cannot run {} ({e})", tool.display())))?;
+    let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
+    log.push_str(&String::from_utf8_lossy(&output.stdout));
+    if !output.status.success() {
+        return Err(AmdgpuError::Compile {
+            what: what.to_string(),
+            log: format!("{label} ({}) failed with {}:\n{log}", tool.display(), output.status),
+        });
+    }
+    Ok(log)
+}
+
+fn find_lld_near(clang: &Path) -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    for path in [Some(clang.to_path_buf()), std::fs::canonicalize(clang).ok()].into_iter().flatten() {
+        if let Some(dir) = path.parent() {
+            candidates.push(dir.join("ld.lld-22"));
+            candidates.push(dir.join("ld.lld"));
+        }
+    }
+    candidates.into_iter().find(|p| p.is_file()).or_else(|| on_path("ld.lld-22"))
+}
+
+fn find_libclc_near(clang: &Path) -> Option<PathBuf> {
+    let mut candidates = vec![PathBuf::from("/usr/lib/clc").join(LIBCLC_FILE)];
+    if let Some(prefix) =
+        std::fs::canonicalize(clang).ok().as_deref().and_then(Path::parent).and_then(Path::parent)
+    {
+        candidates.push(prefix.join("share/clc").join(LIBCLC_FILE));
+        candidates.push(prefix.join("lib/clc").join(LIBCLC_FILE));
+    }
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_compiler() -> Compiler {
+        Compiler {
+            clang: "clang".into(),
+            lld: "ld.lld".into(),
+            libclc: Some("/x/amdgcn-amd-amdhsa.bc".into()),
+            libclc_hash: Some(0x1234),
+            version: "clang version 22".into(),
+        }
+    }
+
+    #[test]
+    fn flags_name_the_exact_target_and_every_option() {
+        let compiler = fake_compiler();
+        let defines = [("TILE".to_string(), "16".to_string())];
+        let request = CompileRequest {
+            name: "sgemm",
+            source: "",
+            target: GfxTarget::new(11, 0, 1),
+            builtins: Builtins::Libclc,
+            defines: &defines,
+            cu_mode: true,
+        };
+        let flags = compiler.flags(&request).join(" ");
+        assert_eq!(
+            flags,
+            "-x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx1101 -O3 -nogpulib -mcumode -Xclang -mlink-builtin-bitcode -Xclang amdgcn-amd-amdhsa.bc -DTILE=16"
+        );
+        let plain = CompileRequest { builtins: Builtins::None, cu_mode: false, defines: &[], ..request };
+        assert!(!compiler.flags(&plain).join(" ").contains("bitcode"));
+        assert_ne!(compiler.identity(Builtins::Libclc), compiler.identity(Builtins::None));
+        let key = compiler.key_material(&request);
+        assert!(key.starts_with("clang version 22 + libclc 0000000000001234\n-x\n"), "{key}");
+        assert_ne!(key, compiler.key_material(&CompileRequest { cu_mode: false, ..request.clone() }));
+    }
+
+    #[test]
+    fn a_missing_clang_is_unavailable_naming_the_package() {
+        let err = Compiler::with_tools("/nonexistent/clang".into(), "/nonexistent/ld.lld".into(), None)
+            .unwrap_err();
+        assert!(matches!(err, AmdgpuError::Unavailable(_)));
+        assert!(err.to_string().contains(CLANG_PACKAGE), "{err}");
+    }
+}

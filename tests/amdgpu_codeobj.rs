@@ -1,0 +1,340 @@
+//! Code object parsing against real clang-22 output for gfx1030 and gfx1100: the suite kernels
+//! (standard OpenCL C linked with libclc) and builtins-only kernels, compiled at test time; and
+//! the refusals, on real objects and on real objects with one field changed. Needs clang-22,
+//! lld-22 and libclc-22 (`scripts/setup.sh` installs them).
+#![cfg(feature = "amdgpu")]
+
+use sparkle::amdgpu::codeobj::{CodeObject, RunLimits};
+use sparkle::amdgpu::compile::{Builtins, CompileRequest, Compiler};
+use sparkle::amdgpu::descriptor::UserSgpr;
+use sparkle::amdgpu::gfx_target::GfxTarget;
+use sparkle::amdgpu::kernarg::{ArgValue, DispatchGrid};
+use sparkle::amdgpu::AmdgpuError;
+
+fn compiler() -> Compiler {
+    Compiler::from_env().unwrap_or_else(|e| {
+        panic!("these tests compile kernels with LLVM 22: install clang-22, lld-22 and libclc-22 (scripts/setup.sh does): {e}")
+    })
+}
+
+fn shader(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/shaders/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn build(
+    source: &str,
+    name: &str,
+    target: &str,
+    builtins: Builtins,
+    defines: &[(String, String)],
+) -> Vec<u8> {
+    let compiler = compiler();
+    let request = CompileRequest {
+        name,
+        source,
+        target: GfxTarget::parse(target).unwrap(),
+        builtins,
+        defines,
+        cu_mode: false,
+    };
+    match compiler.compile(&request) {
+        Ok(object) => object.bytes,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+const PLAIN: &str = r#"
+kernel void fill(global uint *out, uint value) {
+    uint i = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+    out[i] = value + i;
+}
+"#;
+
+#[test]
+fn suite_kernels_parse_for_gfx1030_and_gfx1100() {
+    let tile = [("TILE".to_string(), "16".to_string())];
+    for target in ["gfx1030", "gfx1100"] {
+        let gfx = GfxTarget::parse(target).unwrap();
+        for (file, kernel, user_args, lds, wg) in [
+            ("saxpy.cl", "saxpy", 4, 0, [256, 1, 1]),
+            ("sgemm.cl", "sgemm", 6, 2 * 16 * 16 * 4, [16, 16, 1]),
+            ("conv2d.cl", "conv2d", 9, 0, [16, 16, 1]),
+        ] {
+            let bytes = build(&shader(file), kernel, target, Builtins::Libclc, &tile);
+            let co = CodeObject::parse(&bytes).unwrap();
+            assert_eq!(co.target(), gfx);
+            assert_eq!(co.code_object_version(), 6);
+            assert_eq!(co.image().relocation_count(), 0, "{kernel}: ld.lld -shared left relocations");
+            let names: Vec<&str> = co.kernels().iter().map(|k| k.name.as_str()).collect();
+            assert_eq!(names, [kernel], "{target}");
+            let (k, layout) = co.check_runnable(kernel, &RunLimits::backend_default(gfx)).unwrap();
+            assert_eq!(k.metadata.wavefront_size, 32);
+            assert_eq!(k.descriptor.wave_size(), 32);
+            assert_eq!(k.descriptor.group_segment_fixed_size, lds, "{kernel} LDS");
+            assert_eq!(k.metadata.reqd_workgroup_size.as_deref(), Some(&wg[..]));
+            assert_eq!(k.entry_offset % 256, 0);
+            k.check_workgroup_size(wg).unwrap();
+            let err = k.check_workgroup_size([8, 8, 1]).unwrap_err().to_string();
+            assert!(err.contains("requires work-group size"), "{err}");
+            assert_eq!(layout.user_args().len(), user_args);
+            assert!(layout.user_args()[0].is_buffer);
+            assert!(layout.user_args()[0].read_only, "{kernel}: first buffer is read-only");
+            // libclc's work-item functions read the dispatch packet and the hidden arguments.
+            let sgprs = k.descriptor.user_sgprs();
+            assert!(sgprs.contains(&UserSgpr::DispatchPtr), "{kernel} {target}: {sgprs:?}");
+            assert!(sgprs.contains(&UserSgpr::KernargSegmentPtr));
+            let hidden: Vec<&str> = k
+                .metadata
+                .args
+                .iter()
+                .map(|a| a.value_kind.as_str())
+                .filter(|v| v.starts_with("hidden_"))
+                .collect();
+            assert!(
+                hidden.contains(&"hidden_block_count_x") && hidden.contains(&"hidden_grid_dims"),
+                "{hidden:?}"
+            );
+            if target == "gfx1030" {
+                // gfx10.3 still enables the private segment buffer in s0-s3.
+                assert_eq!(sgprs.first(), Some(&UserSgpr::PrivateSegmentBuffer), "{kernel}");
+            }
+            // The descriptor's entry points at code inside the image.
+            let code = &co.image().unrelocated()[k.entry_offset as usize..];
+            assert!(code.iter().take(64).any(|&b| b != 0));
+        }
+    }
+}
+
+#[test]
+fn saxpy_kernargs_fill_from_real_metadata() {
+    let bytes = build(&shader("saxpy.cl"), "saxpy", "gfx1100", Builtins::Libclc, &[]);
+    let co = CodeObject::parse(&bytes).unwrap();
+    let (_, layout) =
+        co.check_runnable("saxpy", &RunLimits::backend_default(GfxTarget::new(11, 0, 0))).unwrap();
+    let mut out = vec![0u8; layout.size() as usize];
+    let grid = DispatchGrid::from_groups([4, 1, 1], [256, 1, 1]).unwrap();
+    layout
+        .fill(
+            &[ArgValue::Pointer(0x1000), ArgValue::Pointer(0x2000), ArgValue::F32(3.0), ArgValue::U32(1000)],
+            &grid,
+            &mut out,
+        )
+        .unwrap();
+    let md = &co.kernel("saxpy").unwrap().metadata;
+    let at = |kind: &str| md.args.iter().find(|a| a.value_kind == kind).unwrap().offset as usize;
+    assert_eq!(u32::from_le_bytes(out[at("hidden_block_count_x")..][..4].try_into().unwrap()), 4);
+    assert_eq!(u16::from_le_bytes(out[at("hidden_group_size_x")..][..2].try_into().unwrap()), 256);
+    assert_eq!(u16::from_le_bytes(out[at("hidden_grid_dims")..][..2].try_into().unwrap()), 1);
+    // F32 where the kernel declares uint is refused.
+    let err = layout
+        .fill(
+            &[ArgValue::Pointer(0), ArgValue::Pointer(0), ArgValue::F32(3.0), ArgValue::F32(1.0)],
+            &grid,
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("integer"), "{err}");
+}
+
+#[test]
+fn builtins_only_kernels_need_no_hidden_arguments() {
+    for target in ["gfx1030", "gfx1100"] {
+        let bytes = build(PLAIN, "fill", target, Builtins::None, &[]);
+        let co = CodeObject::parse(&bytes).unwrap();
+        let (k, layout) = co.check_runnable("fill", &RunLimits::backend_default(co.target())).unwrap();
+        assert_eq!(layout.user_args().len(), 2);
+        assert_eq!(layout.size(), k.metadata.kernarg_segment_size);
+        assert!(
+            k.metadata.args.iter().all(|a| !a.value_kind.starts_with("hidden_")),
+            "{:?}",
+            k.metadata.args
+        );
+        assert!(!k.descriptor.user_sgprs().contains(&UserSgpr::DispatchPtr));
+        // No reqd_work_group_size: any size up to the flat maximum (1024 by default).
+        k.check_workgroup_size([64, 1, 1]).unwrap();
+        let err = k.check_workgroup_size([64, 64, 1]).unwrap_err().to_string();
+        assert!(err.contains("max_flat_workgroup_size"), "{err}");
+    }
+}
+
+fn reason(err: AmdgpuError) -> String {
+    match err {
+        AmdgpuError::InvalidKernel { kernel, reason } => format!("{kernel}: {reason}"),
+        other => panic!("expected InvalidKernel, got {other}"),
+    }
+}
+
+#[test]
+fn a_code_object_for_another_target_is_refused() {
+    let bytes = build(PLAIN, "fill", "gfx1030", Builtins::None, &[]);
+    let co = CodeObject::parse(&bytes).unwrap();
+    let err =
+        reason(co.check_runnable("fill", &RunLimits::backend_default(GfxTarget::new(11, 0, 0))).unwrap_err());
+    assert!(err.contains("gfx1030") && err.contains("gfx1100") && err.starts_with("fill"), "{err}");
+    let err = reason(co.check_runnable("nope", &RunLimits::backend_default(co.target())).unwrap_err());
+    assert!(err.contains("fill"), "lists the kernels there are: {err}");
+}
+
+#[test]
+fn scratch_and_wave64_are_refused_naming_the_kernel() {
+    let spill = r#"
+kernel void spill(global float *out, uint idx) {
+    float tmp[512];
+    for (int i = 0; i < 512; ++i) tmp[i] = out[i] * 2.0f;
+    out[get_global_id(0)] = tmp[idx % 512];
+}
+"#;
+    let bytes = build(spill, "spill", "gfx1100", Builtins::Libclc, &[]);
+    let co = CodeObject::parse(&bytes).unwrap();
+    let err = reason(co.check_runnable("spill", &RunLimits::backend_default(co.target())).unwrap_err());
+    assert!(err.starts_with("spill") && err.contains("scratch"), "{err}");
+
+    // wave64 needs a flag the compile driver never passes: build it by hand.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("w.cl");
+    std::fs::write(&src, PLAIN).unwrap();
+    let compiler = compiler();
+    let status = std::process::Command::new(compiler.clang())
+        .args([
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-mcpu=gfx1100",
+            "-mwavefrontsize64",
+            "-nogpulib",
+            "-O3",
+            "-c",
+        ])
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.path().join("w.o"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = std::process::Command::new(compiler.lld())
+        .arg("-shared")
+        .arg(dir.path().join("w.o"))
+        .arg("-o")
+        .arg(dir.path().join("w.co"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let co = CodeObject::parse(&std::fs::read(dir.path().join("w.co")).unwrap()).unwrap();
+    assert_eq!(co.kernel("fill").unwrap().descriptor.wave_size(), 64);
+    let err = reason(co.check_runnable("fill", &RunLimits::backend_default(co.target())).unwrap_err());
+    assert!(err.contains("wave64"), "{err}");
+}
+
+#[test]
+fn relative_relocations_are_resolved_at_the_load_address() {
+    let source = r#"
+global int table_a[4];
+global int table_b[4];
+global int *global pointers[2] = { table_a, table_b };
+kernel void pick(global int *out, uint which) {
+    out[get_global_id(0)] = pointers[which & 1][0];
+}
+"#;
+    let bytes = build(source, "pick", "gfx1100", Builtins::Libclc, &[]);
+    let co = CodeObject::parse(&bytes).unwrap();
+    assert_eq!(co.image().relocation_count(), 2);
+    let base = 0x7f00_0000_0000u64;
+    let relocated = co.image().relocated(base).unwrap();
+    let plain = co.image().unrelocated();
+    let changed: Vec<usize> =
+        (0..plain.len() / 8).filter(|i| plain[i * 8..i * 8 + 8] != relocated[i * 8..i * 8 + 8]).collect();
+    assert_eq!(changed.len(), 2);
+    for i in changed {
+        let value = u64::from_le_bytes(relocated[i * 8..i * 8 + 8].try_into().unwrap());
+        assert!(value > base && value < base + plain.len() as u64, "{value:#x}");
+    }
+    assert!(co.image().relocated(base + 4).is_err(), "misaligned base");
+}
+
+/// Offset of the first (only) kernel descriptor in the file, found through the parser.
+fn descriptor_file_offset(bytes: &[u8], co: &CodeObject) -> usize {
+    // The image is laid out by virtual address; find the descriptor bytes in the file.
+    let kd = &co.image().unrelocated()[co.kernels()[0].descriptor_offset as usize..][..64];
+    bytes.windows(64).position(|w| w == kd).unwrap()
+}
+
+#[test]
+fn altered_real_objects_are_refused() {
+    let bytes = build(PLAIN, "fill", "gfx1100", Builtins::None, &[]);
+    let co = CodeObject::parse(&bytes).unwrap();
+    let limits = RunLimits::backend_default(co.target());
+
+    // Queue pointer: kernel_code_properties bit 2.
+    let mut queue = bytes.clone();
+    let at = descriptor_file_offset(&bytes, &co) + 56;
+    queue[at] |= 1 << 2;
+    let err = reason(CodeObject::parse(&queue).unwrap().check_runnable("fill", &limits).unwrap_err());
+    assert!(err.contains("queue pointer"), "{err}");
+
+    // e_flags naming gfx1030 while the metadata says gfx1100.
+    let mut flags = bytes.clone();
+    flags[48] = 0x36;
+    let err = reason(CodeObject::parse(&flags).unwrap_err());
+    assert!(err.contains("gfx1030") && err.contains("gfx1100"), "{err}");
+
+    // An unknown machine, a generic target, a non-HSA OS/ABI, a non-AMDGPU machine.
+    for (offset, value, expect) in
+        [(48usize, 0xeeu8, "EF_AMDGPU_MACH"), (51, 0x01, "generic"), (7, 0, "OS/ABI"), (18, 62, "machine")]
+    {
+        let mut changed = bytes.clone();
+        changed[offset] = value;
+        let err = reason(CodeObject::parse(&changed).unwrap_err());
+        assert!(err.contains(expect), "{expect}: {err}");
+    }
+
+    // An unlinked object file.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("k.cl"), PLAIN).unwrap();
+    let status = std::process::Command::new(compiler().clang())
+        .args([
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-mcpu=gfx1100",
+            "-nogpulib",
+            "-c",
+        ])
+        .arg(dir.path().join("k.cl"))
+        .arg("-o")
+        .arg(dir.path().join("k.o"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let err = reason(CodeObject::parse(&std::fs::read(dir.path().join("k.o")).unwrap()).unwrap_err());
+    assert!(err.contains("ld.lld -shared"), "{err}");
+
+    // Truncated and empty files are errors, not panics.
+    for len in [0, 16, 64, bytes.len() / 2] {
+        assert!(CodeObject::parse(&bytes[..len]).is_err(), "{len} bytes");
+    }
+}
+
+#[test]
+fn compile_errors_carry_the_compiler_log() {
+    let compiler = compiler();
+    let request = CompileRequest {
+        name: "broken",
+        source: "kernel void broken(global int *p) { p[0] = undefined_name; }",
+        target: GfxTarget::new(11, 0, 0),
+        builtins: Builtins::Libclc,
+        defines: &[],
+        cu_mode: false,
+    };
+    match compiler.compile(&request).unwrap_err() {
+        AmdgpuError::Compile { what, log } => {
+            assert_eq!(what, "broken");
+            assert!(log.contains("undefined_name"), "{log}");
+        }
+        other => panic!("expected a compile error, got {other}"),
+    }
+    assert!(compiler.version().contains("clang version 22"), "{}", compiler.version());
+}
