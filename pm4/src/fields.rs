@@ -5,8 +5,8 @@
 //! generation-specific variant is named with a `GFX10_3` or `GFX11` suffix.
 
 use crate::error::FieldError;
+use crate::field::Field;
 use crate::gfx::Gfx;
-use crate::registers::Field;
 
 /// COMPUTE_PGM_RSRC1 layout (same on gfx10.3 and gfx11).
 pub mod rsrc1 {

@@ -63,6 +63,7 @@ pub mod decoder;
 pub mod dispatch;
 pub mod encoder;
 pub mod error;
+pub mod field;
 pub mod fields;
 pub mod gfx;
 pub mod header;
