@@ -185,18 +185,39 @@ fn slow_spec() -> KernelSpec {
         .storage("o", Access::ReadWrite)
 }
 
-/// Workgroups of [`slow_spec`] that keep llvmpipe busy for seconds.
-const SLOW_GROUPS: u32 = 600;
+/// A dispatch of [`slow_spec`] that takes at least a second on this device: the number of
+/// workgroups is grown until one dispatch does (llvmpipe needs a few hundred, a big GPU tens of
+/// thousands). Returns the group count and a buffer large enough for its output.
+fn slow_dispatch(runtime: &Runtime, program: &sparkle::Program) -> (u32, sparkle::Buffer) {
+    let mut groups = 150u32;
+    loop {
+        let out = runtime.create_buffer(u64::from(groups) * 64 * 4, BufferUsage::Output).unwrap();
+        let started = Instant::now();
+        runtime
+            .dispatch(program, &[Arg::Buffer(&out)], [groups, 1, 1])
+            .unwrap()
+            .wait(Duration::from_secs(120))
+            .unwrap();
+        let took = started.elapsed();
+        let limit = runtime.info().limits.max_workgroup_count[0];
+        if took >= Duration::from_millis(250) || groups.saturating_mul(4) > limit {
+            // Four times what took a quarter second or more.
+            let groups = groups.saturating_mul(4).min(limit);
+            return (groups, runtime.create_buffer(u64::from(groups) * 64 * 4, BufferUsage::Output).unwrap());
+        }
+        groups *= 4;
+    }
+}
 
 #[test]
 fn submission_returns_at_once_waits_time_out_and_reads_wait_for_their_writers() {
     let runtime = runtime();
     let program = runtime.program(&slow_spec()).unwrap();
-    let busy = runtime.create_buffer(u64::from(SLOW_GROUPS) * 64 * 4, BufferUsage::Output).unwrap();
+    let (groups, busy) = slow_dispatch(&runtime, &program);
     let other = runtime.upload(&[7.0f32], BufferUsage::InOut).unwrap();
 
     let started = Instant::now();
-    let submission = runtime.dispatch(&program, &[Arg::Buffer(&busy)], [SLOW_GROUPS, 1, 1]).unwrap();
+    let submission = runtime.dispatch(&program, &[Arg::Buffer(&busy)], [groups, 1, 1]).unwrap();
     let submitted_in = started.elapsed();
     assert!(!submission.is_done(), "the kernel takes far longer than submitting it ({submitted_in:?})");
 

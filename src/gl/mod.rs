@@ -3,7 +3,7 @@
 //! nothing above it.
 //!
 //! All GL calls run on one GL thread per EGL device per process, shared by every runtime opened
-//! on it ([`thread`] says why); [`GlDevice`] is `Send + Sync` and forwards work to it.
+//! on it (`thread.rs` says why); [`GlDevice`] is `Send + Sync` and forwards work to it.
 //!
 //! [`hal`]: crate::hal
 
