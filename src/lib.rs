@@ -21,6 +21,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "amdgpu")]
+pub mod amdgpu;
 pub mod backend;
 pub mod cache;
 mod error;
