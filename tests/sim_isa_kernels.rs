@@ -167,3 +167,34 @@ fn conv2d_builtins() {
 fn conv2d_libclc() {
     conv2d(Build::Libclc);
 }
+
+/// Prints the simulated wave instructions per second on a larger sgemm (no timing assertion).
+#[test]
+fn simulated_instructions_per_second() {
+    let (co, notes) = compile_cl("sgemm.cl", Build::Builtins);
+    let (m, n, kk) = (64usize, 64usize, 256usize);
+    let mut mem = TestMemory::default();
+    let k = load_kernel(&mut mem, &co, &notes, "sgemm");
+    mem.map(X_BASE, f32_bytes(&data(m * kk, 8)), false, false);
+    mem.map(Y_BASE, f32_bytes(&data(kk * n, 9)), false, false);
+    mem.map(Z_BASE, vec![0; 4 * m * n], true, false);
+    let args = [
+        ArgValue::Ptr(X_BASE),
+        ArgValue::Ptr(Y_BASE),
+        ArgValue::Ptr(Z_BASE),
+        ArgValue::U32(m as u32),
+        ArgValue::U32(n as u32),
+        ArgValue::U32(kk as u32),
+    ];
+    let d = prepare_dispatch(&mut mem, &k, &args, [16, 16, 1], [n as u32, m as u32, 1]);
+    let start = std::time::Instant::now();
+    let stats = run_dispatch(&d, &mut mem).unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    assert!(stats.instructions > 0 && stats.waves == 16 * 8);
+    eprintln!(
+        "sgemm {m}x{n}x{kk}: {} wave instructions in {secs:.3} s = {:.1} M wave instructions/s ({:.1} M lane-ops/s)",
+        stats.instructions,
+        stats.instructions as f64 / secs / 1e6,
+        stats.instructions as f64 * 32.0 / secs / 1e6
+    );
+}

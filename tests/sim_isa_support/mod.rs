@@ -21,6 +21,14 @@ pub struct TestMemory {
     regions: Vec<Region>,
 }
 
+impl std::fmt::Debug for TestMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let spans: Vec<String> =
+            self.regions.iter().map(|r| format!("{:#x}+{:#x}", r.base, r.bytes.len())).collect();
+        f.debug_struct("TestMemory").field("regions", &spans).finish()
+    }
+}
+
 impl TestMemory {
     pub fn map(&mut self, base: u64, bytes: Vec<u8>, write: bool, exec: bool) {
         self.regions.push(Region { base, bytes, write, exec });

@@ -30,8 +30,19 @@ impl Ops<'_> {
     fn mods(&self, i: usize) -> (bool, bool) {
         (self.v.abs >> i & 1 != 0, self.v.neg >> i & 1 != 0)
     }
+    /// opsel selects 16-bit halves; on a 32- or 64-bit operand it is refused, not ignored.
+    fn no_opsel(&self, i: usize) -> ExecResult {
+        if self.v.opsel >> i & 1 != 0 {
+            return Err(Fault::unsupported(format!(
+                "opsel on 32/64-bit operand {i} of VALU opcode {}",
+                self.v.op
+            )));
+        }
+        Ok(())
+    }
     /// f32 source with abs/neg.
     pub fn f(&self, i: usize) -> ExecResult<L<f32>> {
+        self.no_opsel(i)?;
         let (abs, neg) = self.mods(i);
         let raw = self.w.src32(&self.v.src[i])?;
         Ok(map(&raw, |x| {
@@ -41,6 +52,7 @@ impl Ops<'_> {
     }
     /// f64 source with abs/neg.
     pub fn d(&self, i: usize) -> ExecResult<L<f64>> {
+        self.no_opsel(i)?;
         let (abs, neg) = self.mods(i);
         let raw = self.w.src64(&self.v.src[i], true)?;
         Ok(map(&raw, |x| {
@@ -60,6 +72,7 @@ impl Ops<'_> {
         }))
     }
     fn no_mods(&self, i: usize) -> ExecResult {
+        self.no_opsel(i)?;
         if (self.v.abs | self.v.neg) >> i & 1 != 0 {
             return Err(Fault::unsupported(format!(
                 "abs/neg modifier on integer operand {i} of VALU opcode {}",
@@ -81,6 +94,9 @@ impl Ops<'_> {
 }
 
 fn int_only(v: &Valu) -> ExecResult {
+    if v.opsel & 8 != 0 {
+        return Err(Fault::unsupported(format!("opsel on the 32-bit destination of VALU opcode {}", v.op)));
+    }
     if v.clamp || v.omod != 0 {
         return Err(Fault::unsupported(format!("clamp/omod on integer VALU opcode {}", v.op)));
     }
@@ -102,6 +118,9 @@ fn out_q(w: &mut Wave, v: &Valu, r: &L<u64>) -> ExecResult {
 }
 
 fn out_f(w: &mut Wave, v: &Valu, r: L<f32>) -> ExecResult {
+    if v.opsel & 8 != 0 {
+        return Err(Fault::unsupported(format!("opsel on the 32-bit destination of VALU opcode {}", v.op)));
+    }
     let scale = match v.omod {
         1 => 2.0,
         2 => 4.0,
