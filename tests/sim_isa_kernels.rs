@@ -198,3 +198,71 @@ fn simulated_instructions_per_second() {
         stats.instructions as f64 * 32.0 / secs / 1e6
     );
 }
+
+fn close(got: f32, want: f32, rel: f32) -> bool {
+    got == want || (got - want).abs() <= rel * want.abs().max(f32::MIN_POSITIVE)
+}
+
+fn math(build: Build) {
+    let (co, notes) = compile_cl("math.cl", build);
+    let n = 300usize;
+    let a: Vec<f32> = data(n, 10).iter().map(|v| v * 50.0).collect();
+    let b: Vec<f32> = data(n, 11).iter().map(|v| if *v == 0.0 { 0.25 } else { v * 7.0 }).collect();
+    let ia: Vec<i32> = data(n, 12).iter().map(|v| (v * 1.0e6) as i32).collect();
+    let ib: Vec<i32> = data(n, 13).iter().map(|v| match (v * 1000.0) as i32 { 0 => 3, q => q }).collect();
+    let mut mem = TestMemory::default();
+    let k = load_kernel(&mut mem, &co, &notes, "math");
+    const IA: u64 = 0x3_4000_0000;
+    const IB: u64 = 0x3_5000_0000;
+    mem.map(X_BASE, f32_bytes(&a), false, false);
+    mem.map(Y_BASE, f32_bytes(&b), false, false);
+    mem.map(IA, u32_bytes(&ia.iter().map(|&v| v as u32).collect::<Vec<_>>()), false, false);
+    mem.map(IB, u32_bytes(&ib.iter().map(|&v| v as u32).collect::<Vec<_>>()), false, false);
+    mem.map(Z_BASE, vec![0; 32 * n], true, false);
+    mem.map(W_BASE, vec![0; 32 * n], true, false);
+    let args = [
+        ArgValue::Ptr(X_BASE),
+        ArgValue::Ptr(Y_BASE),
+        ArgValue::Ptr(IA),
+        ArgValue::Ptr(IB),
+        ArgValue::Ptr(Z_BASE),
+        ArgValue::Ptr(W_BASE),
+        ArgValue::U32(n as u32),
+    ];
+    let d = prepare_dispatch(&mut mem, &k, &args, [64, 1, 1], [n as u32, 1, 1]);
+    run_dispatch(&d, &mut mem).unwrap();
+    let fo = mem.f32s(Z_BASE, 8 * n);
+    let io: Vec<i32> = mem.u32s(W_BASE, 8 * n).into_iter().map(|v| v as i32).collect();
+    for i in 0..n {
+        let (x, y, p, q) = (a[i], b[i], ia[i], ib[i]);
+        let f = &fo[8 * i..8 * i + 8];
+        // OpenCL allows 2.5 ulp for division and 3 ulp for sqrt; the rest is exact.
+        assert!(close(f[0], x / y, 4e-7), "{x} / {y}: got {}", f[0]);
+        assert!(close(f[1], x.abs().sqrt(), 4e-7), "sqrt {x}: got {}", f[1]);
+        assert_eq!(f[2], x.min(y));
+        assert_eq!(f[3], x.max(y));
+        assert_eq!(f[4], p as f32);
+        assert_eq!(f[5], (x * 3.0).floor());
+        assert_eq!(f[6], if x > y { x - y } else { y * 2.0 });
+        assert_eq!(f[7], x.mul_add(y, 1.0));
+        let o = &io[8 * i..8 * i + 8];
+        assert_eq!(o[0], p / q, "{p} / {q}");
+        assert_eq!(o[1], p % q, "{p} % {q}");
+        assert_eq!(o[2], ((p as u32) / (q as u32)) as i32, "{p} /u {q}");
+        assert_eq!(o[3], (x * 100.0) as i32);
+        assert_eq!(o[4], p.min(q));
+        assert_eq!(o[5], p.max(q));
+        assert_eq!(o[6], p >> 3);
+        assert_eq!(o[7], p.count_ones() as i32 + ((p as u32) >> 29) as i32);
+    }
+}
+
+#[test]
+fn math_builtins() {
+    math(Build::Builtins);
+}
+
+#[test]
+fn math_libclc() {
+    math(Build::Libclc);
+}
