@@ -452,3 +452,77 @@ fn global_loads_stores_and_atomics() {
         );
     }
 }
+
+#[test]
+fn wide_memory_accesses_atomics_and_no_op_instructions() {
+    // One wave: 128-bit and 96-bit global accesses, 128-bit and 2addr-64 LDS accesses, the
+    // remaining 32/64-bit atomics, and the wait/cache/hint instructions, which change nothing.
+    let body = "
+        s_clause 0x1
+        s_waitcnt_vscnt null, 0x0
+        s_waitcnt_depctr 0xfff
+        buffer_gl0_inv
+        buffer_gl1_inv
+        s_dcache_inv
+        s_nop 3
+        s_sleep 1
+        s_setprio 2
+        v_mov_b32 v20, 0
+        global_load_b96 v[1:3], v20, s[0:1]
+        v_lshlrev_b32 v4, 4, v0
+        v_add_nc_u32 v5, v1, v0
+        v_add_nc_u32 v6, v2, v0
+        v_add_nc_u32 v7, v3, v0
+        v_mov_b32 v8, v0
+        ds_store_b128 v4, v[5:8]
+        ds_load_b128 v[10:13], v4
+        v_lshlrev_b32 v14, 3, v0
+        ds_load_2addr_b64 v[15:18], v14 offset1:1
+        v_lshlrev_b32 v21, 4, v0
+        global_store_b128 v21, v[10:13], s[0:1] offset:256
+        global_store_b96 v21, v[15:17], s[0:1] offset:1024
+        v_mov_b32 v22, 5
+        global_atomic_swap_b32 v23, v20, v22, s[0:1] offset:16 glc
+        global_atomic_min_i32 v20, v0, s[0:1] offset:20
+        v_mov_b32 v24, 1
+        v_mov_b32 v25, 0
+        global_atomic_add_u64 v20, v[24:25], s[0:1] offset:24
+        v_cmp_eq_u32 vcc_lo, 0, v0
+        s_or_saveexec_b32 s4, 0
+        s_and_b32 exec_lo, exec_lo, vcc_lo
+        v_mov_b32 v26, 99
+        global_store_b32 v20, v26, s[0:1] offset:32
+        s_or_saveexec_b32 s5, s4
+        v_mov_b32 v27, s5
+        global_store_b32 v20, v27, s[0:1] offset:36
+        v_pk_add_f16 v28, 0x3c00, 0x4000
+        v_mov_b32 v30, 0x30003
+        v_mov_b32 v31, 0x50007
+        v_pk_mul_lo_u16 v29, v30, v31
+        global_store_b64 v20, v[28:29], s[0:1] offset:40
+        s_endpgm
+    ";
+    let mut data = vec![0u8; 2048];
+    data[0..12].copy_from_slice(&u32_bytes(&[100, 200, 300]));
+    data[16..24].copy_from_slice(&u32_bytes(&[7, 1000]));
+    data[24..32].copy_from_slice(&u64::MAX.to_le_bytes()[..8]);
+    let mut mem = run_asm(body, data, 32, 1, 1024).unwrap();
+    for t in 0..32u32 {
+        let row = mem.u32s(ASM_DATA + 256 + 16 * t as u64, 4);
+        assert_eq!(row, vec![100 + t, 200 + t, 300 + t, t], "ds b128 round trip, thread {t}");
+        // 2addr b64 at 8*t and 8*t+8 reads two halves of the 16-byte records.
+        let lds: Vec<u32> = (0..32u32).flat_map(|s| [100 + s, 200 + s, 300 + s, s]).collect();
+        let w = (2 * t) as usize;
+        let row96 = mem.u32s(ASM_DATA + 1024 + 16 * t as u64, 3);
+        assert_eq!(row96, vec![lds[w], lds[w + 1], lds[w + 2]], "ds_load_2addr_b64 + global b96, thread {t}");
+    }
+    let head = mem.u32s(ASM_DATA + 16, 8);
+    assert_eq!(head[0], 5, "swap stored 5");
+    assert_eq!(head[1], 0, "atomic min of the ids and 1000");
+    assert_eq!((head[2], head[3]), (31, 0), "u64::MAX + 32 wraps to 31");
+    assert_eq!(head[4], 99, "only lane 0 ran the masked store");
+    assert_eq!(head[5], 1, "s_or_saveexec returned the exec it replaced (lane 0 only)");
+    // gfx11 replicates a 16-bit inline float constant into both halves.
+    assert_eq!(head[6], 0x4200_4200, "v_pk_add_f16 of 1.0 and 2.0 in both halves");
+    assert_eq!(head[7], 0x000f_0015, "v_pk_mul_lo_u16: 3*7, 3*5");
+}

@@ -209,7 +209,13 @@ fn math(build: Build) {
     let a: Vec<f32> = data(n, 10).iter().map(|v| v * 50.0).collect();
     let b: Vec<f32> = data(n, 11).iter().map(|v| if *v == 0.0 { 0.25 } else { v * 7.0 }).collect();
     let ia: Vec<i32> = data(n, 12).iter().map(|v| (v * 1.0e6) as i32).collect();
-    let ib: Vec<i32> = data(n, 13).iter().map(|v| match (v * 1000.0) as i32 { 0 => 3, q => q }).collect();
+    let ib: Vec<i32> = data(n, 13)
+        .iter()
+        .map(|v| match (v * 1000.0) as i32 {
+            0 => 3,
+            q => q,
+        })
+        .collect();
     let mut mem = TestMemory::default();
     let k = load_kernel(&mut mem, &co, &notes, "math");
     const IA: u64 = 0x3_4000_0000;

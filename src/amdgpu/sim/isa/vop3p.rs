@@ -20,11 +20,14 @@ pub(crate) fn exec_vop3p(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
     let mut srcs = [[0u32; LANES]; 3];
     for (i, s) in srcs.iter_mut().enumerate().take(nsrc) {
         *s = w.src16(&v.src[i])?;
-        // A 16-bit inline constant applies to both halves.
-        if !matches!(v.src[i], super::operand::Src::Vgpr(_) | super::operand::Src::Sgpr(_)) {
+        // gfx11 replicates a 16-bit inline float constant into both halves; integer inline
+        // constants and literals are used as their 32-bit values.
+        if let super::operand::Src::Float(_) = v.src[i] {
             for x in s.iter_mut() {
                 *x = (*x & 0xffff) | (*x & 0xffff) << 16;
             }
+        } else if let super::operand::Src::Int(_) | super::operand::Src::Literal(_) = v.src[i] {
+            *s = w.src32(&v.src[i])?;
         }
     }
     let ie = w.mode >> 9 & 1 != 0;
