@@ -526,3 +526,38 @@ fn wide_memory_accesses_atomics_and_no_op_instructions() {
     assert_eq!(head[6], 0x4200_4200, "v_pk_add_f16 of 1.0 and 2.0 in both halves");
     assert_eq!(head[7], 0x000f_0015, "v_pk_mul_lo_u16: 3*7, 3*5");
 }
+
+#[test]
+fn valu_bit_counts_permutes_and_modified_selects() {
+    let body = "
+        v_cls_i32 v10, 0x40000000
+        v_cls_i32 v11, -1
+        v_cls_i32 v12, 0xf0000000
+        v_clz_i32_u32 v13, 0x10000
+        v_ctz_i32_b32 v14, 0
+        v_mov_b32 v1, 2.0
+        v_cmp_gt_u32 vcc_lo, 8, v0
+        v_cndmask_b32_e64 v15, -1.0, -v1, vcc_lo
+        v_bfrev_b32 v16, 1
+        v_mov_b32 v2, 0x11223344
+        v_mov_b32 v3, 0x55667788
+        v_perm_b32 v17, v2, v3, 0x0c070400
+        v_alignbit_b32 v18, v2, v3, 8
+        v_med3_i32 v19, v0, 5, 20
+        v_max3_f32 v20, v1, -4.0, 0.5
+    ";
+    let r = valu_results(body, 11);
+    for l in 0..32usize {
+        assert_eq!(r[0][l], 1, "cls counts leading sign-equal bits");
+        assert_eq!(r[1][l], u32::MAX, "cls of -1 is -1");
+        assert_eq!(r[2][l], 4);
+        assert_eq!(r[3][l], 15);
+        assert_eq!(r[4][l], u32::MAX);
+        assert_eq!(f32::from_bits(r[5][l]), if l < 8 { -2.0 } else { -1.0 }, "lane {l}");
+        assert_eq!(r[6][l], 0x8000_0000);
+        assert_eq!(r[7][l], 0x0011_4488);
+        assert_eq!(r[8][l], 0x4455_6677);
+        assert_eq!(r[9][l], (l as u32).clamp(5, 20));
+        assert_eq!(f32::from_bits(r[10][l]), 2.0);
+    }
+}

@@ -50,6 +50,10 @@ impl Ops<'_> {
             f32::from_bits(if neg { x ^ 0x8000_0000 } else { x })
         }))
     }
+    /// 32-bit source bits with abs/neg applied to bit 31 (for selects and moves).
+    pub fn fbits(&self, i: usize) -> ExecResult<L<u32>> {
+        Ok(map(&self.f(i)?, f32::to_bits))
+    }
     /// f64 source with abs/neg.
     pub fn d(&self, i: usize) -> ExecResult<L<f64>> {
         self.no_opsel(i)?;
@@ -221,7 +225,8 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
     match op {
         // ---- VOP2 ----
         257 => {
-            let (a, b, m) = (ops.u(0)?, ops.u(1)?, lane_mask(w, v, 2)?);
+            // Selects bit patterns; VOP3 abs/neg act on them as on f32 signs.
+            let (a, b, m) = (ops.fbits(0)?, ops.fbits(1)?, lane_mask(w, v, 2)?);
             let r: L<u32> = std::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] });
             out_u(w, v, &r)
         }
@@ -571,10 +576,11 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         443 => {
             let r = map(&ops.u(0)?, |x| {
                 let n = if (x as i32) < 0 { (!x).leading_zeros() } else { x.leading_zeros() };
+                // Leading bits equal to the sign bit (the sign bit included); -1 when all are.
                 if n == 32 {
                     u32::MAX
                 } else {
-                    n - 1
+                    n
                 }
             });
             out_u(w, v, &r)
