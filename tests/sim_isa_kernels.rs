@@ -272,3 +272,71 @@ fn math_builtins() {
 fn math_libclc() {
     math(Build::Libclc);
 }
+
+/// f16 bits -> value, written independently of the interpreter's conversion.
+fn half_value(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = ((h >> 10) & 0x1f) as i32;
+    let m = (h & 0x3ff) as f64;
+    sign * if e == 0 { m * 2f64.powi(-24) } else { (1.0 + m / 1024.0) * 2f64.powi(e - 15) }
+}
+
+/// Rounds to the nearest f16 value (ties to even) by scaling to the f16 quantum at v's exponent.
+fn round_half(v: f64) -> f64 {
+    if v == 0.0 {
+        return v;
+    }
+    let e = v.abs().log2().floor().max(-14.0) as i32;
+    let quantum = 2f64.powi(e - 10);
+    (v / quantum).round_ties_even() * quantum
+}
+
+fn half_ops(build: Build) {
+    let (co, notes) = compile_cl("half.cl", build);
+    let n = 200usize;
+    // Halves spread over several binades, including values that need rounding when combined.
+    let to_half_bits = |v: f32| -> u16 {
+        let r = round_half(v as f64);
+        (0u16..0x7c00).chain(0x8000..0xfc00).find(|&h| half_value(h) == r).unwrap()
+    };
+    let a: Vec<u16> = data(n, 20).iter().map(|v| to_half_bits(v * 40.0)).collect();
+    let b: Vec<u16> = data(n, 21).iter().map(|v| to_half_bits(v * 3.0)).collect();
+    let bytes16 = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut mem = TestMemory::default();
+    let k = load_kernel(&mut mem, &co, &notes, "half_ops");
+    mem.map(X_BASE, bytes16(&a), false, false);
+    mem.map(Y_BASE, bytes16(&b), false, false);
+    mem.map(Z_BASE, vec![0; 8 * n], true, false);
+    mem.map(W_BASE, vec![0; 4 * n], true, false);
+    let args = [
+        ArgValue::Ptr(X_BASE),
+        ArgValue::Ptr(Y_BASE),
+        ArgValue::Ptr(Z_BASE),
+        ArgValue::Ptr(W_BASE),
+        ArgValue::U32(n as u32),
+    ];
+    let d = prepare_dispatch(&mut mem, &k, &args, [64, 1, 1], [n as u32, 1, 1]);
+    run_dispatch(&d, &mut mem).unwrap();
+    let o: Vec<f64> =
+        mem.bytes(Z_BASE, 8 * n).chunks(2).map(|c| half_value(u16::from_le_bytes([c[0], c[1]]))).collect();
+    let f = mem.f32s(W_BASE, n);
+    for i in 0..n {
+        let (x, y) = (half_value(a[i]), half_value(b[i]));
+        // x * y + 1.5 is contracted to one fused operation (one rounding).
+        assert_eq!(o[4 * i], round_half(x * y + 1.5), "fma({x}, {y}, 1.5)");
+        assert_eq!(o[4 * i + 1], round_half(x - y), "{x} - {y}");
+        assert_eq!(o[4 * i + 2], if x > y { x } else { y * 0.5 }, "select {x} {y}");
+        assert_eq!(o[4 * i + 3], round_half(x * 3.0), "(half)({x} * 3.0f)");
+        assert_eq!(f[i] as f64, round_half(x + y), "(float)({x} + {y})");
+    }
+}
+
+#[test]
+fn half_precision_true16_builtins() {
+    half_ops(Build::Builtins);
+}
+
+#[test]
+fn half_precision_true16_libclc() {
+    half_ops(Build::Libclc);
+}

@@ -231,11 +231,55 @@ fn has_sdst(op: u16) -> bool {
     matches!(op, 288..=290 | 764..=770)
 }
 
+/// Which operands of a short-form (VOP1/VOP2/VOPC) opcode are 16-bit: (src0, src1, vdst).
+fn true16_operands(op: u16) -> (bool, bool, bool) {
+    match op {
+        // 16-bit compares: f16 0..=15, i16/u16 49..=63, class_f16 125, and their cmpx forms.
+        0..=255 if matches!(op & 127, 0..=15 | 49..=63 | 125) => (true, true, false),
+        // VOP2 f16 arithmetic (add, sub, subrev, mul, fmac, fmamk, fmaak, max, min, ldexp).
+        306..=315 => (true, true, true),
+        // VOP1: cvt_f16_f32 writes a half; cvt_f32_f16, cvt_i32_i16, cvt_u32_u16 read one.
+        394 => (false, false, true),
+        395 | 490 | 491 => (true, false, false),
+        // VOP1 16-bit ops: mov_b16, the f16/i16 conversions and math (80..=100), not_b16.
+        412 | 464..=484 | 489 => (true, false, true),
+        _ => (false, false, false),
+    }
+}
+
+/// In the short encodings of 16-bit operations (true16 on gfx11), bit 7 of a VGPR field picks the
+/// high half (`v1.h`) of VGPR `field & 127`. Normalise that to the VOP3 form: opsel bits 0/1
+/// for the sources, bit 3 for the destination (and bit 2 for FMAC's accumulator, which is vdst).
+fn true16_halves(v: &mut Valu) {
+    let (s0, s1, d) = true16_operands(v.op);
+    for (i, is16) in [(0usize, s0), (1, s1)] {
+        if let (true, Src::Vgpr(r)) = (is16, v.src[i]) {
+            if r >= 128 {
+                v.src[i] = Src::Vgpr(r - 128);
+                v.opsel |= 1 << i;
+            }
+        }
+    }
+    if d && v.vdst >= 128 {
+        v.vdst -= 128;
+        v.opsel |= 8;
+        if v.op == 310 {
+            v.opsel |= 4;
+        }
+    }
+}
+
 /// Fills in the implicit operands the VOP2 forms (and their VOP3 twins) read.
 fn fix_implicit(v: &mut Valu, short: bool) {
     match v.op {
         // v_fmac_f32, v_fmac_f16, v_fmac_dx9_zero_f32, v_dot2acc_f32_f16, v_pk_fmac_f16: D accumulates.
-        299 | 310 | 262 | 258 | 316 => v.src[2] = Src::Vgpr(v.vdst),
+        299 | 310 | 262 | 258 | 316 => {
+            v.src[2] = Src::Vgpr(v.vdst);
+            // A half-register accumulator is the destination's half.
+            if v.op == 310 && v.opsel & 8 != 0 {
+                v.opsel |= 4;
+            }
+        }
         // v_cndmask_b32, v_add/sub/subrev_co_ci_u32: VCC is the implicit mask / carry.
         257 | 288..=290 if short => {
             v.src[2] = Src::Sgpr(VCC_LO);
@@ -259,8 +303,8 @@ fn decode_vop_short(w: u32, word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> Exe
             "DPP operand (src0 {src0_field:#x}) on VALU opcode {op} is not modelled"
         )));
     }
-    // v_fmamk_f32 / v_fmaak_f32 always carry a literal; any src0 of 255 does too.
-    let needs_literal = src0_field == LITERAL || op == 300 || op == 301;
+    // v_fmamk/v_fmaak (f32 and f16) always carry a literal; any src0 of 255 does too.
+    let needs_literal = src0_field == LITERAL || matches!(op, 300 | 301 | 311 | 312);
     let literal = if needs_literal { word(1)? } else { 0 };
     let mut v = plain_valu(enc, op);
     v.src[0] = Src::decode(src0_field, literal);
@@ -273,14 +317,13 @@ fn decode_vop_short(w: u32, word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> Exe
         _ => {
             v.vdst = bits(w, 17, 8) as u8;
             v.src[1] = Src::Vgpr(bits(w, 9, 8) as u8);
-            if op == 300 {
-                // fmamk: D = S0 * K + S1, normalised to fma(src0, src2=K, src1).
-                v.src[2] = Src::Literal(literal);
-            } else if op == 301 {
+            // fmamk (D = S0 * K + S1) and fmaak (D = S0 * S1 + K) keep K in src2.
+            if matches!(op, 300 | 301 | 311 | 312) {
                 v.src[2] = Src::Literal(literal);
             }
         }
     }
+    true16_halves(&mut v);
     fix_implicit(&mut v, true);
     Ok(Decoded { inst: Inst::Valu(Box::new(v)), size: if needs_literal { 8 } else { 4 }, word: w })
 }

@@ -112,6 +112,25 @@ pub fn f32_to_f16(x: f32) -> u16 {
     sign | rounded as u16
 }
 
+/// f64 -> f16 bits with a single rounding (to nearest even): the f32 step rounds to odd, which
+/// keeps enough information for the second rounding to be exact.
+pub fn f64_to_f16(x: f64) -> u16 {
+    let f = x as f32;
+    if !f.is_finite() || f as f64 == x {
+        return f32_to_f16(f);
+    }
+    let mut b = f.to_bits();
+    if b & 1 == 0 {
+        // Step one ulp back toward x (sign-magnitude: -1 shrinks, +1 grows the magnitude).
+        if (f as f64).abs() > x.abs() {
+            b -= 1;
+        } else {
+            b += 1;
+        }
+    }
+    f32_to_f16(f32::from_bits(b))
+}
+
 /// f16 bits -> f32 (exact).
 pub fn f16_to_f32(h: u16) -> f32 {
     let sign = ((h & 0x8000) as u32) << 16;

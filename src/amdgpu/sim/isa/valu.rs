@@ -3,7 +3,7 @@
 
 use super::decode::Valu;
 use super::error::{ExecResult, Fault};
-use super::float::{div_fixup32, f16_to_f32, f32_to_f16, med3_32, minmax32, minmax64};
+use super::float::{div_fixup32, f16_to_f32, f32_to_f16, f64_to_f16, med3_32, minmax32, minmax64};
 use super::operand::NULL;
 use super::scalar::bfe32;
 use super::wave::{Wave, LANES};
@@ -84,6 +84,18 @@ impl Ops<'_> {
             )));
         }
         Ok(())
+    }
+    /// 16-bit integer source (low half, or high half with opsel), zero-extended.
+    pub fn u16(&self, i: usize) -> ExecResult<L<u32>> {
+        if (self.v.abs | self.v.neg) >> i & 1 != 0 {
+            return Err(Fault::unsupported(format!(
+                "abs/neg on 16-bit integer operand {i} of VALU opcode {}",
+                self.v.op
+            )));
+        }
+        let hi = self.v.opsel >> i & 1 != 0;
+        let raw = self.w.src16(&self.v.src[i])?;
+        Ok(map(&raw, |x| if hi { x >> 16 } else { x & 0xffff }))
     }
     /// 32-bit integer source (modifiers refused).
     pub fn u(&self, i: usize) -> ExecResult<L<u32>> {
@@ -170,16 +182,15 @@ fn out_d(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
     Ok(())
 }
 
-/// Writes an f16 result to the low half (or high half with opsel bit 3), keeping the other half.
-fn out_h(w: &mut Wave, v: &Valu, r: L<f32>) -> ExecResult {
+/// Writes 16-bit results to the low half (or the high half with opsel bit 3), keeping the other.
+fn out_half(w: &mut Wave, v: &Valu, r: &L<u32>) -> ExecResult {
     if v.omod != 0 {
-        return Err(Fault::unsupported("omod on an f16 operation"));
+        return Err(Fault::unsupported("omod on a 16-bit operation"));
     }
     let hi = v.opsel >> 3 & 1 != 0;
     let old = w.vgpr[v.vdst as usize];
     let out: L<u32> = std::array::from_fn(|l| {
-        let x = if v.clamp { r[l].clamp(0.0, 1.0) } else { r[l] };
-        let h = f32_to_f16(x) as u32;
+        let h = r[l] & 0xffff;
         if hi {
             (old[l] & 0xffff) | h << 16
         } else {
@@ -189,6 +200,23 @@ fn out_h(w: &mut Wave, v: &Valu, r: L<f32>) -> ExecResult {
     let exec = w.exec();
     w.write_vgpr(v.vdst as usize, &out, exec);
     Ok(())
+}
+
+/// Rounds exact (f64) results to f16 once and writes them as halves.
+fn out_h(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
+    let bits = map(&r, |x| {
+        let x = if v.clamp {
+            if x.is_nan() {
+                0.0
+            } else {
+                x.clamp(0.0, 1.0)
+            }
+        } else {
+            x
+        };
+        f64_to_f16(x) as u32
+    });
+    out_half(w, v, &bits)
 }
 
 /// Writes a per-lane carry/flag mask to the scalar destination (inactive lanes read 0).
@@ -375,29 +403,38 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             });
             out_u(w, v, &r)
         }
+        // f16 arithmetic: operands are exact in f64 and so are sums and products of two halves;
+        // out_h rounds once.
         306 => {
-            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| a + b);
+            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| a as f64 + b as f64);
             out_h(w, v, r)
         }
         307 => {
-            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| a - b);
+            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| a as f64 - b as f64);
+            out_h(w, v, r)
+        }
+        308 => {
+            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| b as f64 - a as f64);
             out_h(w, v, r)
         }
         309 => {
-            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| a * b);
+            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| a as f64 * b as f64);
             out_h(w, v, r)
         }
-        310 => {
-            let r =
-                map3(&ops.h(0)?, &ops.h(1)?, &ops.h(2)?, |a, b, c| (a as f64 * b as f64 + c as f64) as f32);
+        310 | 312 => {
+            let r = map3(&ops.h(0)?, &ops.h(1)?, &ops.h(2)?, |a, b, c| a as f64 * b as f64 + c as f64);
+            out_h(w, v, r)
+        }
+        311 => {
+            let r = map3(&ops.h(0)?, &ops.h(2)?, &ops.h(1)?, |a, b, c| a as f64 * b as f64 + c as f64);
             out_h(w, v, r)
         }
         313 => {
-            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| minmax32(a, b, true, ie));
+            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| minmax32(a, b, true, ie) as f64);
             out_h(w, v, r)
         }
         314 => {
-            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| minmax32(a, b, false, ie));
+            let r = map2(&ops.h(0)?, &ops.h(1)?, |a, b| minmax32(a, b, false, ie) as f64);
             out_h(w, v, r)
         }
         // ---- VOP1 ----
@@ -438,7 +475,7 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         }
         394 => {
             let a = ops.f(0)?;
-            out_h(w, v, a)
+            out_h(w, v, map(&a, |x| x as f64))
         }
         395 => {
             let r = ops.h(0)?;
@@ -711,6 +748,14 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             }
             let r = map3(&ops.f(0)?, &ops.f(1)?, &ops.f(2)?, f32::mul_add);
             out_f(w, v, r)
+        }
+        605 => {
+            // v_cndmask_b16: per-lane select of halves; abs/neg act on the f16 sign bit.
+            let half_bits =
+                |i: usize| -> ExecResult<L<u32>> { Ok(map(&ops.h(i)?, |x| f32_to_f16(x) as u32)) };
+            let (a, b, m) = (half_bits(0)?, half_bits(1)?, lane_mask(w, v, 2)?);
+            let r: L<u32> = std::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] });
+            out_half(w, v, &r)
         }
         580 => {
             let r = map3(&ops.u(0)?, &ops.u(1)?, &ops.u(2)?, perm);

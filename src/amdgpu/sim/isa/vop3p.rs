@@ -3,7 +3,7 @@
 
 use super::decode::Valu;
 use super::error::{ExecResult, Fault};
-use super::float::{f16_to_f32, f32_to_f16, minmax32};
+use super::float::{f16_to_f32, f64_to_f16, minmax32};
 use super::wave::{Wave, LANES};
 
 pub(crate) fn exec_vop3p(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
@@ -48,15 +48,16 @@ pub(crate) fn exec_vop3p(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             let (a, b, c) = (pick(0, l, hi), pick(1, l, hi), if nsrc == 3 { pick(2, l, hi) } else { 0 });
             let h: u16 = if float {
                 let (fa, fb, fc) = (f16_to_f32(a), f16_to_f32(b), f16_to_f32(c));
+                // Exact in f64; f64_to_f16 rounds once.
                 let x = match op {
-                    14 => (fa as f64 * fb as f64 + fc as f64) as f32,
-                    15 => fa + fb,
-                    16 => fa * fb,
-                    17 => minmax32(fa, fb, false, ie),
-                    _ => minmax32(fa, fb, true, ie),
+                    14 => fa as f64 * fb as f64 + fc as f64,
+                    15 => fa as f64 + fb as f64,
+                    16 => fa as f64 * fb as f64,
+                    17 => minmax32(fa, fb, false, ie) as f64,
+                    _ => minmax32(fa, fb, true, ie) as f64,
                 };
                 let x = if v.clamp { x.clamp(0.0, 1.0) } else { x };
-                f32_to_f16(x)
+                f64_to_f16(x)
             } else {
                 match op {
                     1 => a.wrapping_mul(b),
