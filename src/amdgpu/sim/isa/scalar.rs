@@ -442,7 +442,10 @@ pub(crate) fn exec_smem(
     let addr = base.wrapping_add(offset as i64 as u64).wrapping_add(soff as u64) & !3;
     for i in 0..dwords {
         let v = read_u32(mem, addr + 4 * i as u64)?;
-        w.write_sgpr(sdata + i as u8, v)?;
+        // A load into NULL still reads (and can fault) but keeps nothing.
+        if sdata != NULL {
+            w.write_sgpr(sdata + i as u8, v)?;
+        }
     }
     Ok(())
 }

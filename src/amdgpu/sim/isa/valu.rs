@@ -865,8 +865,8 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_mask(w, v.sdst, &map(&res, |p| p.1))
         }
         773 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| (a as u16).wrapping_mul(b as u16) as u32);
-            out_u(w, v, &r)
+            let r = map2(&ops.u16(0)?, &ops.u16(1)?, |a, b| (a as u16).wrapping_mul(b as u16) as u32);
+            out_half(w, v, &r)
         }
         796 => {
             let r = map2(&ops.f(0)?, &ops.u(1)?, |a, b| ldexp32(a, b as i32));
