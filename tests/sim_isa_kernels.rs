@@ -104,7 +104,7 @@ fn sgemm_libclc_ragged() {
     sgemm(Build::Libclc, 33, 29, 70);
 }
 
-fn conv2d(build: Build) {
+fn conv2d(build: Build, group: [u32; 3]) {
     let (co, notes) = compile_cl("conv2d.cl", build);
     let (nb, c, h, w, kk) = (2usize, 3usize, 10usize, 9usize, 4usize);
     let inp = data(nb * c * h * w, 5);
@@ -127,7 +127,7 @@ fn conv2d(build: Build) {
         ArgValue::U32(w as u32),
         ArgValue::U32(kk as u32),
     ];
-    let d = prepare_dispatch(&mut mem, &k, &args, [8, 8, 1], [w as u32, h as u32, (nb * kk) as u32]);
+    let d = prepare_dispatch(&mut mem, &k, &args, group, [w as u32, h as u32, (nb * kk) as u32]);
     run_dispatch(&d, &mut mem).unwrap();
     let out = mem.f32s(Z_BASE, nb * kk * h * w);
     for n in 0..nb {
@@ -160,12 +160,19 @@ fn conv2d(build: Build) {
 
 #[test]
 fn conv2d_builtins() {
-    conv2d(Build::Builtins);
+    // The builtins build hard-codes 8 x 8 x 1 groups.
+    conv2d(Build::Builtins, [8, 8, 1]);
 }
 
 #[test]
 fn conv2d_libclc() {
-    conv2d(Build::Libclc);
+    conv2d(Build::Libclc, [8, 8, 1]);
+}
+
+#[test]
+fn conv2d_libclc_odd_3d_groups() {
+    // 5 x 7 x 2 = 70 threads: three waves, the last with 6 lanes, and groups past every edge.
+    conv2d(Build::Libclc, [5, 7, 2]);
 }
 
 /// Prints the simulated wave instructions per second on a larger sgemm (no timing assertion).
@@ -339,4 +346,40 @@ fn half_precision_true16_builtins() {
 #[test]
 fn half_precision_true16_libclc() {
     half_ops(Build::Libclc);
+}
+
+/// libclc's math library and global atomics (LLVM's atomic optimizer builds one atomic per wave
+/// from mbcnt / readlane / ctz loops).
+#[test]
+fn libclc_math_functions_and_atomics() {
+    let (co, notes) = compile_cl("libm.cl", Build::Libclc);
+    let n = 333usize;
+    let a: Vec<f32> = data(n, 30).iter().map(|v| v * 20.0).collect();
+    let mut mem = TestMemory::default();
+    let k = load_kernel(&mut mem, &co, &notes, "libm");
+    mem.map(X_BASE, f32_bytes(&a), false, false);
+    mem.map(Z_BASE, vec![0; 32 * n], true, false);
+    mem.map(W_BASE, u32_bytes(&[0, 0]), true, false);
+    let args = [ArgValue::Ptr(X_BASE), ArgValue::Ptr(Z_BASE), ArgValue::Ptr(W_BASE), ArgValue::U32(n as u32)];
+    let d = prepare_dispatch(&mut mem, &k, &args, [64, 1, 1], [n as u32, 1, 1]);
+    run_dispatch(&d, &mut mem).unwrap();
+    let o = mem.f32s(Z_BASE, 8 * n);
+    // libclc promises a few ulp; 4e-6 relative (or 1e-6 absolute near zero) catches real errors.
+    let near = |got: f32, want: f64, what: &str, x: f32| {
+        let tol = 4e-6 * want.abs().max(0.25);
+        assert!((got as f64 - want).abs() <= tol, "{what}({x}): got {got}, want {want}");
+    };
+    for i in 0..n {
+        let x = a[i] as f64;
+        let f = &o[8 * i..8 * i + 8];
+        near(f[0], x.exp(), "exp", a[i]);
+        near(f[1], (x.abs() + 1.0).ln(), "log", a[i]);
+        near(f[2], x.sin(), "sin", a[i]);
+        near(f[3], x.cos(), "cos", a[i]);
+        near(f[4], x.abs().powf(1.7f32 as f64), "pow", a[i]);
+        near(f[5], x.tanh(), "tanh", a[i]);
+        near(f[6], 1.0 / (x.abs() + 0.5).sqrt(), "rsqrt", a[i]);
+        near(f[7], x.atan2(2.0), "atan2", a[i]);
+    }
+    assert_eq!(mem.u32s(W_BASE, 2), vec![n as u32, n as u32 - 1], "atomic_add count and atomic_max id");
 }

@@ -749,6 +749,37 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             let r = map3(&ops.f(0)?, &ops.f(1)?, &ops.f(2)?, f32::mul_add);
             out_f(w, v, r)
         }
+        576 => {
+            let r = map3(&ops.u(0)?, &ops.u(1)?, &ops.u(2)?, |a, b, c| a ^ b ^ c);
+            out_u(w, v, &r)
+        }
+        584 => {
+            let r = map3(&ops.h(0)?, &ops.h(1)?, &ops.h(2)?, |a, b, c| a as f64 * b as f64 + c as f64);
+            out_h(w, v, r)
+        }
+        601 => {
+            let r = map3(&ops.u16(0)?, &ops.u16(1)?, &ops.u(2)?, |a, b, c| (a * b).wrapping_add(c));
+            out_u(w, v, &r)
+        }
+        771 | 772 => {
+            let sub = op == 772;
+            let r = map2(&ops.u16(0)?, &ops.u16(1)?, |a, b| {
+                if sub {
+                    a.wrapping_sub(b) & 0xffff
+                } else {
+                    (a + b) & 0xffff
+                }
+            });
+            out_half(w, v, &r)
+        }
+        824 => {
+            let r = map2(&ops.u16(0)?, &ops.u16(1)?, |a, b| (b << (a & 15)) & 0xffff);
+            out_half(w, v, &r)
+        }
+        825 => {
+            let r = map2(&ops.u16(0)?, &ops.u16(1)?, |a, b| b >> (a & 15));
+            out_half(w, v, &r)
+        }
         605 => {
             // v_cndmask_b16: per-lane select of halves; abs/neg act on the f16 sign bit.
             let half_bits =
