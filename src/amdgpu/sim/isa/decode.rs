@@ -392,3 +392,14 @@ fn decode_vopd(w: u32, word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResu
         word: w,
     })
 }
+
+/// The size in bytes of the instruction at the start of `code` (including its literal), or None
+/// when `code` is too short for it. Unknown encodings still have a size when their format is
+/// known; an unrecognised format gives None.
+pub fn instruction_size(code: &[u32]) -> Option<usize> {
+    let d = decode(&mut |i| code.get(i as usize).copied().ok_or_else(|| Fault::unsupported("truncated")));
+    match d {
+        Ok(d) => Some(d.size as usize),
+        Err(_) => None,
+    }
+}
