@@ -561,3 +561,34 @@ fn valu_bit_counts_permutes_and_modified_selects() {
         assert_eq!(f32::from_bits(r[10][l]), 2.0);
     }
 }
+
+#[test]
+fn relative_register_addressing_through_m0() {
+    let body = "
+        s_mov_b32 s20, 11
+        s_mov_b32 s21, 22
+        s_mov_b32 s22, 33
+        s_mov_b32 m0, 2
+        s_movrels_b32 s10, s20
+        s_mov_b32 m0, 1
+        s_movreld_b32 s23, 44
+        s_mov_b32 s11, s24
+        v_mov_b32 v30, v0
+        v_add_nc_u32 v31, 100, v0
+        v_add_nc_u32 v32, 200, v0
+        s_mov_b32 m0, 2
+        v_movrels_b32 v10, v30
+        s_mov_b32 m0, 3
+        v_movreld_b32 v30, 7
+        v_mov_b32 v11, v33
+        v_mov_b32 v12, s10
+        v_mov_b32 v13, s11
+    ";
+    let r = valu_results(body, 4);
+    for l in 0..32u32 {
+        assert_eq!(r[0][l as usize], 200 + l, "v_movrels read v32");
+        assert_eq!(r[1][l as usize], 7, "v_movreld wrote v33");
+        assert_eq!(r[2][l as usize], 33, "s_movrels read s22");
+        assert_eq!(r[3][l as usize], 44, "s_movreld wrote s24");
+    }
+}

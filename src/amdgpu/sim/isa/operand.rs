@@ -4,6 +4,7 @@
 /// Scalar register file indices as the operand encoding numbers them (gfx11).
 pub const VCC_LO: u8 = 106;
 pub const NULL: u8 = 124;
+pub const M0: u8 = 125;
 pub const EXEC_LO: u8 = 126;
 pub const EXEC_HI: u8 = 127;
 /// Literal constant marker in a source field.

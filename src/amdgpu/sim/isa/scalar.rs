@@ -2,7 +2,7 @@
 
 use super::error::{ExecResult, Fault};
 use super::memory::{read_u32, GlobalMemory};
-use super::operand::{Src, EXEC_LO, NULL};
+use super::operand::{Src, EXEC_LO, M0, NULL};
 use super::wave::{Wave, WaveStatus, SGPRS};
 
 fn unknown(encoding: &'static str, op: u8, word: u32) -> Fault {
@@ -198,6 +198,7 @@ pub(crate) fn exec_sop1(w: &mut Wave, op: u8, sdst: u8, s0: &Src, word: u32) -> 
             w.pc = target;
             return Ok(());
         }
+        64..=67 => return movrel(w, op, sdst, s0),
         33 | 35 | 37 | 39 | 41 | 43 | 45 | 47 | 49 | 51 => {
             return Err(Fault::unsupported(format!(
                 "64-bit exec-mask instruction (SOP1 opcode {op}) in a wave32 kernel"
@@ -269,6 +270,39 @@ pub(crate) fn exec_sop1(w: &mut Wave, op: u8, sdst: u8, s0: &Src, word: u32) -> 
         w.scc = s;
     }
     Ok(())
+}
+
+/// s_movrels (read s[index + M0]) and s_movreld (write s[D + M0]), 32 and 64 bit.
+fn movrel(w: &mut Wave, op: u8, sdst: u8, s0: &Src) -> ExecResult {
+    let m0 = w.read_sgpr(M0);
+    let n = if op % 2 == 1 { 2 } else { 1 };
+    let at = |base: u8| -> ExecResult<u8> {
+        let i = base as u64 + m0 as u64;
+        if i + n > SGPRS as u64 {
+            return Err(Fault::unsupported(format!("s_movrel: s{base} + M0 ({m0}) is past s105")));
+        }
+        Ok(i as u8)
+    };
+    if op <= 65 {
+        let Src::Sgpr(base) = *s0 else {
+            return Err(Fault::unsupported("s_movrels needs an SGPR source"));
+        };
+        let src = at(base)?;
+        if n == 2 {
+            w.write_sgpr64(sdst, w.read_sgpr64(src))
+        } else {
+            w.write_sgpr(sdst, w.read_sgpr(src))
+        }
+    } else {
+        let dst = at(sdst)?;
+        if n == 2 {
+            let v = w.scalar64(s0, false)?;
+            w.write_sgpr64(dst, v)
+        } else {
+            let v = w.scalar32(s0)?;
+            w.write_sgpr(dst, v)
+        }
+    }
 }
 
 pub(crate) fn exec_sopk(w: &mut Wave, op: u8, sdst: u8, simm: u16, word: u32) -> ExecResult {

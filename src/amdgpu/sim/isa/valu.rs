@@ -630,6 +630,30 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             let r = map(&ops.f(0)?, |x| if x == 0.0 || !x.is_finite() { x } else { frexp32(x).0 });
             out_f(w, v, r)
         }
+        450..=452 => {
+            // v_movreld (write v[D + M0]), v_movrels (read v[S0 + M0]), v_movrelsd (both).
+            let m0 = w.read_sgpr(super::operand::M0) as usize;
+            let idx = |base: usize| -> ExecResult<usize> {
+                if base + m0 > 255 {
+                    return Err(Fault::unsupported(format!("v_movrel: v{base} + M0 ({m0}) is past v255")));
+                }
+                Ok(base + m0)
+            };
+            let src_row = match (op, v.src[0]) {
+                (450, _) => None,
+                (_, super::operand::Src::Vgpr(r)) => Some(idx(r as usize)?),
+                _ => return Err(Fault::unsupported("v_movrels needs a VGPR source")),
+            };
+            let vals = match src_row {
+                Some(r) => w.vgpr[r],
+                None => ops.u(0)?,
+            };
+            let dst = if op == 451 { v.vdst as usize } else { idx(v.vdst as usize)? };
+            int_only(v)?;
+            let exec = w.exec();
+            w.write_vgpr(dst, &vals, exec);
+            Ok(())
+        }
         485 => {
             // v_swap_b32: exchange vdst and src0 (a VGPR).
             let a = ops.u(0)?;
