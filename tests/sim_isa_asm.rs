@@ -592,3 +592,31 @@ fn relative_register_addressing_through_m0() {
         assert_eq!(r[3][l as usize], 44, "s_movreld wrote s24");
     }
 }
+
+#[test]
+fn f64_arithmetic() {
+    // v[2:3] = lane as f64; results: fma, add, mul, min, ldexp (to the edge of the exponent
+    // range), conversion back to i32.
+    let body = "
+        v_cvt_f64_u32 v[2:3], v0
+        v_fma_f64 v[10:11], v[2:3], 0.5, 1.0
+        v_add_f64 v[12:13], v[2:3], -4.0
+        v_mul_f64 v[14:15], v[2:3], v[2:3]
+        v_min_f64 v[16:17], v[2:3], 4.0
+        v_ldexp_f64 v[18:19], v[2:3], 1000
+        v_cvt_i32_f64 v20, v[12:13]
+        v_ldexp_f64 v[22:23], 1.0, -1074
+    ";
+    let r = valu_results(body, 14);
+    for l in 0..32usize {
+        let x = l as f64;
+        let d = |k: usize| f64::from_bits(r[k][l] as u64 | (r[k + 1][l] as u64) << 32);
+        assert_eq!(d(0), x.mul_add(0.5, 1.0));
+        assert_eq!(d(2), x - 4.0);
+        assert_eq!(d(4), x * x);
+        assert_eq!(d(6), x.min(4.0));
+        assert_eq!(d(8), x * 2f64.powi(1000));
+        assert_eq!(r[10][l] as i32, (x - 4.0) as i32);
+        assert_eq!(d(12), f64::from_bits(1), "2^-1074 is the smallest denormal");
+    }
+}

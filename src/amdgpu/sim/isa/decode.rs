@@ -235,7 +235,7 @@ fn has_sdst(op: u16) -> bool {
 fn true16_operands(op: u16) -> (bool, bool, bool) {
     match op {
         // 16-bit compares: f16 0..=15, i16/u16 49..=63, class_f16 125, and their cmpx forms.
-        0..=255 if matches!(op & 127, 0..=15 | 49..=63 | 125) => (true, true, false),
+        0..=255 if matches!(op & 127, 0..=15 | 49..=54 | 57..=62 | 125) => (true, true, false),
         // VOP2 f16 arithmetic (add, sub, subrev, mul, fmac, fmamk, fmaak, max, min, ldexp).
         306..=315 => (true, true, true),
         // VOP1: cvt_f16_f32 writes a half; cvt_f32_f16, cvt_i32_i16, cvt_u32_u16 read one.

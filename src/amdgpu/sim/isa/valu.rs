@@ -984,6 +984,10 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             let r = map2(&ops.d(0)?, &ops.d(1)?, |a, b| minmax64(a, b, true, ie));
             out_d(w, v, r)
         }
+        811 => {
+            let r = map2(&ops.d(0)?, &ops.u(1)?, |a, e| ldexp64(a, e as i32));
+            out_d(w, v, r)
+        }
         812 => {
             let r = map2(&ops.u(0)?, &ops.u(1)?, u32::wrapping_mul);
             out_u(w, v, &r)
@@ -1089,6 +1093,34 @@ fn ldexp32(x: f32, e: i32) -> f32 {
     // Exact scaling through f64 (f32's range fits), then one rounding to f32.
     let e = e.clamp(-400, 400);
     ((x as f64) * 2f64.powi(e)) as f32
+}
+
+/// 2^k as an exact f64 for k in -1074..=1023.
+fn pow2(k: i64) -> f64 {
+    if k >= -1022 {
+        f64::from_bits(((k + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1u64 << (k + 1074))
+    }
+}
+
+/// a * 2^e with one rounding: a = m * 2^ea with m in [0.5, 1), so the product is m * 2^(ea + e).
+fn ldexp64(a: f64, e: i32) -> f64 {
+    if a == 0.0 || !a.is_finite() {
+        return a;
+    }
+    let (m, ea) = frexp64(a);
+    let k = ea as i64 + e as i64;
+    if k > 1024 {
+        f64::INFINITY.copysign(a)
+    } else if k < -1074 {
+        // |m * 2^k| < 2^-1075: rounds to zero.
+        0.0f64.copysign(a)
+    } else if k == 1024 {
+        (m * 2.0) * pow2(1023)
+    } else {
+        m * pow2(k)
+    }
 }
 
 fn needs_div_scale(den: f32, num: f32) -> bool {

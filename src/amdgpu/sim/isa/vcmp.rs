@@ -61,7 +61,7 @@ pub(crate) fn exec_vcmp(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             let (a, b) = (ops.d(0)?, ops.d(1)?);
             std::array::from_fn(|l| float_cond(op - 32, a[l], b[l]))
         }
-        49..=55 | 57..=63 => {
+        49..=54 | 57..=62 => {
             let (a, b) = (ops.u16(0)?, ops.u16(1)?);
             let signed = op < 56;
             let ext = |x: u32| if signed { x as u16 as i16 as i128 } else { x as u16 as i128 };
