@@ -210,8 +210,10 @@ fn close(got: f32, want: f32, rel: f32) -> bool {
     got == want || (got - want).abs() <= rel * want.abs().max(f32::MIN_POSITIVE)
 }
 
-fn math(build: Build) {
-    let (co, notes) = compile_cl("math.cl", build);
+fn math(build: Build, correctly_rounded: bool) {
+    let flags: &[&str] = if correctly_rounded { &["-cl-fp32-correctly-rounded-divide-sqrt"] } else { &[] };
+    let (co, notes) = compile_cl_with("math.cl", build, flags);
+    let rel = if correctly_rounded { 0.0 } else { 4e-7 };
     let n = 300usize;
     let a: Vec<f32> = data(n, 10).iter().map(|v| v * 50.0).collect();
     let b: Vec<f32> = data(n, 11).iter().map(|v| if *v == 0.0 { 0.25 } else { v * 7.0 }).collect();
@@ -250,8 +252,8 @@ fn math(build: Build) {
         let (x, y, p, q) = (a[i], b[i], ia[i], ib[i]);
         let f = &fo[8 * i..8 * i + 8];
         // OpenCL allows 2.5 ulp for division and 3 ulp for sqrt; the rest is exact.
-        assert!(close(f[0], x / y, 4e-7), "{x} / {y}: got {}", f[0]);
-        assert!(close(f[1], x.abs().sqrt(), 4e-7), "sqrt {x}: got {}", f[1]);
+        assert!(close(f[0], x / y, rel), "{x} / {y}: got {}", f[0]);
+        assert!(close(f[1], x.abs().sqrt(), rel), "sqrt {x}: got {}", f[1]);
         assert_eq!(f[2], x.min(y));
         assert_eq!(f[3], x.max(y));
         assert_eq!(f[4], p as f32);
@@ -272,12 +274,19 @@ fn math(build: Build) {
 
 #[test]
 fn math_builtins() {
-    math(Build::Builtins);
+    math(Build::Builtins, false);
+}
+
+/// Correctly rounded division and square root (v_div_scale / v_div_fmas / v_div_fixup and the
+/// scaled v_sqrt sequence): results must equal the CPU's bit for bit.
+#[test]
+fn math_correctly_rounded_division_and_sqrt() {
+    math(Build::Builtins, true);
 }
 
 #[test]
 fn math_libclc() {
-    math(Build::Libclc);
+    math(Build::Libclc, false);
 }
 
 /// f16 bits -> value, written independently of the interpreter's conversion.

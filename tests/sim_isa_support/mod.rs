@@ -150,6 +150,11 @@ pub const LIBCLC: &str = "/usr/lib/clc/amdgcn-amd-amdhsa.bc";
 /// Compiles an OpenCL C file for gfx1100 the way the backend does (default WGP mode) and links
 /// it into a code object; returns the code object bytes and its metadata notes as text.
 pub fn compile_cl(file: &str, build: Build) -> (Vec<u8>, String) {
+    compile_cl_with(file, build, &[])
+}
+
+/// `compile_cl` with extra compiler flags.
+pub fn compile_cl_with(file: &str, build: Build, extra: &[&str]) -> (Vec<u8>, String) {
     let dir = tempdir();
     let src = kernel_source(file);
     let obj = dir.path().join("k.o");
@@ -171,6 +176,7 @@ pub fn compile_cl(file: &str, build: Build) -> (Vec<u8>, String) {
             args.extend(["-Xclang", "-mlink-builtin-bitcode", "-Xclang", LIBCLC]);
         }
     }
+    args.extend(extra);
     args.extend(["-c", src.to_str().unwrap(), "-o", obj.to_str().unwrap()]);
     tool("clang-22", &args);
     tool("ld.lld-22", &["-shared", obj.to_str().unwrap(), "-o", co.to_str().unwrap()]);
