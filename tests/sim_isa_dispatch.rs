@@ -58,3 +58,35 @@ fn only_enabled_ids_are_loaded() {
         assert_eq!(w.vgpr[0][lane], lane as u32 % 4, "x only");
     }
 }
+
+#[test]
+fn dispatch_from_compute_registers() {
+    use sparkle::amdgpu::sim::isa::regs::*;
+    use std::collections::HashMap;
+    let mut r: HashMap<u32, u32> = HashMap::new();
+    r.insert(COMPUTE_PGM_LO, 0x0012_3400);
+    r.insert(COMPUTE_PGM_HI, 0x1);
+    r.insert(COMPUTE_PGM_RSRC1, 0x00af_0000);
+    r.insert(COMPUTE_PGM_RSRC2, (2 << 1) | (1 << 7) | (3 << 15));
+    r.insert(COMPUTE_NUM_THREAD_X, 64);
+    r.insert(COMPUTE_NUM_THREAD_Y, 2);
+    r.insert(COMPUTE_NUM_THREAD_Z, 1);
+    r.insert(COMPUTE_USER_DATA_0, 0xdead);
+    r.insert(COMPUTE_USER_DATA_0 + 4, 0xbeef);
+    let reg = |a: u32| r.get(&a).copied().unwrap_or(0);
+    // compute enable, force start at 0, wave32.
+    let initiator = 1 | (1 << 2) | (1 << 15);
+    let d = Dispatch::from_registers("k", reg, [3, 1, 1], initiator, 5000).unwrap();
+    assert_eq!(d.code_address, 0x1_0012_3400 << 8);
+    assert_eq!(d.workgroup_size, [64, 2, 1]);
+    assert_eq!(&d.user_data[..3], &[0xdead, 0xbeef, 0]);
+    assert_eq!(d.lds_bytes(), 1536);
+    assert!(d.wave32);
+    let waves = initial_waves(&d, [2, 0, 0]).unwrap();
+    assert_eq!(waves.len(), 4);
+    assert_eq!(&waves[3].sgpr[..3], &[0xdead, 0xbeef, 2]);
+    let err = Dispatch::from_registers("k", reg, [1, 1, 1], 1 | (1 << 2), 10).unwrap_err();
+    assert!(err.to_string().contains("wave64"), "{err}");
+    let err = Dispatch::from_registers("k", reg, [1, 1, 1], 1 | (1 << 1) | (1 << 15), 10).unwrap_err();
+    assert!(err.to_string().contains("PARTIAL_TG_EN"), "{err}");
+}

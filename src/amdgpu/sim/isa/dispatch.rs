@@ -68,7 +68,84 @@ impl Rsrc {
     }
 }
 
+/// gfx11 compute register byte addresses the dispatch reads (SET_SH_REG space).
+pub mod regs {
+    pub const COMPUTE_START_X: u32 = 0xB810;
+    pub const COMPUTE_START_Y: u32 = 0xB814;
+    pub const COMPUTE_START_Z: u32 = 0xB818;
+    pub const COMPUTE_NUM_THREAD_X: u32 = 0xB81C;
+    pub const COMPUTE_NUM_THREAD_Y: u32 = 0xB820;
+    pub const COMPUTE_NUM_THREAD_Z: u32 = 0xB824;
+    pub const COMPUTE_PGM_LO: u32 = 0xB830;
+    pub const COMPUTE_PGM_HI: u32 = 0xB834;
+    pub const COMPUTE_PGM_RSRC1: u32 = 0xB848;
+    pub const COMPUTE_PGM_RSRC2: u32 = 0xB84C;
+    pub const COMPUTE_PGM_RSRC3: u32 = 0xB8A0;
+    pub const COMPUTE_USER_DATA_0: u32 = 0xB900;
+    /// COMPUTE_USER_DATA_0..15.
+    pub const USER_DATA_COUNT: u32 = 16;
+}
+
+/// DISPATCH_INITIATOR bits the interpreter looks at.
+const INITIATOR_COMPUTE_SHADER_EN: u32 = 1 << 0;
+const INITIATOR_PARTIAL_TG_EN: u32 = 1 << 1;
+const INITIATOR_FORCE_START_AT_000: u32 = 1 << 2;
+const INITIATOR_USE_THREAD_DIMENSIONS: u32 = 1 << 5;
+const INITIATOR_CS_W32_EN: u32 = 1 << 15;
+
 impl Dispatch {
+    /// Builds the dispatch a DISPATCH_DIRECT packet starts, from the compute registers as the
+    /// command processor holds them (`reg(byte address)`), the packet's group counts and its
+    /// DISPATCH_INITIATOR. Settings the interpreter does not model are refused, naming them.
+    pub fn from_registers(
+        kernel_name: &str,
+        reg: impl Fn(u32) -> u32,
+        grid_workgroups: [u32; 3],
+        initiator: u32,
+        instruction_budget: u64,
+    ) -> Result<Dispatch, SimError> {
+        use regs::*;
+        let refuse = |reason: String| SimError::InvalidDispatch { reason, kernel: kernel_name.to_string() };
+        if initiator & INITIATOR_COMPUTE_SHADER_EN == 0 {
+            return Err(refuse(format!(
+                "DISPATCH_INITIATOR {initiator:#x} does not enable the compute shader (bit 0)"
+            )));
+        }
+        if initiator & INITIATOR_PARTIAL_TG_EN != 0 {
+            return Err(refuse(
+                "DISPATCH_INITIATOR.PARTIAL_TG_EN: partial workgroups are not modelled".into(),
+            ));
+        }
+        if initiator & INITIATOR_USE_THREAD_DIMENSIONS != 0 {
+            return Err(refuse(
+                "DISPATCH_INITIATOR.USE_THREAD_DIMENSIONS: only group counts are modelled".into(),
+            ));
+        }
+        let start = [reg(COMPUTE_START_X), reg(COMPUTE_START_Y), reg(COMPUTE_START_Z)];
+        if initiator & INITIATOR_FORCE_START_AT_000 == 0 && start != [0, 0, 0] {
+            return Err(refuse(format!(
+                "COMPUTE_START_X/Y/Z {start:?}: only dispatches starting at group 0 are modelled"
+            )));
+        }
+        let code_address = ((reg(COMPUTE_PGM_HI) as u64) << 32 | reg(COMPUTE_PGM_LO) as u64) << 8;
+        let threads =
+            [COMPUTE_NUM_THREAD_X, COMPUTE_NUM_THREAD_Y, COMPUTE_NUM_THREAD_Z].map(|r| reg(r) & 0xffff);
+        let d = Dispatch {
+            kernel_name: kernel_name.to_string(),
+            code_address,
+            rsrc1: reg(COMPUTE_PGM_RSRC1),
+            rsrc2: reg(COMPUTE_PGM_RSRC2),
+            rsrc3: reg(COMPUTE_PGM_RSRC3),
+            user_data: (0..USER_DATA_COUNT).map(|i| reg(COMPUTE_USER_DATA_0 + 4 * i)).collect(),
+            workgroup_size: threads,
+            grid_workgroups,
+            wave32: initiator & INITIATOR_CS_W32_EN != 0,
+            instruction_budget,
+        };
+        d.validate()?;
+        Ok(d)
+    }
+
     fn invalid(&self, reason: impl Into<String>) -> SimError {
         SimError::InvalidDispatch { reason: reason.into(), kernel: self.kernel_name.clone() }
     }

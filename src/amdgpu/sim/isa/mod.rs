@@ -34,7 +34,7 @@ mod workgroup;
 
 pub use code_cache::CodeCache;
 pub use decode::instruction_size;
-pub use dispatch::{initial_waves, Dispatch, DEFAULT_BUDGET, LDS_GRANULE_BYTES, MAX_LDS_BYTES};
+pub use dispatch::{initial_waves, regs, Dispatch, DEFAULT_BUDGET, LDS_GRANULE_BYTES, MAX_LDS_BYTES};
 pub use error::{Access, MemoryFault, SimError};
 pub use memory::GlobalMemory;
 pub use wave::{Wave, WaveStatus, LANES};
