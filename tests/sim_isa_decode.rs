@@ -1,5 +1,6 @@
 //! The decoder agrees with LLVM on where every instruction ends (literals included): checked on
 //! a list of assembled instructions of every format and on the compiled test kernels.
+#![cfg(feature = "amdgpu")]
 
 mod sim_isa_support;
 

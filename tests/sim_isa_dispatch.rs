@@ -1,6 +1,7 @@
 //! The initial wave state a dispatch produces (LLVM AMDGPUUsage, "Initial Kernel Execution
 //! State", gfx11): user SGPRs, enabled workgroup ids right after them, packed work-item ids in
 //! VGPR0, EXEC covering only the threads of a partial last wave, MODE from RSRC1.
+#![cfg(feature = "amdgpu")]
 
 use sparkle::amdgpu::sim::isa::{initial_waves, Dispatch, WaveStatus};
 

@@ -1,5 +1,6 @@
 //! Failures are loud and precise: page faults (read, write, fetch), unknown instructions, LDS
 //! out of range, a hung kernel hitting the instruction budget, and refused dispatch settings.
+#![cfg(feature = "amdgpu")]
 
 mod sim_isa_support;
 

@@ -1,5 +1,6 @@
 //! End to end: OpenCL C kernels compiled by clang for gfx1100 (with clang builtins only and with
 //! libclc) run on the ISA interpreter and match CPU references.
+#![cfg(feature = "amdgpu")]
 
 mod sim_isa_support;
 

@@ -7,7 +7,7 @@ use super::memory::{fetch_u32, GlobalMemory};
 /// Code further than this from the entry point is decoded on every visit (still correct).
 const MAX_SLOTS: usize = 1 << 20;
 
-pub struct CodeCache {
+pub(crate) struct CodeCache {
     base: u64,
     slots: Vec<Option<Decoded>>,
     uncached: Option<Decoded>,
@@ -19,7 +19,7 @@ fn decode_at(pc: u64, mem: &mut dyn GlobalMemory) -> ExecResult<Decoded> {
 
 impl CodeCache {
     /// A cache for code around `base` (the kernel entry point).
-    pub fn new(base: u64) -> CodeCache {
+    pub(crate) fn new(base: u64) -> CodeCache {
         CodeCache { base, slots: Vec::new(), uncached: None }
     }
 

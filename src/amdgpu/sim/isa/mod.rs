@@ -32,7 +32,6 @@ mod vopd;
 mod wave;
 mod workgroup;
 
-pub use code_cache::CodeCache;
 pub use decode::instruction_size;
 pub use dispatch::{initial_waves, regs, Dispatch, DEFAULT_BUDGET, LDS_GRANULE_BYTES, MAX_LDS_BYTES};
 pub use error::{Access, MemoryFault, SimError};
