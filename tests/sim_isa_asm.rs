@@ -621,3 +621,44 @@ fn f64_arithmetic() {
         assert_eq!(d(12), f64::from_bits(1), "2^-1074 is the smallest denormal");
     }
 }
+
+#[test]
+fn lane_permutes_through_the_lds_crossbar() {
+    // bpermute: every lane fetches from lane + 1; lane 5 is inactive, so lane 4 reads 0.
+    // permute: every active lane sends to lane (31 - lane).
+    let body = "
+        v_mul_u32_u24 v1, 10, v0
+        v_add_nc_u32 v2, 1, v0
+        v_and_b32 v2, 31, v2
+        v_lshlrev_b32 v2, 2, v2
+        v_sub_nc_u32 v3, 31, v0
+        v_lshlrev_b32 v3, 2, v3
+        v_mov_b32 v10, 99
+        v_mov_b32 v11, 99
+        s_mov_b32 exec_lo, 0xffffffdf
+        ds_bpermute_b32 v10, v2, v1
+        ds_permute_b32 v11, v3, v1
+        s_mov_b32 exec_lo, -1
+    ";
+    let r = valu_results(body, 2);
+    for l in 0..32u32 {
+        let i = l as usize;
+        let want_b = if l == 5 {
+            99
+        } else if l == 4 {
+            0
+        } else {
+            ((l + 1) % 32) * 10
+        };
+        assert_eq!(r[0][i], want_b, "bpermute lane {l}");
+        // Lane 26 = 31 - 5 receives nothing (lane 5 is inactive), and lane 5 keeps its value.
+        let want_p = if l == 5 {
+            99
+        } else if l == 26 {
+            0
+        } else {
+            (31 - l) * 10
+        };
+        assert_eq!(r[1][i], want_p, "permute lane {l}");
+    }
+}

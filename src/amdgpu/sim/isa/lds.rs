@@ -119,6 +119,29 @@ fn rmw64(kind: u8, old: u64, data: u64, data2: u64) -> Option<u64> {
     })
 }
 
+/// ds_permute_b32 (178: lane i sends data to lane addr/4) and ds_bpermute_b32 (179: lane i
+/// fetches from lane addr/4). They use the LDS crossbar but not LDS memory. Reading an inactive
+/// lane gives 0; when several lanes send to one lane, the highest sender wins.
+fn permute(w: &mut Wave, d: &Ds) {
+    let exec = w.exec();
+    let offset = (d.offset0 as u32) | (d.offset1 as u32) << 8;
+    let addr = w.vgpr[d.addr as usize];
+    let data = w.vgpr[d.data0 as usize];
+    let lane_of = |l: usize| ((addr[l].wrapping_add(offset) >> 2) & 31) as usize;
+    let mut out = [0u32; LANES];
+    if d.op == 179 {
+        for (l, o) in out.iter_mut().enumerate() {
+            let src = lane_of(l);
+            *o = if exec >> src & 1 != 0 { data[src] } else { 0 };
+        }
+    } else {
+        for l in (0..LANES).filter(|&l| exec >> l & 1 != 0) {
+            out[lane_of(l)] = data[l];
+        }
+    }
+    w.write_vgpr(d.vdst as usize, &out, exec);
+}
+
 // Lanes index several register rows at once, so a range loop reads best.
 #[allow(clippy::needless_range_loop)]
 pub(crate) fn exec_ds(w: &mut Wave, lds: &mut [u8], d: &Ds, word: u32) -> ExecResult {
@@ -126,6 +149,10 @@ pub(crate) fn exec_ds(w: &mut Wave, lds: &mut [u8], d: &Ds, word: u32) -> ExecRe
         return Err(Fault::unsupported("GDS (global data share) is not modelled"));
     }
     let unknown = || Fault::Unknown { encoding: "DS", opcode: d.op as u32, word };
+    if matches!(d.op, 178 | 179) {
+        permute(w, d);
+        return Ok(());
+    }
     let known = matches!(
         d.op,
         0..=16 | 18 | 19 | 21 | 30..=45 | 48 | 50 | 51 | 54..=60 | 64..=80 | 96..=109 | 112 | 118..=121 | 222 | 223 | 254 | 255
