@@ -3,7 +3,7 @@
 //! device discovery and identity ([`discovery`], [`gfx_target`], [`device_info`]); GPU memory
 //! ([`memory`], [`va_allocator`]); AMDHSA code objects ([`codeobj`], [`descriptor`],
 //! [`metadata`], [`kernarg`]); the OpenCL C compiler driver ([`compile`]) and the suite's
-//! ahead-of-time code objects ([`aot`]). Errors: [`error`].
+//! ahead-of-time code objects ([`aot`]); a simulated GPU for tests ([`sim`]). Errors: [`error`].
 
 pub mod aot;
 pub mod codeobj;
@@ -18,6 +18,7 @@ pub mod kmd;
 pub mod memory;
 pub mod metadata;
 pub mod render_node;
+pub mod sim;
 pub mod uapi;
 pub mod va_allocator;
 

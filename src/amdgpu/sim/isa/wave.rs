@@ -1,0 +1,186 @@
+//! The state of one wave32: scalar and vector register files, SCC, PC, MODE, and its status.
+
+use super::error::{ExecResult, Fault};
+use super::operand::{Src, EXEC_HI, EXEC_LO, NULL, VCC_LO};
+
+pub const LANES: usize = 32;
+/// Architectural VGPRs (v0..v255) plus slack so that a register range starting near v255 cannot
+/// index past the file; reads there return zeros.
+const VGPR_ROWS: usize = 256 + 16;
+/// Addressable SGPRs s0..s105.
+pub const SGPRS: usize = 106;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaveStatus {
+    Running,
+    /// Waiting at `s_barrier` for the other waves of the workgroup.
+    AtBarrier,
+    Ended,
+}
+
+/// One wave32. `sgpr` is indexed by the operand encoding (0..=127: s0..s105, VCC, TTMP, NULL, M0,
+/// EXEC), so operand fields index it directly.
+#[derive(Clone)]
+pub struct Wave {
+    pub sgpr: [u32; 128],
+    pub vgpr: Vec<[u32; LANES]>,
+    pub scc: bool,
+    pub pc: u64,
+    /// The MODE hardware register as `s_getreg` reads it.
+    pub mode: u32,
+    pub status: WaveStatus,
+    /// Index of this wave within its workgroup.
+    pub wave_id: u32,
+}
+
+impl std::fmt::Debug for Wave {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wave")
+            .field("pc", &format_args!("{:#x}", self.pc))
+            .field("exec", &format_args!("{:#010x}", self.exec()))
+            .field("status", &self.status)
+            .field("wave_id", &self.wave_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Wave {
+    pub fn new(pc: u64) -> Wave {
+        Wave {
+            sgpr: [0; 128],
+            vgpr: vec![[0; LANES]; VGPR_ROWS],
+            scc: false,
+            pc,
+            mode: 0,
+            status: WaveStatus::Running,
+            wave_id: 0,
+        }
+    }
+
+    pub fn exec(&self) -> u32 {
+        self.sgpr[EXEC_LO as usize]
+    }
+
+    pub fn set_exec(&mut self, v: u32) {
+        self.sgpr[EXEC_LO as usize] = v;
+        self.sgpr[EXEC_HI as usize] = 0;
+    }
+
+    pub fn vcc(&self) -> u32 {
+        self.sgpr[VCC_LO as usize]
+    }
+
+    /// Writes a scalar register; writes to NULL are discarded.
+    pub(crate) fn write_sgpr(&mut self, idx: u8, v: u32) -> ExecResult {
+        match idx {
+            NULL => Ok(()),
+            i if (i as usize) < self.sgpr.len() => {
+                self.sgpr[i as usize] = v;
+                Ok(())
+            }
+            i => Err(Fault::unsupported(format!("write to scalar register field {i}"))),
+        }
+    }
+
+    pub(crate) fn write_sgpr64(&mut self, idx: u8, v: u64) -> ExecResult {
+        if idx == NULL {
+            return Ok(());
+        }
+        if idx % 2 != 0 || idx as usize + 1 >= self.sgpr.len() {
+            return Err(Fault::unsupported(format!(
+                "64-bit scalar destination at odd or invalid register {idx}"
+            )));
+        }
+        self.write_sgpr(idx, v as u32)?;
+        self.write_sgpr(idx + 1, (v >> 32) as u32)
+    }
+
+    pub fn read_sgpr(&self, idx: u8) -> u32 {
+        self.sgpr.get(idx as usize).copied().unwrap_or(0)
+    }
+
+    pub fn read_sgpr64(&self, idx: u8) -> u64 {
+        self.read_sgpr(idx) as u64 | (self.read_sgpr(idx.wrapping_add(1)) as u64) << 32
+    }
+
+    /// A scalar (uniform) 32-bit source value.
+    pub(crate) fn scalar32(&self, s: &Src) -> ExecResult<u32> {
+        match *s {
+            Src::Sgpr(i) => Ok(self.read_sgpr(i)),
+            Src::Scc => Ok(self.scc as u32),
+            Src::Vccz => Ok((self.vcc() == 0) as u32),
+            Src::Execz => Ok((self.exec() == 0) as u32),
+            Src::Vgpr(v) => Err(Fault::unsupported(format!("VGPR v{v} used as a scalar operand"))),
+            Src::Unsupported(f) => Err(unsupported_src(f)),
+            c => Ok(c.const32().unwrap_or(0)),
+        }
+    }
+
+    /// A scalar 64-bit source value (register pair or constant).
+    pub(crate) fn scalar64(&self, s: &Src, float: bool) -> ExecResult<u64> {
+        match *s {
+            Src::Sgpr(i) => Ok(self.read_sgpr64(i)),
+            Src::Scc | Src::Vccz | Src::Execz => Ok(self.scalar32(s)? as u64),
+            Src::Vgpr(v) => Err(Fault::unsupported(format!("VGPR v{v} used as a scalar operand"))),
+            Src::Unsupported(f) => Err(unsupported_src(f)),
+            c => Ok(c.const64(float).unwrap_or(0)),
+        }
+    }
+
+    /// A 32-bit vector source: the per-lane values (scalars broadcast).
+    pub(crate) fn src32(&self, s: &Src) -> ExecResult<[u32; LANES]> {
+        match *s {
+            Src::Vgpr(v) => Ok(self.vgpr[v as usize]),
+            _ => Ok([self.scalar32(s)?; LANES]),
+        }
+    }
+
+    /// A 16-bit vector source (low half; float constants are halves).
+    pub(crate) fn src16(&self, s: &Src) -> ExecResult<[u32; LANES]> {
+        match *s {
+            Src::Int(_) | Src::Float(_) | Src::Literal(_) => Ok([s.const16().unwrap_or(0); LANES]),
+            _ => self.src32(s),
+        }
+    }
+
+    /// A 64-bit vector source: a VGPR pair, an SGPR pair or a constant.
+    pub(crate) fn src64(&self, s: &Src, float: bool) -> ExecResult<[u64; LANES]> {
+        match *s {
+            Src::Vgpr(v) => {
+                let lo = &self.vgpr[v as usize];
+                let hi = &self.vgpr[v as usize + 1];
+                Ok(std::array::from_fn(|l| lo[l] as u64 | (hi[l] as u64) << 32))
+            }
+            _ => Ok([self.scalar64(s, float)?; LANES]),
+        }
+    }
+
+    /// Writes `vals` to a VGPR for the lanes set in `mask`.
+    pub fn write_vgpr(&mut self, v: usize, vals: &[u32; LANES], mask: u32) {
+        let row = &mut self.vgpr[v];
+        for (l, out) in row.iter_mut().enumerate() {
+            if mask >> l & 1 != 0 {
+                *out = vals[l];
+            }
+        }
+    }
+
+    pub fn write_vgpr64(&mut self, v: usize, vals: &[u64; LANES], mask: u32) {
+        let lo: [u32; LANES] = std::array::from_fn(|l| vals[l] as u32);
+        let hi: [u32; LANES] = std::array::from_fn(|l| (vals[l] >> 32) as u32);
+        self.write_vgpr(v, &lo, mask);
+        self.write_vgpr(v + 1, &hi, mask);
+    }
+}
+
+pub(crate) fn unsupported_src(field: u16) -> Fault {
+    let what = match field {
+        233 => "DPP8",
+        250 => "DPP16",
+        235..=238 => "an aperture register (SHARED/PRIVATE_BASE/LIMIT)",
+        239 => "POPS_EXITING_WAVE_ID",
+        254 => "LDS_DIRECT",
+        _ => "a reserved operand",
+    };
+    Fault::unsupported(format!("source operand {field} ({what}) is not modelled"))
+}
