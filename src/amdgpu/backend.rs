@@ -110,7 +110,8 @@ impl AmdgpuDevice<Hardware> {
 impl<F: Flavor> AmdgpuDevice<F> {
     /// A device over `kmd`: reads the GPU's identity, refuses unsupported targets, creates the
     /// submission context. Any driver implementing the trait works (the render node, a
-    /// simulator, a test's fake).
+    /// simulator, a test's fake). The device manages the driver's GPU address space, so a
+    /// driver instance (one open render node) backs one live device at a time.
     pub fn new(kmd: Arc<dyn KernelDriver>, options: DeviceOptions) -> Result<Self> {
         let gpu = GpuInfo::query(kmd.as_ref())?;
         gpu.require_supported()?;
