@@ -58,17 +58,21 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
 }
 
-/// Checks one recorded single-dispatch submission against the kernel's code object.
-fn check_dispatch(
-    kmd: &FakeDriver,
-    rec: &Recorded,
+/// One dispatch as the test expects it.
+struct Launch<'a> {
     gfx: Gfx,
-    blob: &[u8],
-    entry: &str,
+    /// The code object the backend ran, and its kernel.
+    blob: &'a [u8],
+    entry: &'a str,
     workgroup: [u32; 3],
     groups: [u32; 3],
-    expect: &[Expect],
-) {
+    /// The explicit arguments, in order.
+    args: &'a [Expect],
+}
+
+/// Checks one recorded single-dispatch submission against the kernel's code object.
+fn check_dispatch(kmd: &FakeDriver, rec: &Recorded, launch: Launch<'_>) {
+    let Launch { gfx, blob, entry, workgroup, groups, args: expect } = launch;
     let object = CodeObject::parse(blob).unwrap();
     let kernel = object.kernel(entry).unwrap();
     let kd = &kernel.descriptor;
@@ -236,17 +240,19 @@ fn saxpy_dispatch_on_gfx1100_and_gfx1030() {
         check_dispatch(
             &kmd,
             &recs[0],
-            gfx,
-            &aot_blob("saxpy", target),
-            "saxpy",
-            [256, 1, 1],
-            [4, 1, 1],
-            &[
-                Expect::Buffer(floats(&case.x)),
-                Expect::Buffer(floats(&case.y)),
-                Expect::F32(1.5),
-                Expect::U32(1000),
-            ],
+            Launch {
+                gfx,
+                blob: &aot_blob("saxpy", target),
+                entry: "saxpy",
+                workgroup: [256, 1, 1],
+                groups: [4, 1, 1],
+                args: &[
+                    Expect::Buffer(floats(&case.x)),
+                    Expect::Buffer(floats(&case.y)),
+                    Expect::F32(1.5),
+                    Expect::U32(1000),
+                ],
+            },
         );
         // The prebuilt object was used: no compile, and a second request is a memory hit.
         rt.program(&case.spec()).unwrap();
@@ -263,19 +269,21 @@ fn sgemm_dispatch() {
     check_dispatch(
         &kmd,
         &kmd.submissions()[0],
-        Gfx::Gfx11,
-        &aot_blob("sgemm", "gfx1100"),
-        "sgemm",
-        [16, 16, 1],
-        [4, 3, 1],
-        &[
-            Expect::Buffer(floats(&case.a)),
-            Expect::Buffer(floats(&case.b)),
-            Expect::Buffer(vec![0; 64]),
-            Expect::U32(33),
-            Expect::U32(50),
-            Expect::U32(17),
-        ],
+        Launch {
+            gfx: Gfx::Gfx11,
+            blob: &aot_blob("sgemm", "gfx1100"),
+            entry: "sgemm",
+            workgroup: [16, 16, 1],
+            groups: [4, 3, 1],
+            args: &[
+                Expect::Buffer(floats(&case.a)),
+                Expect::Buffer(floats(&case.b)),
+                Expect::Buffer(vec![0; 64]),
+                Expect::U32(33),
+                Expect::U32(50),
+                Expect::U32(17),
+            ],
+        },
     );
     let kd = CodeObject::parse(&aot_blob("sgemm", "gfx1100")).unwrap().kernel("sgemm").unwrap().descriptor;
     assert_eq!(kd.group_segment_fixed_size, 2 * 16 * 16 * 4, "two 16x16 float tiles of LDS");
@@ -291,22 +299,24 @@ fn conv2d_dispatch() {
     check_dispatch(
         &kmd,
         &kmd.submissions()[0],
-        Gfx::Gfx11,
-        &aot_blob("conv2d", "gfx1100"),
-        "conv2d",
-        [16, 16, 1],
-        [2, 2, 8],
-        &[
-            Expect::Buffer(floats(&case.input)),
-            Expect::Buffer(floats(&case.weights)),
-            Expect::Buffer(floats(&case.bias)),
-            Expect::Buffer(vec![0; 64]),
-            Expect::U32(2),
-            Expect::U32(3),
-            Expect::U32(17),
-            Expect::U32(20),
-            Expect::U32(4),
-        ],
+        Launch {
+            gfx: Gfx::Gfx11,
+            blob: &aot_blob("conv2d", "gfx1100"),
+            entry: "conv2d",
+            workgroup: [16, 16, 1],
+            groups: [2, 2, 8],
+            args: &[
+                Expect::Buffer(floats(&case.input)),
+                Expect::Buffer(floats(&case.weights)),
+                Expect::Buffer(floats(&case.bias)),
+                Expect::Buffer(vec![0; 64]),
+                Expect::U32(2),
+                Expect::U32(3),
+                Expect::U32(17),
+                Expect::U32(20),
+                Expect::U32(4),
+            ],
+        },
     );
 }
 
