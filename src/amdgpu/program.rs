@@ -21,6 +21,9 @@ use crate::kernel::{KernelSource, KernelSpec, ScalarType};
 /// The cache blob format tag of this backend: a linked AMDHSA code object (ELF).
 pub const BLOB_FORMAT: u32 = 0x0A4D_4401;
 
+/// Bytes mapped after a kernel's code, for the instruction prefetcher.
+const CODE_PREFETCH_SLACK: u64 = 256;
+
 /// How a program is built.
 #[derive(Debug, Clone)]
 pub enum Build {
@@ -42,7 +45,8 @@ pub struct AmdgpuSource {
     pub build: Build,
 }
 
-/// Whether a spec's prebuilt code objects are used when one exists for the device's target.
+/// Whether a spec's prebuilt code objects are used when one exists for the device's target. A
+/// code object is used as it was built: the spec's defines apply to OpenCL C only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourcePreference {
     /// A prebuilt code object for the exact target, else OpenCL C (no compiler needed for the
@@ -286,7 +290,10 @@ pub(crate) fn load(
         )));
     }
     let image = object.image();
-    let code = memory.allocate(image.len() as u64, BufferKind::Code).map_err(LoadFailure::Failed)?;
+    // The instruction prefetcher reads past the last instruction: leave mapped slack after it.
+    let code = memory
+        .allocate(image.len() as u64 + CODE_PREFETCH_SLACK, BufferKind::Code)
+        .map_err(LoadFailure::Failed)?;
     let base = code.gpu_address();
     let relocated = image.relocated(base).map_err(LoadFailure::Failed)?;
     code.write(0, &relocated).map_err(LoadFailure::Failed)?;
