@@ -168,7 +168,8 @@ impl Compiler {
             .map(|s| s.to_string())
             .collect();
         flags.push(format!("-mcpu={}", request.target));
-        flags.extend(["-O3", "-nogpulib"].map(String::from));
+        // Argument names in the metadata: the backend matches a spec's bindings to them.
+        flags.extend(["-O3", "-nogpulib", "-cl-kernel-arg-info"].map(String::from));
         if request.cu_mode {
             flags.push("-mcumode".into());
         }
@@ -303,7 +304,7 @@ mod tests {
         let flags = compiler.flags(&request).join(" ");
         assert_eq!(
             flags,
-            "-x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx1101 -O3 -nogpulib -mcumode -Xclang -mlink-builtin-bitcode -Xclang amdgcn-amd-amdhsa.bc -DTILE=16"
+            "-x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx1101 -O3 -nogpulib -cl-kernel-arg-info -mcumode -Xclang -mlink-builtin-bitcode -Xclang amdgcn-amd-amdhsa.bc -DTILE=16"
         );
         let plain = CompileRequest { builtins: Builtins::None, cu_mode: false, defines: &[], ..request };
         assert!(!compiler.flags(&plain).join(" ").contains("bitcode"));

@@ -135,8 +135,14 @@ impl DeviceInfo {
     /// The cache identity: PCI id, revisions, family, full gfx target and GC version, the kernel
     /// driver's version, and the compiler that builds the blobs.
     pub fn gpu_id(&self, compiler_identity: &str) -> GpuId {
+        self.gpu_id_for(BACKEND_NAME, compiler_identity)
+    }
+
+    /// [`gpu_id`](Self::gpu_id) for a backend of another name (a simulator has its own cache
+    /// folder).
+    pub fn gpu_id_for(&self, backend: &str, compiler_identity: &str) -> GpuId {
         GpuId::new(
-            BACKEND_NAME,
+            backend,
             vec![
                 ("pci device id".into(), format!("{:#06x}", self.pci_device_id)),
                 ("pci revision".into(), format!("{:#04x}", self.pci_revision)),

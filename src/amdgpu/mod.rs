@@ -4,8 +4,13 @@
 //! ([`memory`], [`va_allocator`]); AMDHSA code objects ([`codeobj`], [`descriptor`],
 //! [`metadata`], [`kernarg`]); the OpenCL C compiler driver ([`compile`]) and the suite's
 //! ahead-of-time code objects ([`aot`]); a simulated GPU for tests ([`sim`]). Errors: [`error`].
+//!
+//! On the runtime seam: [`backend`] (the device), [`program`] (compiler input and loaded
+//! kernels), [`ib`] (one submission's command buffer and kernel arguments) and `submit` (CS
+//! submissions and their fences).
 
 pub mod aot;
+pub mod backend;
 pub mod codeobj;
 pub mod compile;
 pub mod descriptor;
@@ -13,13 +18,18 @@ pub mod device_info;
 pub mod discovery;
 pub mod error;
 pub mod gfx_target;
+pub mod ib;
 pub mod kernarg;
 pub mod kmd;
 pub mod memory;
 pub mod metadata;
+pub mod program;
 pub mod render_node;
 pub mod sim;
+mod submit;
 pub mod uapi;
 pub mod va_allocator;
 
+pub use backend::{Amdgpu, AmdgpuApi, AmdgpuDevice, DeviceOptions, Flavor, Hardware};
 pub use error::{AmdgpuError, Result};
+pub use program::{AmdgpuProgram, AmdgpuSource, SourcePreference};

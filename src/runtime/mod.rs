@@ -85,6 +85,13 @@ impl Runtime {
         Ok(Self::wrap(device))
     }
 
+    /// A runtime over a backend device built by the caller — a device opened with options
+    /// `SPARKLE_BACKEND` cannot express, or over a fake or simulated driver in tests — with a
+    /// program cache configured by `cache`.
+    pub fn from_device<A: crate::hal::Api>(device: A::Device, cache: &CacheConfig) -> Runtime {
+        Self::wrap(Arc::new(device::Core::<A>::new(device, cache)))
+    }
+
     fn wrap(device: Arc<dyn DynDevice>) -> Runtime {
         Runtime { device, host_timeout: DEFAULT_HOST_TIMEOUT }
     }

@@ -27,6 +27,13 @@ fn open_with<A: Api>(device: A::Device, cache: &CacheConfig) -> Arc<dyn DynDevic
 
 /// Every backend this build knows, in the order `auto` tries them.
 pub static BACKENDS: &[BackendEntry] = &[
+    #[cfg(feature = "amdgpu")]
+    BackendEntry {
+        name: crate::amdgpu::Amdgpu::NAME,
+        summary: "direct PM4 submission to AMD RDNA2/RDNA3 GPUs through the DRM render node (experimental)",
+        in_auto: true,
+        open: |cache| Ok(open_with::<crate::amdgpu::Amdgpu>(crate::amdgpu::AmdgpuDevice::open()?, cache)),
+    },
     #[cfg(feature = "gl")]
     BackendEntry {
         name: crate::gl::Gl::NAME,

@@ -14,8 +14,9 @@ pub const NAME: &str = "conv2d";
 const WORKGROUP: [u32; 3] = [16, 16, 1];
 
 pub fn spec() -> KernelSpec {
-    KernelSpec::new(NAME, WORKGROUP)
+    let spec = KernelSpec::new(NAME, WORKGROUP)
         .glsl(include_str!("../../shaders/conv2d.comp"))
+        .opencl(NAME, include_str!("../../shaders/conv2d.cl"))
         .storage("inp", Access::ReadOnly)
         .storage("w", Access::ReadOnly)
         .storage("bias", Access::ReadOnly)
@@ -24,7 +25,16 @@ pub fn spec() -> KernelSpec {
         .scalar("C", ScalarType::U32)
         .scalar("H", ScalarType::U32)
         .scalar("W_", ScalarType::U32)
-        .scalar("K", ScalarType::U32)
+        .scalar("K", ScalarType::U32);
+    // The code objects `cargo run -p sparkle-tools --bin aot` builds, so that the suite runs on
+    // amdgpu without a compiler.
+    #[cfg(feature = "amdgpu")]
+    let spec = spec
+        .code_object(NAME, "gfx1030", include_bytes!("../../shaders/aot/gfx1030/conv2d.co"))
+        .code_object(NAME, "gfx1100", include_bytes!("../../shaders/aot/gfx1100/conv2d.co"))
+        .code_object(NAME, "gfx1101", include_bytes!("../../shaders/aot/gfx1101/conv2d.co"))
+        .code_object(NAME, "gfx1102", include_bytes!("../../shaders/aot/gfx1102/conv2d.co"));
+    spec
 }
 
 /// The workgroups a dispatch of `shape` needs: x over the width, y over the height, z over

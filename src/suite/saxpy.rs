@@ -14,12 +14,22 @@ pub const NAME: &str = "saxpy";
 pub(crate) const WORKGROUP: u32 = 256;
 
 pub fn spec() -> KernelSpec {
-    KernelSpec::new(NAME, [WORKGROUP, 1, 1])
+    let spec = KernelSpec::new(NAME, [WORKGROUP, 1, 1])
         .glsl(include_str!("../../shaders/saxpy.comp"))
+        .opencl(NAME, include_str!("../../shaders/saxpy.cl"))
         .storage("x", Access::ReadOnly)
         .storage("y", Access::ReadWrite)
         .scalar("a", ScalarType::F32)
-        .scalar("n", ScalarType::U32)
+        .scalar("n", ScalarType::U32);
+    // The code objects `cargo run -p sparkle-tools --bin aot` builds, so that the suite runs on
+    // amdgpu without a compiler.
+    #[cfg(feature = "amdgpu")]
+    let spec = spec
+        .code_object(NAME, "gfx1030", include_bytes!("../../shaders/aot/gfx1030/saxpy.co"))
+        .code_object(NAME, "gfx1100", include_bytes!("../../shaders/aot/gfx1100/saxpy.co"))
+        .code_object(NAME, "gfx1101", include_bytes!("../../shaders/aot/gfx1101/saxpy.co"))
+        .code_object(NAME, "gfx1102", include_bytes!("../../shaders/aot/gfx1102/saxpy.co"));
+    spec
 }
 
 /// A saxpy problem of `x.len()` elements.

@@ -16,15 +16,25 @@ pub const NAME: &str = "sgemm";
 pub const TILE: u32 = 16;
 
 pub fn spec() -> KernelSpec {
-    KernelSpec::new(NAME, [TILE, TILE, 1])
+    let spec = KernelSpec::new(NAME, [TILE, TILE, 1])
         .glsl(include_str!("../../shaders/sgemm.comp"))
+        .opencl(NAME, include_str!("../../shaders/sgemm.cl"))
         .define("TILE", TILE)
         .storage("a", Access::ReadOnly)
         .storage("b", Access::ReadOnly)
         .storage("c", Access::ReadWrite)
         .scalar("M", ScalarType::U32)
         .scalar("N", ScalarType::U32)
-        .scalar("K", ScalarType::U32)
+        .scalar("K", ScalarType::U32);
+    // The code objects `cargo run -p sparkle-tools --bin aot` builds, so that the suite runs on
+    // amdgpu without a compiler.
+    #[cfg(feature = "amdgpu")]
+    let spec = spec
+        .code_object(NAME, "gfx1030", include_bytes!("../../shaders/aot/gfx1030/sgemm.co"))
+        .code_object(NAME, "gfx1100", include_bytes!("../../shaders/aot/gfx1100/sgemm.co"))
+        .code_object(NAME, "gfx1101", include_bytes!("../../shaders/aot/gfx1101/sgemm.co"))
+        .code_object(NAME, "gfx1102", include_bytes!("../../shaders/aot/gfx1102/sgemm.co"));
+    spec
 }
 
 /// An sgemm problem: `a` is M×K, `b` is K×N.

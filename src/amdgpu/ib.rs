@@ -1,0 +1,242 @@
+//! The command buffer (IB) and kernel-argument arena of one submission, built on the CPU with
+//! the `pm4` crate: a CU-enable preamble and a cache invalidate, then per dispatch its kernarg
+//! segment (and dispatch packet when the descriptor enables the dispatch pointer) in the arena
+//! and its registers, user SGPRs and DISPATCH_DIRECT in the IB; CP DMA copies; a partial flush
+//! with cache writeback per barrier; and at the end a partial flush and an end-of-pipe
+//! RELEASE_MEM that writes back every cache and stores the submission's fence value.
+//!
+//! Nothing here touches the driver: the caller allocates the arena at a known GPU address
+//! first (the user SGPRs point into it), then uploads [`SubmissionEncoder::words`] and
+//! [`SubmissionEncoder::kernargs`].
+
+use pm4::fields::{DispatchInitiator, PgmRsrc1, PgmRsrc2, PgmRsrc3, ResourceLimits, TmpringSize};
+use pm4::packets::{AcquireMem, DispatchDirect, DmaData, EventWrite, GcrCntl, ReleaseMem};
+use pm4::registers as r;
+use pm4::{Gfx, PacketWriter};
+
+use super::descriptor::UserSgpr;
+use super::error::{AmdgpuError, Result};
+use super::gfx_target::GfxTarget;
+use super::kernarg::{dispatch_packet, ArgValue, DispatchGrid, PacketAddresses, DISPATCH_PACKET_SIZE};
+use super::program::AmdgpuProgram;
+
+/// Alignment of each dispatch's kernarg segment and dispatch packet in the arena (a cache line;
+/// at least what any kernel's `.kernarg_segment_align` asks).
+pub const KERNARG_ALIGNMENT: u64 = 64;
+
+/// The `pm4` generation of a target.
+pub fn generation(target: GfxTarget) -> Result<Gfx> {
+    match target.major {
+        10 => Ok(Gfx::Gfx10_3),
+        11 => Ok(Gfx::Gfx11),
+        _ => Err(AmdgpuError::Unavailable(format!("no PM4 register map for {target}"))),
+    }
+}
+
+fn encode_error(what: &str, err: impl std::fmt::Display) -> AmdgpuError {
+    AmdgpuError::invalid_kernel(what, format!("building the command buffer failed: {err}"))
+}
+
+/// Builds one submission. Reuse it across submissions to keep its allocations.
+#[derive(Debug)]
+pub struct SubmissionEncoder {
+    gfx: Gfx,
+    words: Vec<u32>,
+    kernargs: Vec<u8>,
+    kernarg_base: u64,
+    dispatches: usize,
+}
+
+impl SubmissionEncoder {
+    pub fn new(gfx: Gfx) -> Self {
+        Self {
+            gfx,
+            words: Vec::with_capacity(256),
+            kernargs: Vec::with_capacity(1024),
+            kernarg_base: 0,
+            dispatches: 0,
+        }
+    }
+
+    /// Bytes a dispatch of `program` takes in the arena.
+    pub fn arena_bytes(program: &AmdgpuProgram) -> u64 {
+        let mut bytes =
+            u64::from(program.layout.size()).next_multiple_of(KERNARG_ALIGNMENT).max(KERNARG_ALIGNMENT);
+        if program.descriptor.uses_dispatch_ptr() {
+            bytes += DISPATCH_PACKET_SIZE as u64;
+        }
+        bytes
+    }
+
+    /// Starts a submission whose arena is mapped at `kernarg_base`: the CU-enable preamble and
+    /// a cache invalidate, so that kernels see what the host wrote.
+    pub fn begin(&mut self, kernarg_base: u64) -> Result<()> {
+        self.words.clear();
+        self.kernargs.clear();
+        self.kernarg_base = kernarg_base;
+        self.dispatches = 0;
+        let mut w = PacketWriter::new(&mut self.words);
+        pm4::dispatch::write_preamble(&mut w, self.gfx).map_err(|e| encode_error("<preamble>", e))?;
+        w.acquire_mem(&AcquireMem::full_range(GcrCntl::INVALIDATE_ALL))
+            .map_err(|e| encode_error("<preamble>", e))
+    }
+
+    /// Appends a dispatch of `program` over `groups` work-groups with the user arguments
+    /// `args` (in the kernel's argument order); `dispatch_id` fills the dispatch-id SGPRs.
+    pub fn dispatch(
+        &mut self,
+        program: &AmdgpuProgram,
+        args: &[ArgValue],
+        groups: [u32; 3],
+        dispatch_id: u64,
+    ) -> Result<()> {
+        let kernel = program.kernel.as_str();
+        let grid =
+            DispatchGrid::from_groups(groups, program.workgroup_size).map_err(|e| rename(e, kernel))?;
+        // Kernarg segment, then the dispatch packet, each at a cache-line boundary.
+        let offset = self.kernargs.len().next_multiple_of(KERNARG_ALIGNMENT as usize);
+        let size = program.layout.size() as usize;
+        let kernarg_address = self.kernarg_base + offset as u64;
+        self.kernargs.resize(
+            offset + size.next_multiple_of(KERNARG_ALIGNMENT as usize).max(KERNARG_ALIGNMENT as usize),
+            0,
+        );
+        program
+            .layout
+            .fill(args, &grid, &mut self.kernargs[offset..offset + size])
+            .map_err(|e| rename(e, kernel))?;
+        let descriptor = &program.descriptor;
+        let mut packet_address = 0;
+        if descriptor.uses_dispatch_ptr() {
+            let at = self.kernargs.len();
+            packet_address = self.kernarg_base + at as u64;
+            let packet = dispatch_packet(
+                &grid,
+                &PacketAddresses {
+                    private_segment_size: 0,
+                    group_segment_size: descriptor.group_segment_fixed_size,
+                    kernel_object: program.descriptor_address,
+                    kernarg_address,
+                },
+            )
+            .map_err(|e| rename(e, kernel))?;
+            self.kernargs.extend_from_slice(&packet);
+        }
+
+        // User SGPRs in the order the descriptor enables them.
+        let mut user_data = [0u32; 16];
+        let mut count = 0usize;
+        for sgpr in &program.user_sgprs {
+            let words: &[u32] = match sgpr {
+                UserSgpr::PrivateSegmentBuffer => &[0; 4],
+                UserSgpr::DispatchPtr => &[packet_address as u32, (packet_address >> 32) as u32],
+                UserSgpr::KernargSegmentPtr => &[kernarg_address as u32, (kernarg_address >> 32) as u32],
+                UserSgpr::DispatchId => &[dispatch_id as u32, (dispatch_id >> 32) as u32],
+                UserSgpr::PrivateSegmentSize => &[0],
+                UserSgpr::QueuePtr | UserSgpr::FlatScratchInit => {
+                    return Err(AmdgpuError::invalid_kernel(
+                        kernel,
+                        format!("it asks for the {sgpr:?} user SGPRs, which the backend does not provide"),
+                    ))
+                }
+            };
+            let Some(slots) = user_data.get_mut(count..count + words.len()) else {
+                return Err(AmdgpuError::invalid_kernel(kernel, "its user SGPRs do not fit in 16 registers"));
+            };
+            slots.copy_from_slice(words);
+            count += words.len();
+        }
+
+        let mut rsrc1 = PgmRsrc1::from_bits(descriptor.compute_pgm_rsrc1);
+        if self.gfx == Gfx::Gfx11 {
+            rsrc1 = rsrc1.with_priv(true);
+        }
+        let rsrc2 = PgmRsrc2::from_bits(descriptor.compute_pgm_rsrc2)
+            .with_lds_bytes(descriptor.group_segment_fixed_size)
+            .map_err(|e| encode_error(kernel, e))?;
+        let rsrc3 = PgmRsrc3::from_bits(descriptor.compute_pgm_rsrc3);
+        let pgm = program.entry_address >> 8;
+        let [x, y, z] = program.workgroup_size;
+        let mut w = PacketWriter::new(&mut self.words);
+        let result = (|| {
+            w.set_sh_reg(r::COMPUTE_PGM_LO, &[pgm as u32, (pgm >> 32) as u32])?;
+            w.set_sh_reg(r::COMPUTE_PGM_RSRC1, &[rsrc1.bits(), rsrc2.bits()])?;
+            w.set_sh_reg(r::COMPUTE_PGM_RSRC3, &[rsrc3.bits()])?;
+            // No scratch: kernels that need it were refused at load.
+            w.set_sh_reg(r::COMPUTE_TMPRING_SIZE, &[TmpringSize::new(self.gfx).bits()])?;
+            if count > 0 {
+                w.set_sh_reg(r::COMPUTE_USER_DATA_0, &user_data[..count])?;
+            }
+            w.set_sh_reg(r::COMPUTE_RESOURCE_LIMITS, &[ResourceLimits::default().bits()])?;
+            w.set_sh_reg(r::COMPUTE_START_X, &[0, 0, 0, x, y, z])?;
+            let [gx, gy, gz] = grid.groups();
+            w.dispatch_direct(&DispatchDirect {
+                x: gx,
+                y: gy,
+                z: gz,
+                initiator: DispatchInitiator::launch(true),
+            })
+        })();
+        result.map_err(|e| encode_error(kernel, e))?;
+        self.dispatches += 1;
+        Ok(())
+    }
+
+    /// Appends a CP DMA copy of `size` bytes, split at the generation's packet limit; later
+    /// packets wait for it.
+    pub fn copy(&mut self, src: u64, dst: u64, size: u64) -> Result<()> {
+        let limit = u64::from(match self.gfx {
+            Gfx::Gfx10_3 => DmaData::MAX_BYTES_GFX10_3,
+            Gfx::Gfx11 => DmaData::MAX_BYTES_GFX11,
+        });
+        let mut w = PacketWriter::new(&mut self.words);
+        let mut done = 0;
+        while done < size {
+            let chunk = (size - done).min(limit);
+            w.dma_data(&DmaData::copy(src + done, dst + done, chunk as u32))
+                .map_err(|e| encode_error("<copy>", e))?;
+            done += chunk;
+        }
+        Ok(())
+    }
+
+    /// Everything before is finished and written back before anything after starts.
+    pub fn barrier(&mut self) -> Result<()> {
+        let mut w = PacketWriter::new(&mut self.words);
+        w.event_write(&EventWrite::CS_PARTIAL_FLUSH).map_err(|e| encode_error("<barrier>", e))?;
+        w.acquire_mem(&AcquireMem::full_range(GcrCntl::INVALIDATE_ALL))
+            .map_err(|e| encode_error("<barrier>", e))
+    }
+
+    /// Ends the submission: waits for every dispatch, writes back every cache and stores
+    /// `value` at `signal_address` at end of pipe.
+    pub fn finish(&mut self, signal_address: u64, value: u32) -> Result<()> {
+        let mut w = PacketWriter::new(&mut self.words);
+        w.event_write(&EventWrite::CS_PARTIAL_FLUSH).map_err(|e| encode_error("<end>", e))?;
+        w.release_mem(&ReleaseMem::fence32(signal_address, value)).map_err(|e| encode_error("<end>", e))
+    }
+
+    /// The IB.
+    pub fn words(&self) -> &[u32] {
+        &self.words
+    }
+
+    /// The arena's contents, to upload at the base given to [`begin`](Self::begin).
+    pub fn kernargs(&self) -> &[u8] {
+        &self.kernargs
+    }
+
+    /// Dispatches appended since [`begin`](Self::begin).
+    pub fn dispatches(&self) -> usize {
+        self.dispatches
+    }
+}
+
+fn rename(err: AmdgpuError, kernel: &str) -> AmdgpuError {
+    match err {
+        AmdgpuError::InvalidKernel { reason, .. } => {
+            AmdgpuError::InvalidKernel { kernel: kernel.to_owned(), reason }
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,299 @@
+//! The device's queue: one CS ioctl per submission (one IB on the compute ring, a BO list of
+//! everything it touches), the runtime's fence values 1, 2, 3… mapped to the kernel's sequence
+//! numbers, WAIT_CS for completion (a zero timeout to poll), the context's reset status when a
+//! wait fails, and the IB and kernarg buffers of each submission kept until it completed (then
+//! reused by later submissions).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use super::error::{AmdgpuError, Result};
+use super::ib::SubmissionEncoder;
+use super::kernarg::ArgValue;
+use super::kmd::{BoHandle, ContextId, HwIp, IbDesc, KernelDriver, SeqNo, Submission, Timeout, WaitStatus};
+use super::memory::{Buffer, BufferKind, Memory};
+use super::program::AmdgpuProgram;
+use crate::ErrorKind;
+
+/// Command buffers and arenas are allocated in multiples of this, so that they can be reused.
+const POOL_GRANULE: u64 = 64 * 1024;
+/// Spare buffers kept for reuse.
+const MAX_SPARE: usize = 8;
+
+/// One command of a submission, with the buffers resolved.
+pub(crate) enum Op<'a> {
+    Dispatch {
+        program: &'a AmdgpuProgram,
+        /// The user arguments in kernarg order.
+        args: Vec<ArgValue>,
+        groups: [u32; 3],
+        /// Every data buffer the dispatch binds.
+        buffers: Vec<BoHandle>,
+    },
+    Copy {
+        src: &'a Buffer,
+        src_offset: u64,
+        dst: &'a Buffer,
+        dst_offset: u64,
+        size: u64,
+    },
+    Barrier,
+}
+
+struct Pending {
+    fence: u64,
+    seq: SeqNo,
+    /// The IB and the kernarg arena, alive until the GPU is done with them.
+    buffers: Vec<Buffer>,
+}
+
+struct State {
+    issued: u64,
+    completed: u64,
+    pending: VecDeque<Pending>,
+    spare: Vec<Buffer>,
+    lost: Option<crate::Error>,
+    encoder: SubmissionEncoder,
+    dispatch_id: u64,
+}
+
+pub(crate) struct Queue {
+    kmd: Arc<dyn KernelDriver>,
+    memory: Memory,
+    ctx: ContextId,
+    /// The end-of-pipe RELEASE_MEM of each submission stores its fence value here.
+    signal: Buffer,
+    state: Mutex<State>,
+}
+
+/// Where the kernel runs submissions.
+const IP: HwIp = HwIp::Compute;
+const RING: u32 = 0;
+
+impl Queue {
+    pub fn new(kmd: Arc<dyn KernelDriver>, memory: Memory, gfx: pm4::Gfx) -> Result<Self> {
+        let signal = memory.allocate(4096, BufferKind::Signals)?;
+        let ctx = kmd.ctx_create()?;
+        Ok(Self {
+            kmd,
+            memory,
+            ctx,
+            signal,
+            state: Mutex::new(State {
+                issued: 0,
+                completed: 0,
+                pending: VecDeque::new(),
+                spare: Vec::new(),
+                lost: None,
+                encoder: SubmissionEncoder::new(gfx),
+                dispatch_id: 0,
+            }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The last fence value the end-of-pipe write stored (for diagnostics).
+    pub fn signalled_value(&self) -> Option<u32> {
+        let mut bytes = [0u8; 4];
+        self.signal.read(0, &mut bytes).ok()?;
+        Some(u32::from_le_bytes(bytes))
+    }
+
+    /// Encodes `ops` into one IB and submits it; returns its fence value.
+    pub fn submit(&self, ops: &[Op<'_>]) -> crate::Result<u64> {
+        let mut state = self.lock();
+        if let Some(lost) = &state.lost {
+            return Err(lost.clone());
+        }
+        let arena_bytes: u64 = ops
+            .iter()
+            .map(|op| match op {
+                Op::Dispatch { program, .. } => SubmissionEncoder::arena_bytes(program),
+                _ => 0,
+            })
+            .sum();
+        let arena = match arena_bytes {
+            0 => None,
+            bytes => Some(take_buffer(&mut state.spare, &self.memory, bytes, BufferKind::KernelArgs)?),
+        };
+        let fence = state.issued + 1;
+        let State { encoder, dispatch_id, .. } = &mut *state;
+        encoder.begin(arena.as_ref().map_or(0, Buffer::gpu_address))?;
+        let mut handles: Vec<BoHandle> = vec![self.signal.handle()];
+        for op in ops {
+            match op {
+                Op::Dispatch { program, args, groups, buffers } => {
+                    *dispatch_id += 1;
+                    encoder.dispatch(program, args, *groups, *dispatch_id)?;
+                    handles.push(program.code.handle());
+                    handles.extend_from_slice(buffers);
+                }
+                Op::Copy { src, src_offset, dst, dst_offset, size } => {
+                    encoder.copy(src.gpu_address() + src_offset, dst.gpu_address() + dst_offset, *size)?;
+                    handles.extend([src.handle(), dst.handle()]);
+                }
+                Op::Barrier => encoder.barrier()?,
+            }
+        }
+        encoder.finish(self.signal.gpu_address(), fence as u32)?;
+        let words = encoder.words().len() as u64;
+        let mut ib_bytes = Vec::with_capacity(words as usize * 4);
+        for word in encoder.words() {
+            ib_bytes.extend_from_slice(&word.to_le_bytes());
+        }
+        let kernargs = encoder.kernargs().to_vec();
+        let ib = take_buffer(&mut state.spare, &self.memory, ib_bytes.len() as u64, BufferKind::Commands)?;
+        ib.write(0, &ib_bytes)?;
+        let mut keep = vec![ib];
+        if let Some(arena) = arena {
+            if kernargs.len() as u64 > arena.size() {
+                return Err(AmdgpuError::invalid_kernel(
+                    "<submission>",
+                    format!("kernel arguments need {} bytes, the arena has {}", kernargs.len(), arena.size()),
+                )
+                .into());
+            }
+            arena.write(0, &kernargs)?;
+            handles.push(arena.handle());
+            keep.push(arena);
+        }
+        handles.push(keep[0].handle());
+        handles.sort_unstable();
+        handles.dedup();
+        let ibs = [IbDesc {
+            va: keep[0].gpu_address(),
+            size_bytes: u32::try_from(ib_bytes.len()).map_err(|_| {
+                crate::Error::new(ErrorKind::InvalidArgument, "the submission's command buffer exceeds 4 GiB")
+            })?,
+            ip: IP,
+            ring: RING,
+            flags: 0,
+        }];
+        let seq = self.kmd.submit(&Submission { ctx: self.ctx, ibs: &ibs, buffers: &handles })?;
+        state.issued = fence;
+        state.pending.push_back(Pending { fence, seq, buffers: keep });
+        tracing::trace!(fence, seq = seq.0, dwords = words, bos = handles.len(), "submitted");
+        Ok(fence)
+    }
+
+    /// Polls the kernel, without blocking, for finished submissions.
+    pub fn completed(&self) -> u64 {
+        let mut state = self.lock();
+        while let Some(front) = state.pending.front() {
+            match self.kmd.wait(self.ctx, IP, RING, front.seq, Timeout::Relative(Duration::ZERO)) {
+                Ok(WaitStatus::Completed) => {
+                    let fence = front.fence;
+                    retire_through(&mut state, fence);
+                }
+                Ok(WaitStatus::Busy) => break,
+                Err(err) => {
+                    tracing::debug!(error = %err, "polling a submission failed; wait() reports it");
+                    break;
+                }
+            }
+        }
+        state.completed
+    }
+
+    /// Waits for `fence`: `Ok(true)` once it completed, `Ok(false)` after `timeout`; a reset of
+    /// the GPU or a failed wait is an error naming the context's state.
+    pub fn wait(&self, fence: u64, timeout: Duration) -> crate::Result<bool> {
+        let seq = {
+            let state = self.lock();
+            if let Some(lost) = &state.lost {
+                return Err(lost.clone());
+            }
+            if fence <= state.completed {
+                return Ok(true);
+            }
+            if fence > state.issued {
+                return Err(crate::Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("fence {fence} was never issued (the last one is {})", state.issued),
+                ));
+            }
+            match state.pending.iter().find(|p| p.fence == fence) {
+                Some(pending) => pending.seq,
+                None => return Ok(true),
+            }
+        };
+        // Not holding the lock: other threads keep submitting while this one waits.
+        let status = self.kmd.wait(self.ctx, IP, RING, seq, Timeout::Relative(timeout));
+        let health = self.kmd.ctx_state(self.ctx);
+        let mut state = self.lock();
+        let unhealthy = match &health {
+            Ok(context) if !context.is_healthy() => Some(context.describe()),
+            Ok(_) => None,
+            Err(err) => Some(format!("the context state could not be read ({err})")),
+        };
+        if let Some(reason) = unhealthy {
+            let detail = match &status {
+                Ok(WaitStatus::Busy) => format!("the GPU did not finish in {} ms", timeout.as_millis()),
+                Ok(WaitStatus::Completed) => "the submission ended".to_owned(),
+                Err(err) => format!("waiting failed ({err})"),
+            };
+            let error = crate::Error::from(AmdgpuError::DeviceLost(format!(
+                "{detail}, and {reason}; every unfinished submission of this device is lost: open the device again"
+            )));
+            state.lost.get_or_insert(error.clone());
+            return Err(error);
+        }
+        match status {
+            Ok(WaitStatus::Completed) => {
+                retire_through(&mut state, fence);
+                Ok(true)
+            }
+            Ok(WaitStatus::Busy) => Ok(false),
+            Err(err) => Err(crate::Error::from(err).context(format!("waiting for submission {fence}"))),
+        }
+    }
+}
+
+/// Marks every submission up to `fence` completed (the ring runs in order) and keeps their
+/// buffers for reuse.
+fn retire_through(state: &mut State, fence: u64) {
+    while state.pending.front().is_some_and(|p| p.fence <= fence) {
+        if let Some(done) = state.pending.pop_front() {
+            state.completed = state.completed.max(done.fence);
+            for buffer in done.buffers {
+                if state.spare.len() < MAX_SPARE {
+                    state.spare.push(buffer);
+                }
+            }
+        }
+    }
+}
+
+/// A spare buffer of `kind` holding at least `bytes`, or a new one.
+fn take_buffer(spare: &mut Vec<Buffer>, memory: &Memory, bytes: u64, kind: BufferKind) -> Result<Buffer> {
+    let best = spare
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.kind() == kind && b.size() >= bytes)
+        .min_by_key(|(_, b)| b.size())
+        .map(|(i, _)| i);
+    match best {
+        Some(index) => Ok(spare.swap_remove(index)),
+        None => memory.allocate(bytes.next_multiple_of(POOL_GRANULE), kind),
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        let last = self.lock().pending.back().map(|p| p.fence);
+        if let Some(fence) = last {
+            match self.wait(fence, Duration::from_secs(10)) {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!("GPU work was still running when the amdgpu device was closed"),
+                Err(err) => tracing::debug!(error = %err, "closing the amdgpu device after a failure"),
+            }
+        }
+        if let Err(err) = self.kmd.ctx_destroy(self.ctx) {
+            tracing::warn!(error = %err, "destroying the amdgpu submission context");
+        }
+    }
+}
