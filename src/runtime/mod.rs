@@ -7,8 +7,7 @@ mod commands;
 mod device;
 mod objects;
 mod registry;
-#[cfg(test)]
-mod tests;
+
 mod validate;
 
 use std::path::PathBuf;
