@@ -13,8 +13,8 @@ use crate::gfx::Gfx;
 use crate::header::{Header, TYPE2_FILLER};
 use crate::opcode::Opcode;
 use crate::packets::{
-    copy_fields, event_fields, ib_fields, release_fields, wait_fields, AcquireMem, CopyData, DispatchDirect,
-    DispatchIndirect, EventWrite, GcrCntl, IndirectBuffer, ReleaseMem, WaitRegMem,
+    copy_fields, dma_fields, event_fields, ib_fields, release_fields, wait_fields, AcquireMem, CopyData,
+    DispatchDirect, DispatchIndirect, DmaData, EventWrite, GcrCntl, IndirectBuffer, ReleaseMem, WaitRegMem,
 };
 use crate::registers::{self, Field, Register, Space};
 
@@ -57,6 +57,8 @@ pub enum Body {
     IndirectBuffer(IndirectBuffer),
     /// COPY_DATA.
     CopyData(CopyData),
+    /// DMA_DATA.
+    DmaData(DmaData),
 }
 
 /// A decoded packet and where it was found.
@@ -94,6 +96,7 @@ impl Packet {
             Body::WaitRegMem(_) => Opcode::WaitRegMem.name(),
             Body::IndirectBuffer(_) => Opcode::IndirectBuffer.name(),
             Body::CopyData(_) => Opcode::CopyData.name(),
+            Body::DmaData(_) => Opcode::DmaData.name(),
         }
     }
 }
@@ -182,6 +185,7 @@ impl<'a> Decoder<'a> {
                 Body::IndirectBuffer(IndirectBuffer::decode(payload).ok_or_else(|| bad_len("3"))?)
             }
             Opcode::CopyData => Body::CopyData(CopyData::decode(payload).ok_or_else(|| bad_len("5"))?),
+            Opcode::DmaData => Body::DmaData(DmaData::decode(payload).ok_or_else(|| bad_len("6"))?),
         };
         Ok(Packet {
             offset,
@@ -416,6 +420,16 @@ impl fmt::Display for Packet {
                     | ((c.engine as u32 & 3) << 30);
                 line(f, "control", dw1, copy_fields::ALL)?;
                 write!(f, "\n        src = 0x{:x}, dst = 0x{:x}", c.src, c.dst)
+            }
+            Body::DmaData(d) => {
+                let control = (d.engine as u32 & 1)
+                    | ((d.dst_sel as u32 & 3) << 20)
+                    | ((d.src_sel as u32 & 3) << 29)
+                    | ((d.cp_sync as u32) << 31);
+                line(f, "control", control, dma_fields::CONTROL)?;
+                let command = (d.byte_count & 0x3FF_FFFF) | ((d.raw_wait as u32) << 30);
+                line(f, "command", command, dma_fields::COMMAND)?;
+                write!(f, "\n        src = 0x{:x}, dst = 0x{:x}, {} bytes", d.src, d.dst, d.byte_count)
             }
         }
     }

@@ -8,7 +8,7 @@ use crate::error::EncodeError;
 use crate::header::{Header, MAX_PAYLOAD, NOP_HEADER_ONLY};
 use crate::opcode::Opcode;
 use crate::packets::{
-    AcquireMem, CopyData, DispatchDirect, DispatchIndirect, EventWrite, IndirectBuffer, ReleaseMem,
+    AcquireMem, CopyData, DispatchDirect, DispatchIndirect, DmaData, EventWrite, IndirectBuffer, ReleaseMem,
     WaitRegMem,
 };
 use crate::registers::Space;
@@ -279,6 +279,12 @@ impl<S: Sink> PacketWriter<S> {
     pub fn copy_data(&mut self, c: &CopyData) -> Result<(), EncodeError> {
         let p = c.payload()?;
         self.emit(Opcode::CopyData, false, p)
+    }
+
+    /// DMA_DATA.
+    pub fn dma_data(&mut self, d: &DmaData) -> Result<(), EncodeError> {
+        let p = d.payload()?;
+        self.emit(Opcode::DmaData, false, p)
     }
 }
 

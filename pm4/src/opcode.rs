@@ -16,6 +16,8 @@ pub enum Opcode {
     IndirectBuffer = 0x3F,
     /// Copies a dword (or two) between registers, memory and immediates.
     CopyData = 0x40,
+    /// Copies bytes between GPU addresses on the command processor.
+    DmaData = 0x50,
     /// Signals a pipeline event such as a partial flush.
     EventWrite = 0x46,
     /// Performs cache actions and writes data / raises an interrupt at an event.
@@ -30,7 +32,7 @@ pub enum Opcode {
 
 impl Opcode {
     /// Every known opcode.
-    pub const ALL: [Opcode; 11] = [
+    pub const ALL: [Opcode; 12] = [
         Opcode::Nop,
         Opcode::DispatchDirect,
         Opcode::DispatchIndirect,
@@ -39,6 +41,7 @@ impl Opcode {
         Opcode::CopyData,
         Opcode::EventWrite,
         Opcode::ReleaseMem,
+        Opcode::DmaData,
         Opcode::AcquireMem,
         Opcode::SetShReg,
         Opcode::SetUconfigReg,
@@ -55,6 +58,7 @@ impl Opcode {
             0x40 => Opcode::CopyData,
             0x46 => Opcode::EventWrite,
             0x49 => Opcode::ReleaseMem,
+            0x50 => Opcode::DmaData,
             0x58 => Opcode::AcquireMem,
             0x76 => Opcode::SetShReg,
             0x79 => Opcode::SetUconfigReg,
@@ -73,6 +77,7 @@ impl Opcode {
             Opcode::CopyData => "COPY_DATA",
             Opcode::EventWrite => "EVENT_WRITE",
             Opcode::ReleaseMem => "RELEASE_MEM",
+            Opcode::DmaData => "DMA_DATA",
             Opcode::AcquireMem => "ACQUIRE_MEM",
             Opcode::SetShReg => "SET_SH_REG",
             Opcode::SetUconfigReg => "SET_UCONFIG_REG",

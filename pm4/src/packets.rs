@@ -715,6 +715,107 @@ impl CopyData {
     }
 }
 
+/// DMA_DATA dword 1 (control) and dword 6 (command) layouts.
+pub mod dma_fields {
+    use crate::registers::Field;
+    /// Engine (0 ME, 1 PFP).
+    pub const ENGINE_SEL: Field = Field::new("ENGINE_SEL", 0, 0);
+    /// Destination kind.
+    pub const DST_SEL: Field = Field::new("DST_SEL", 20, 21);
+    /// Source kind.
+    pub const SRC_SEL: Field = Field::new("SRC_SEL", 29, 30);
+    /// Later packets wait until the copy is done.
+    pub const CP_SYNC: Field = Field::new("CP_SYNC", 31, 31);
+    /// Control fields.
+    pub const CONTROL: &[Field] = &[ENGINE_SEL, DST_SEL, SRC_SEL, CP_SYNC];
+    /// Bytes to copy (gfx9 and later: 26 bits).
+    pub const BYTE_COUNT: Field = Field::new("BYTE_COUNT", 0, 25);
+    /// Wait for earlier DMA writes before reading (read-after-write).
+    pub const RAW_WAIT: Field = Field::new("RAW_WAIT", 30, 30);
+    /// Command fields.
+    pub const COMMAND: &[Field] = &[BYTE_COUNT, RAW_WAIT];
+}
+
+/// DMA_DATA: the command processor copies bytes between GPU addresses (or fills with a dword).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DmaData {
+    /// Source kind (see the `SRC_*` constants).
+    pub src_sel: u8,
+    /// Destination kind (see the `DST_*` constants).
+    pub dst_sel: u8,
+    /// Later packets wait for the copy to finish.
+    pub cp_sync: bool,
+    /// Engine (0 ME, 1 PFP).
+    pub engine: u8,
+    /// Source address, or the fill value when `src_sel` is [`DmaData::SRC_DATA`].
+    pub src: u64,
+    /// Destination address.
+    pub dst: u64,
+    /// Bytes to copy.
+    pub byte_count: u32,
+    /// Wait for earlier DMA writes before reading.
+    pub raw_wait: bool,
+}
+
+impl DmaData {
+    /// Payload length.
+    pub const LEN: usize = 6;
+    /// Source: memory address.
+    pub const SRC_ADDR: u8 = 0;
+    /// Source: the dword in the packet (fill).
+    pub const SRC_DATA: u8 = 2;
+    /// Source: memory address, through GL2.
+    pub const SRC_ADDR_TC_L2: u8 = 3;
+    /// Destination: memory address.
+    pub const DST_ADDR: u8 = 0;
+    /// Destination: memory address, through GL2.
+    pub const DST_ADDR_TC_L2: u8 = 3;
+    /// Largest byte count one packet carries on gfx10.3, rounded down to 32 bytes.
+    pub const MAX_BYTES_GFX10_3: u32 = ((1 << 26) - 1) & !31;
+    /// Largest byte count one packet carries on gfx11, rounded down to 32 bytes: larger counts
+    /// are not reliable there (drivers split copies at this size).
+    pub const MAX_BYTES_GFX11: u32 = 32767 & !31;
+
+    /// A synchronous copy of `bytes` bytes through GL2, as compute queues use it.
+    pub const fn copy(src: u64, dst: u64, bytes: u32) -> DmaData {
+        DmaData {
+            src_sel: Self::SRC_ADDR_TC_L2,
+            dst_sel: Self::DST_ADDR_TC_L2,
+            cp_sync: true,
+            engine: 0,
+            src,
+            dst,
+            byte_count: bytes,
+            raw_wait: true,
+        }
+    }
+
+    pub(crate) fn payload(&self) -> Result<[u32; Self::LEN], EncodeError> {
+        let control = check(dma_fields::ENGINE_SEL, self.engine as u32)?
+            | check(dma_fields::DST_SEL, self.dst_sel as u32)?
+            | check(dma_fields::SRC_SEL, self.src_sel as u32)?
+            | ((self.cp_sync as u32) << 31);
+        let command = check(dma_fields::BYTE_COUNT, self.byte_count)? | ((self.raw_wait as u32) << 30);
+        let (slo, shi) = split(self.src);
+        let (dlo, dhi) = split(self.dst);
+        Ok([control, slo, shi, dlo, dhi, command])
+    }
+
+    pub(crate) fn decode(p: &[u32]) -> Option<DmaData> {
+        let &[control, slo, shi, dlo, dhi, command] = p else { return None };
+        Some(DmaData {
+            src_sel: dma_fields::SRC_SEL.get(control) as u8,
+            dst_sel: dma_fields::DST_SEL.get(control) as u8,
+            cp_sync: dma_fields::CP_SYNC.get(control) != 0,
+            engine: dma_fields::ENGINE_SEL.get(control) as u8,
+            src: join(slo, shi),
+            dst: join(dlo, dhi),
+            byte_count: dma_fields::BYTE_COUNT.get(command),
+            raw_wait: dma_fields::RAW_WAIT.get(command) != 0,
+        })
+    }
+}
+
 /// DISPATCH_DIRECT: launch a grid of `x * y * z` workgroups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DispatchDirect {

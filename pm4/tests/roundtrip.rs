@@ -2,7 +2,7 @@
 
 use pm4::fields::DispatchInitiator;
 use pm4::packets::{
-    AcquireMem, CompareFunc, CopyData, DataSel, DispatchDirect, DispatchIndirect, DstSel, EventType,
+    AcquireMem, CompareFunc, CopyData, DataSel, DispatchDirect, DispatchIndirect, DmaData, DstSel, EventType,
     EventWrite, GcrCntl, IndirectBuffer, IntSel, ReleaseCache, ReleaseMem, WaitRegMem,
 };
 use pm4::registers::{self, Space};
@@ -80,6 +80,17 @@ fn samples() -> Vec<Body> {
             src: 0,
             dst: 0x9000,
         }),
+        Body::DmaData(DmaData::copy(0x8000_0010_0000, 0x8000_0020_0040, DmaData::MAX_BYTES_GFX11)),
+        Body::DmaData(DmaData {
+            src_sel: DmaData::SRC_DATA,
+            dst_sel: DmaData::DST_ADDR,
+            cp_sync: false,
+            engine: 1,
+            src: 0xdead_beef,
+            dst: 0x1000,
+            byte_count: (1 << 26) - 1,
+            raw_wait: false,
+        }),
     ]
 }
 
@@ -94,6 +105,7 @@ fn write(w: &mut PacketWriter<&mut Vec<u32>>, body: &Body) {
         Body::WaitRegMem(x) => w.wait_reg_mem(x),
         Body::IndirectBuffer(ib) => w.indirect_buffer(ib),
         Body::CopyData(c) => w.copy_data(c),
+        Body::DmaData(d) => w.dma_data(d),
         Body::SetShReg(_) | Body::SetUconfigReg(_) | Body::Filler => unreachable!("covered elsewhere"),
     }
     .unwrap();
@@ -266,4 +278,24 @@ proptest! {
         let decoded = decode(&v, Gfx::Gfx11).unwrap();
         prop_assert_eq!(decoded.into_iter().map(|p| p.body).collect::<Vec<_>>(), bodies);
     }
+}
+
+#[test]
+fn dma_data_copy_has_the_documented_layout_and_decodes_back() {
+    let mut words = Vec::new();
+    PacketWriter::new(&mut words).dma_data(&DmaData::copy(0x8000_0010_0000, 0x8000_0020_0040, 4096)).unwrap();
+    // Header: type 3, six payload dwords, opcode 0x50. Control: CP_SYNC, SRC_SEL and DST_SEL = 3
+    // (through GL2). Command: byte count with RAW_WAIT.
+    assert_eq!(words, [0xC005_5000, 0xE030_0000, 0x0010_0000, 0x8000, 0x0020_0040, 0x8000, 4096 | (1 << 30)]);
+    for gfx in Gfx::ALL {
+        let packets = pm4::decode(&words, gfx).unwrap();
+        assert_eq!(packets.len(), 1);
+        assert_eq!(packets[0].name(), "DMA_DATA");
+        let Body::DmaData(d) = &packets[0].body else { panic!("{:?}", packets[0].body) };
+        assert_eq!((d.src, d.dst, d.byte_count), (0x8000_0010_0000, 0x8000_0020_0040, 4096));
+        let text = packets[0].to_string();
+        assert!(text.contains("CP_SYNC=1") && text.contains("4096 bytes"), "{text}");
+    }
+    let too_big = DmaData { byte_count: 1 << 26, ..DmaData::copy(0, 0, 0) };
+    assert!(PacketWriter::new(&mut Vec::new()).dma_data(&too_big).is_err());
 }
