@@ -265,17 +265,18 @@ impl<'m, 'a> CommandProcessor<'m, 'a> {
                 self.stats.wave_instructions += stats.instructions;
                 Ok(())
             }
-            Err(err) => Err(self.kernel_failure(err, site)),
+            Err(err) => Err(self.kernel_failure(err, packet, site)),
         }
     }
 
-    fn kernel_failure(&self, err: SimError, site: Site) -> CpFailure {
-        let text = format!("{err} (DISPATCH at {site})");
+    fn kernel_failure(&self, err: SimError, packet: &Packet, site: Site) -> CpFailure {
+        let launch = format!("{} at {site}", packet.name());
+        let text = format!("{err} ({launch})");
         match &err {
             SimError::PageFault { addr, access, .. } => {
                 let why = self.memory.explain(&MemoryFault { addr: *addr, access: *access });
                 CpFailure::PageFault(match why {
-                    Some(why) => format!("{err}: {why} (DISPATCH at {site})"),
+                    Some(why) => format!("{err}: {why} ({launch})"),
                     None => text,
                 })
             }
