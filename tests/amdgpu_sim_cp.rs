@@ -133,3 +133,36 @@ fn wait_reg_mem_passes_when_memory_holds_and_reports_a_wait_that_could_never_end
         "{message}"
     );
 }
+
+#[test]
+fn threads_submitting_on_their_own_contexts_all_complete_in_order() {
+    let gpu = std::sync::Arc::new(Gpu::new());
+    let threads: Vec<_> = (0..4u32)
+        .map(|t| {
+            let gpu = gpu.clone();
+            std::thread::spawn(move || {
+                let ctx = gpu.kmd.ctx_create().unwrap();
+                let out = gpu.buffer(4096, VaFlags::READ_WRITE);
+                let mut last = None;
+                for i in 0..20u32 {
+                    let mut words = Vec::new();
+                    PacketWriter::new(&mut words)
+                        .release_mem(&ReleaseMem::fence32(out.va + 4 * i as u64, t * 100 + i))
+                        .unwrap();
+                    let ib = gpu.ib_buffer(&words);
+                    let seq = gpu.submit_on(ctx, &ib, words.len(), &[out.bo]).unwrap();
+                    assert_eq!(seq.0, i as u64 + 1, "sequence numbers count per context");
+                    last = Some((seq, ib));
+                }
+                let (seq, _ib) = last.unwrap();
+                assert_eq!(gpu.wait_on(ctx, seq).unwrap(), WaitStatus::Completed);
+                let want: Vec<u32> = (0..20).map(|i| t * 100 + i).collect();
+                assert_eq!(out.read_u32s(0, 20), want);
+                gpu.kmd.ctx_destroy(ctx).unwrap();
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}

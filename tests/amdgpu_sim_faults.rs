@@ -230,6 +230,8 @@ fn a_kernel_that_never_ends_times_out_after_its_budget_like_a_hung_gpu() {
     // The CS returned at once; the kernel is still spinning on the worker.
     let poll = gpu.kmd.wait(gpu.ctx, HwIp::Compute, 0, seq, Timeout::Relative(Duration::ZERO)).unwrap();
     assert_eq!(poll, WaitStatus::Busy);
+    let past = gpu.kmd.wait(gpu.ctx, HwIp::Compute, 0, seq, Timeout::AbsoluteMonotonicNs(0)).unwrap();
+    assert_eq!(past, WaitStatus::Busy, "a deadline in the past polls");
     let err = gpu.wait(seq).unwrap_err();
     assert!(matches!(err, AmdgpuError::Timeout { .. }), "{err:?}");
     let message = err.to_string();

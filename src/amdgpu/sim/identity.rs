@@ -62,8 +62,8 @@ pub fn device_info() -> uapi::drm_amdgpu_info_device {
     }
 }
 
-pub fn hw_ip_info(ip: HwIp) -> uapi::drm_amdgpu_info_hw_ip {
-    let _ = ip;
+/// The same for GFX and compute: both run the same command processor here.
+pub fn hw_ip_info(_ip: HwIp) -> uapi::drm_amdgpu_info_hw_ip {
     uapi::drm_amdgpu_info_hw_ip {
         hw_ip_version_major: 11,
         hw_ip_version_minor: 0,
