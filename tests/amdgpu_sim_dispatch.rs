@@ -121,3 +121,44 @@ fn libclc_global_ids_are_right_with_code_object_v4_and_shifted_with_the_default_
     let explicit_v6 = libclc_global_id_1d(Some(6));
     assert_eq!(explicit_v6, shifted, "code object v6 (explicit), 1-D grid: get_global_id");
 }
+
+/// Two launches in one IB see each other's results (the second after the first has finished),
+/// a launch of zero groups does nothing, and DISPATCH_INDIRECT reads its group counts from memory.
+#[test]
+fn launches_in_one_ib_run_in_order_and_dispatch_indirect_reads_its_groups_from_memory() {
+    let gpu = Gpu::new();
+    let kernel = gpu.load(&compile(SAXPY, Builtins::Clang), "saxpy", VaFlags::CODE);
+    let n = 200u32;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let xs = gpu.buffer(4 * n as u64, VaFlags::READ_ONLY);
+    let ys = gpu.buffer(4 * n as u64, VaFlags::READ_WRITE);
+    xs.write_f32s(0, &x);
+    ys.write_f32s(0, &vec![1.0; n as usize]);
+    let counts = gpu.buffer(4096, VaFlags::READ_ONLY);
+    counts.write_u32s(0, &[n.div_ceil(64), 1, 1]);
+    let args = gpu.buffer(4096, VaFlags::READ_ONLY);
+    let fence = gpu.buffer(4096, VaFlags::READ_WRITE);
+    let values = [ArgValue::Pointer(xs.va), ArgValue::Pointer(ys.va), ArgValue::F32(3.0), ArgValue::U32(n)];
+    let launch = gpu.launch(&kernel, &args, &values, grid_1d(n, 64));
+    let empty = Launch { groups: [0, 0, 0], ..launch.clone() };
+
+    let mut words = Vec::new();
+    let mut w = pm4::PacketWriter::new(&mut words);
+    pm4::dispatch::write_preamble(&mut w, pm4::Gfx::Gfx11).unwrap();
+    write_launch(&mut w, &launch);
+    write_launch(&mut w, &empty);
+    w.dispatch_indirect(&pm4::packets::DispatchIndirect::Address {
+        address: counts.va,
+        initiator: pm4::fields::DispatchInitiator::launch(true),
+    })
+    .unwrap();
+    w.event_write(&pm4::packets::EventWrite::CS_PARTIAL_FLUSH).unwrap();
+    w.release_mem(&pm4::packets::ReleaseMem::fence32(fence.va, FENCE_VALUE)).unwrap();
+    let ib = gpu.ib_buffer(&words);
+    let list = [kernel.code.bo, xs.bo, ys.bo, counts.bo, args.bo, fence.bo];
+    let seq = gpu.submit(&ib, words.len(), &list).unwrap();
+    assert_eq!(gpu.wait(seq).unwrap(), WaitStatus::Completed);
+    let want: Vec<f32> = x.iter().map(|&v| 3.0 * v + (3.0 * v + 1.0)).collect();
+    assert_eq!(ys.read_f32s(0, n as usize), want);
+    assert_eq!(fence.read_u32s(0, 1), [FENCE_VALUE]);
+}
