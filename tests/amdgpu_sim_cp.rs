@@ -166,3 +166,17 @@ fn threads_submitting_on_their_own_contexts_all_complete_in_order() {
         t.join().unwrap();
     }
 }
+
+#[test]
+fn an_ib_chain_that_loops_is_a_hang_not_a_stuck_simulator() {
+    let gpu = Gpu::new();
+    let ib = gpu.buffer(4096, VaFlags::READ_ONLY);
+    let mut words = Vec::new();
+    PacketWriter::new(&mut words)
+        .indirect_buffer(&IndirectBuffer { chain: true, ..IndirectBuffer::call(ib.va, 4) })
+        .unwrap();
+    ib.write_u32s(0, &words);
+    let seq = gpu.submit(&ib, words.len(), &[]).unwrap();
+    let message = gpu.wait(seq).unwrap_err().to_string();
+    assert!(message.contains("INDIRECT_BUFFER chains") && message.contains("the chain loops"), "{message}");
+}

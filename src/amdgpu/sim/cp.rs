@@ -8,7 +8,7 @@
 //! (CS_PARTIAL_FLUSH), no-ops for memory that has no caches, with their fields validated;
 //! RELEASE_MEM at end of pipe writing 32/64-bit data or a clock value; WAIT_REG_MEM on memory,
 //! which must already hold (nothing else could change it while the queue waits);
-//! INDIRECT_BUFFER calls (one level, as on hardware) and chains; COPY_DATA and DMA_DATA between
+//! INDIRECT_BUFFER calls (one level, as on hardware) and chains (one that loops is a hang); COPY_DATA and DMA_DATA between
 //! memory, immediates and fills; NOP and type-2 fillers. Everything else — unknown opcodes,
 //! registers, selectors, predication — stops the submission with an error naming the packet,
 //! its dword offset and the IB, as a real CP would hang on it.
@@ -32,6 +32,9 @@ const SH_BASE: u32 = 0xB000;
 const SH_COUNT: usize = 0x400;
 /// The hardware runs at most two IB levels: the submitted IB and one it calls.
 const MAX_IB_LEVEL: u32 = 2;
+/// INDIRECT_BUFFER chains one submission may follow: only a chain that loops reaches it, which
+/// would hang a real CP.
+const MAX_CHAINS: u64 = 1 << 16;
 /// GCR_CNTL bits that name a field (bits 0..18).
 const GCR_KNOWN_BITS: u32 = (1 << 19) - 1;
 /// The reference clock the device reports (`gpu_counter_freq`, kHz) ticks every 10 ns.
@@ -67,6 +70,7 @@ impl std::fmt::Display for CpFailure {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpStats {
     pub packets: u64,
+    pub chains: u64,
     pub dispatches: u64,
     pub wave_instructions: u64,
 }
@@ -146,6 +150,13 @@ impl<'m, 'a> CommandProcessor<'m, 'a> {
                 if let Body::IndirectBuffer(target) = &packet.body {
                     let target = self.indirect_target(&packet, target, site, level)?;
                     if target.chain {
+                        self.stats.chains += 1;
+                        if self.stats.chains > MAX_CHAINS {
+                            return Err(CpFailure::Hang(format!(
+                                "the command processor followed {MAX_CHAINS} INDIRECT_BUFFER chains \
+                                 without reaching the end of the submission (at {site}): the chain loops"
+                            )));
+                        }
                         // A chain replaces the rest of this IB.
                         ib = (
                             target.address,
