@@ -8,10 +8,10 @@
 //! (CS_PARTIAL_FLUSH), no-ops for memory that has no caches, with their fields validated;
 //! RELEASE_MEM at end of pipe writing 32/64-bit data or a clock value; WAIT_REG_MEM on memory,
 //! which must already hold (nothing else could change it while the queue waits);
-//! INDIRECT_BUFFER calls (one level, as on hardware) and chains (one that loops is a hang); COPY_DATA and DMA_DATA between
-//! memory, immediates and fills; NOP and type-2 fillers. Everything else — unknown opcodes,
-//! registers, selectors, predication — stops the submission with an error naming the packet,
-//! its dword offset and the IB, as a real CP would hang on it.
+//! INDIRECT_BUFFER calls (one level, as on hardware) and chains (a chain that loops is a hang);
+//! COPY_DATA and DMA_DATA between memory, immediates and fills; NOP and type-2 fillers.
+//! Everything else — unknown opcodes, registers, selectors, predication — stops the submission
+//! with an error naming the packet, its dword offset and the IB, as a real CP would hang on it.
 
 use std::time::Instant;
 
