@@ -265,3 +265,17 @@ fn work_queued_behind_a_failure_is_canceled_or_refused() {
     assert!(gpu.wait(first).is_err());
     assert_eq!(fence.read_u32s(0, 1), [0], "work behind the failure ran");
 }
+
+#[test]
+fn code_without_an_elf_image_is_named_by_its_address() {
+    let gpu = Gpu::new();
+    let kernel = gpu.load(&compile(OOB, Builtins::Clang), "oob", VaFlags::CODE);
+    kernel.code.write_bytes(0, &[0; 4]); // no ELF magic: the symbols cannot be found
+    let out = gpu.buffer(4096, VaFlags::READ_WRITE);
+    let args = gpu.buffer(4096, VaFlags::READ_ONLY);
+    let fence = gpu.buffer(4096, VaFlags::READ_WRITE);
+    let launch =
+        gpu.launch(&kernel, &args, &[ArgValue::Pointer(out.va), ArgValue::U32(1 << 28)], grid_1d(32, 32));
+    let message = gpu.run(&[(&launch, &args)], &[&kernel.code], &[out.bo], &fence).unwrap_err().to_string();
+    assert!(message.contains(&format!("(write) in kernel <code at {:#x}> at PC", kernel.entry)), "{message}");
+}
