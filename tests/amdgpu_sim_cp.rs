@@ -54,6 +54,9 @@ fn release_copy_and_dma_packets_write_what_their_fields_say() {
         ..DmaData::copy(0, dst.va + 4096, 64)
     })
     .unwrap();
+    let clock = ReleaseMem { data_sel: DataSel::GPU_CLOCK, ..ReleaseMem::fence32(dst.va + 32, 0) };
+    w.release_mem(&clock).unwrap();
+    w.release_mem(&ReleaseMem { address: dst.va + 40, ..clock }).unwrap();
     let ib = gpu.ib_buffer(&words);
     let seq = gpu.submit(&ib, words.len(), &[src.bo, dst.bo]).unwrap();
     assert_eq!(gpu.wait(seq).unwrap(), WaitStatus::Completed);
@@ -63,6 +66,10 @@ fn release_copy_and_dma_packets_write_what_their_fields_say() {
     assert_eq!((got[2], got[3]), (0x89ab_cdef, 0x0123_4567));
     assert_eq!(got[4], 0xfeed_beef);
     assert_eq!((got[6], got[7]), (pattern[2], pattern[3]));
+    let clocks = dst.read_u32s(32, 4);
+    let (first, second) =
+        (clocks[0] as u64 | (clocks[1] as u64) << 32, clocks[2] as u64 | (clocks[3] as u64) << 32);
+    assert!(first > 0 && second >= first, "GPU clock values {first} then {second}");
     assert_eq!(dst.read_u32s(1024, 300), pattern);
     assert_eq!(dst.read_u32s(4096, 17), [[0x5a5a_5a5a; 16].as_slice(), &[0]].concat());
 }
@@ -179,4 +186,96 @@ fn an_ib_chain_that_loops_is_a_hang_not_a_stuck_simulator() {
     let seq = gpu.submit(&ib, words.len(), &[]).unwrap();
     let message = gpu.wait(seq).unwrap_err().to_string();
     assert!(message.contains("INDIRECT_BUFFER chains") && message.contains("the chain loops"), "{message}");
+}
+
+/// Fields the simulated CP cannot honour stop the submission, naming the packet and its dword.
+#[test]
+fn packet_fields_the_cp_does_not_model_are_refused_by_name() {
+    use pm4::packets::{AcquireMem, EventType, EventWrite, GcrCntl};
+    let gpu = Gpu::new();
+    let out = gpu.buffer(4096, VaFlags::READ_WRITE);
+    let inner = gpu.buffer(4096, VaFlags::READ_ONLY);
+    // An IB that itself calls another: a third level the CP does not have.
+    let mut nested = Vec::new();
+    PacketWriter::new(&mut nested).indirect_buffer(&IndirectBuffer::call(inner.va, 4)).unwrap();
+    inner.write_u32s(0, &nested);
+    type Build = Box<dyn Fn(&mut PacketWriter<&mut Vec<u32>>)>;
+    let (o, i) = (out.va, inner.va);
+    let cases: Vec<(Build, [&str; 2])> = vec![
+        (
+            Box::new(|w| {
+                w.event_write(&EventWrite { event: EventType::BOTTOM_OF_PIPE_TS, index: 5, address: None })
+                    .unwrap()
+            }),
+            ["EVENT_WRITE (opcode 0x46) at dword 0 of the IB", "only CS_PARTIAL_FLUSH"],
+        ),
+        (
+            Box::new(move |w| {
+                w.release_mem(&ReleaseMem {
+                    event: EventType::CS_PARTIAL_FLUSH,
+                    event_index: 4,
+                    ..ReleaseMem::fence32(o, 1)
+                })
+                .unwrap()
+            }),
+            ["RELEASE_MEM (opcode 0x49) at dword 0 of the IB", "event 0x7 index 4"],
+        ),
+        (
+            Box::new(|w| {
+                w.acquire_mem(&AcquireMem {
+                    coher_cntl: 1 << 23,
+                    ..AcquireMem::full_range(GcrCntl::INVALIDATE_ALL)
+                })
+                .unwrap()
+            }),
+            ["ACQUIRE_MEM (opcode 0x58) at dword 0 of the IB", "COHER_CNTL 0x800000"],
+        ),
+        (
+            Box::new(move |w| {
+                w.indirect_buffer(&IndirectBuffer { valid: false, ..IndirectBuffer::call(i, 4) }).unwrap()
+            }),
+            ["INDIRECT_BUFFER (opcode 0x3f) at dword 0 of the IB", "the VALID bit"],
+        ),
+        (
+            Box::new(move |w| w.indirect_buffer(&IndirectBuffer::call(i, 4)).unwrap()),
+            ["INDIRECT_BUFFER (opcode 0x3f) at dword 0 of the IB", "cannot call another"],
+        ),
+        (
+            Box::new(move |w| {
+                w.wait_reg_mem(&WaitRegMem { mem_space: 0, ..WaitRegMem::memory_geq(0x1234, 0) }).unwrap()
+            }),
+            ["WAIT_REG_MEM (opcode 0x3c) at dword 0 of the IB", "waiting on a register"],
+        ),
+        (
+            Box::new(move |w| {
+                w.copy_data(&CopyData {
+                    src_sel: CopyData::SEL_REG,
+                    dst_sel: CopyData::SEL_DST_MEM,
+                    count_64: false,
+                    wr_confirm: false,
+                    engine: 0,
+                    src: 0x2000,
+                    dst: o,
+                })
+                .unwrap()
+            }),
+            ["COPY_DATA (opcode 0x40) at dword 0 of the IB", "SRC_SEL 0"],
+        ),
+        (
+            Box::new(move |w| w.release_mem(&ReleaseMem::fence32(o + 0x10_0000, 1)).unwrap()),
+            ["GPU page fault at", "by the command processor writing RELEASE_MEM data"],
+        ),
+    ];
+    for (build, expected) in cases {
+        let ctx = gpu.kmd.ctx_create().unwrap();
+        let mut words = Vec::new();
+        build(&mut PacketWriter::new(&mut words));
+        let ib = gpu.ib_buffer(&words);
+        let seq = gpu.submit_on(ctx, &ib, words.len(), &[out.bo, inner.bo]).unwrap();
+        let message = gpu.wait_on(ctx, seq).unwrap_err().to_string();
+        for part in expected {
+            assert!(message.contains(part), "expected {part:?} in: {message}");
+        }
+        assert!(gpu.kmd.ctx_state(ctx).unwrap().guilty);
+    }
 }
