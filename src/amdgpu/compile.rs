@@ -174,6 +174,11 @@ impl Compiler {
             flags.push("-mcumode".into());
         }
         if request.builtins == Builtins::Libclc {
+            // libclc-22's get_global_id adds a global offset it reads from the implicit-argument
+            // area at the code-object-v4 offsets; under clang's default (v6) layout those hold
+            // block counts and group sizes, and every id comes out shifted. Code object v4 puts
+            // the (zero) global offsets there.
+            flags.push("-mcode-object-version=4".into());
             flags.extend(["-Xclang", "-mlink-builtin-bitcode", "-Xclang"].map(String::from));
             flags.push(LIBCLC_FILE.into());
         }
@@ -304,7 +309,7 @@ mod tests {
         let flags = compiler.flags(&request).join(" ");
         assert_eq!(
             flags,
-            "-x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx1101 -O3 -nogpulib -cl-kernel-arg-info -mcumode -Xclang -mlink-builtin-bitcode -Xclang amdgcn-amd-amdhsa.bc -DTILE=16"
+            "-x cl -cl-std=CL2.0 -target amdgcn-amd-amdhsa -mcpu=gfx1101 -O3 -nogpulib -cl-kernel-arg-info -mcumode -mcode-object-version=4 -Xclang -mlink-builtin-bitcode -Xclang amdgcn-amd-amdhsa.bc -DTILE=16"
         );
         let plain = CompileRequest { builtins: Builtins::None, cu_mode: false, defines: &[], ..request };
         assert!(!compiler.flags(&plain).join(" ").contains("bitcode"));

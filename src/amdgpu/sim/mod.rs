@@ -3,8 +3,9 @@
 //! ([`buffers`]), a GPU VA space enforcing its mappings ([`vm`]), a PM4 command processor
 //! ([`cp`]) that names the kernels it runs ([`kernel_names`]), contexts and fences on a worker
 //! thread ([`queue`]), the device identity it reports ([`identity`]), and the RDNA3 wave32
-//! interpreter ([`isa`]).
+//! interpreter ([`isa`]); [`backend`] registers it as the `amdgpu-sim` backend.
 
+pub mod backend;
 pub mod buffers;
 pub mod cp;
 pub mod driver;
@@ -15,4 +16,5 @@ pub mod kernel_names;
 pub mod queue;
 pub mod vm;
 
+pub use backend::{AmdgpuSim, Simulated};
 pub use driver::{SimDriver, SimOptions};
