@@ -63,7 +63,8 @@ fn suite_kernels_parse_for_gfx1030_and_gfx1100() {
             let bytes = build(&shader(file), kernel, target, Builtins::Libclc, &tile);
             let co = CodeObject::parse(&bytes).unwrap();
             assert_eq!(co.target(), gfx);
-            assert_eq!(co.code_object_version(), 6);
+            // libclc builds are code object v4: libclc reads global offsets at the v4 offsets.
+            assert_eq!(co.code_object_version(), 4);
             assert_eq!(co.image().relocation_count(), 0, "{kernel}: ld.lld -shared left relocations");
             let names: Vec<&str> = co.kernels().iter().map(|k| k.name.as_str()).collect();
             assert_eq!(names, [kernel], "{target}");
@@ -90,8 +91,10 @@ fn suite_kernels_parse_for_gfx1030_and_gfx1100() {
                 .map(|a| a.value_kind.as_str())
                 .filter(|v| v.starts_with("hidden_"))
                 .collect();
-            assert!(
-                hidden.contains(&"hidden_block_count_x") && hidden.contains(&"hidden_grid_dims"),
+            // Code object v4: the global offsets libclc's get_global_id adds come first.
+            assert_eq!(
+                &hidden[..3],
+                ["hidden_global_offset_x", "hidden_global_offset_y", "hidden_global_offset_z"],
                 "{hidden:?}"
             );
             if target == "gfx1030" {
@@ -111,7 +114,7 @@ fn saxpy_kernargs_fill_from_real_metadata() {
     let co = CodeObject::parse(&bytes).unwrap();
     let (_, layout) =
         co.check_runnable("saxpy", &RunLimits::backend_default(GfxTarget::new(11, 0, 0))).unwrap();
-    let mut out = vec![0u8; layout.size() as usize];
+    let mut out = vec![0xAAu8; layout.size() as usize];
     let grid = DispatchGrid::from_groups([4, 1, 1], [256, 1, 1]).unwrap();
     layout
         .fill(
@@ -122,9 +125,10 @@ fn saxpy_kernargs_fill_from_real_metadata() {
         .unwrap();
     let md = &co.kernel("saxpy").unwrap().metadata;
     let at = |kind: &str| md.args.iter().find(|a| a.value_kind == kind).unwrap().offset as usize;
-    assert_eq!(u32::from_le_bytes(out[at("hidden_block_count_x")..][..4].try_into().unwrap()), 4);
-    assert_eq!(u16::from_le_bytes(out[at("hidden_group_size_x")..][..2].try_into().unwrap()), 256);
-    assert_eq!(u16::from_le_bytes(out[at("hidden_grid_dims")..][..2].try_into().unwrap()), 1);
+    assert_eq!(u64::from_le_bytes(out[at("global_buffer")..][..8].try_into().unwrap()), 0x1000);
+    for offset in ["hidden_global_offset_x", "hidden_global_offset_y", "hidden_global_offset_z"] {
+        assert_eq!(u64::from_le_bytes(out[at(offset)..][..8].try_into().unwrap()), 0, "{offset}");
+    }
     // F32 where the kernel declares uint is refused.
     let err = layout
         .fill(
@@ -134,6 +138,33 @@ fn saxpy_kernargs_fill_from_real_metadata() {
         )
         .unwrap_err();
     assert!(err.to_string().contains("integer"), "{err}");
+}
+
+/// A builtins-only kernel that asks for its work-group size and grid: clang's default code object
+/// (v6) passes them as hidden arguments, which the backend fills per dispatch.
+const SIZES_KERNEL: &str = "__kernel void sizes(__global uint *out) {
+    out[0] = __builtin_amdgcn_workgroup_size_x();
+    out[1] = __builtin_amdgcn_grid_size_x();
+}";
+
+#[test]
+fn code_object_v6_hidden_arguments_fill_from_real_metadata() {
+    let bytes = build(SIZES_KERNEL, "sizes", "gfx1100", Builtins::None, &[]);
+    let co = CodeObject::parse(&bytes).unwrap();
+    assert_eq!(co.code_object_version(), 6);
+    let (_, layout) =
+        co.check_runnable("sizes", &RunLimits::backend_default(GfxTarget::new(11, 0, 0))).unwrap();
+    let mut out = vec![0u8; layout.size() as usize];
+    let grid = DispatchGrid::from_groups([4, 1, 1], [256, 1, 1]).unwrap();
+    layout.fill(&[ArgValue::Pointer(0x1000)], &grid, &mut out).unwrap();
+    let md = &co.kernel("sizes").unwrap().metadata;
+    let at = |kind: &str| md.args.iter().find(|a| a.value_kind == kind).map(|a| a.offset as usize);
+    let kinds: Vec<&str> = md.args.iter().map(|a| a.value_kind.as_str()).collect();
+    let group_size = at("hidden_group_size_x").unwrap_or_else(|| panic!("no group size in {kinds:?}"));
+    assert_eq!(u16::from_le_bytes(out[group_size..][..2].try_into().unwrap()), 256);
+    if let Some(blocks) = at("hidden_block_count_x") {
+        assert_eq!(u32::from_le_bytes(out[blocks..][..4].try_into().unwrap()), 4);
+    }
 }
 
 #[test]
