@@ -13,6 +13,7 @@
 //! assert!(kmd.describe().contains("simulated"));
 //! ```
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -62,6 +63,7 @@ pub struct SimDriver {
     worker: Sender<Job>,
     options: SimOptions,
     started: Instant,
+    executed: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for SimDriver {
@@ -76,7 +78,12 @@ impl SimDriver {
         let scheduler = Arc::new(Scheduler::new());
         let (sender, receiver) = channel();
         let started = Instant::now();
-        let config = WorkerConfig { instruction_budget: options.instruction_budget, started };
+        let executed = Arc::new(AtomicU64::new(0));
+        let config = WorkerConfig {
+            instruction_budget: options.instruction_budget,
+            started,
+            executed: executed.clone(),
+        };
         let for_worker = scheduler.clone();
         // Not joined on drop: a hung kernel would block the drop for its whole budget. The
         // thread ends by itself once the sender is gone and the queue is drained.
@@ -99,7 +106,13 @@ impl SimDriver {
             worker: sender,
             options,
             started,
+            executed,
         })
+    }
+
+    /// Wave instructions the simulated GPU has executed so far (for throughput figures).
+    pub fn wave_instructions(&self) -> u64 {
+        self.executed.load(Ordering::Relaxed)
     }
 
     pub fn options(&self) -> SimOptions {

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -228,6 +229,8 @@ pub struct WorkerConfig {
     pub instruction_budget: u64,
     /// The device clock's origin.
     pub started: Instant,
+    /// Wave instructions executed so far, by every submission.
+    pub executed: Arc<AtomicU64>,
 }
 
 /// The GPU: runs jobs until the driver drops its sender.
@@ -255,11 +258,10 @@ fn execute(job: &Job, config: &WorkerConfig) -> std::result::Result<(), CpFailur
     let run = || {
         let mut memory = SubmissionMemory::new(&job.mappings, &job.buffers);
         let mut cp = CommandProcessor::new(&mut memory, config.instruction_budget, config.started);
-        for &(va, bytes) in &job.ibs {
-            cp.run_ib(va, bytes)?;
-        }
+        let outcome = job.ibs.iter().try_for_each(|&(va, bytes)| cp.run_ib(va, bytes));
+        config.executed.fetch_add(cp.stats().wave_instructions, Ordering::Relaxed);
         tracing::trace!(stats = ?cp.stats(), "simulated submission finished");
-        Ok(())
+        outcome
     };
     match catch_unwind(AssertUnwindSafe(run)) {
         Ok(result) => result,
