@@ -297,6 +297,10 @@ impl<S: Stage> Reader<S> {
             drop(set);
             return self.fail(BatchError { index, error });
         }
+        if self.control.cancelled.load(Ordering::Acquire) {
+            // Nobody will take the result.
+            return;
+        }
         match self.stage.download(&self.runtime, &mut set) {
             Ok(output) => {
                 // The feeder may be gone; then the set is simply freed.
