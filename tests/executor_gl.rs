@@ -1,0 +1,99 @@
+//! The pipelined executor on the gl backend (Mesa's llvmpipe in CI) with the suite's conv2d:
+//! pipelined results, in order under changing batch sizes, equal the serial path and the
+//! suite's one-dispatch-at-a-time path bit for bit and agree with the CPU; a fence timeout
+//! surfaces on its batch and ends the stream.
+
+#![cfg(feature = "gl")]
+
+use std::time::Duration;
+
+use sparkle::cache::CacheConfig;
+use sparkle::suite::conv2d::{Conv2dStage, Shape};
+use sparkle::suite::{self, Case};
+use sparkle::{ErrorKind, Pipeline, Runtime};
+
+fn backend() -> Runtime {
+    Runtime::open_backend("gl", &CacheConfig::memory_only())
+        .expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
+}
+
+#[test]
+fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
+    let runtime = backend();
+    let largest = Shape { n: 3, c: 3, h: 17, w: 23, k: 4 };
+    let stage = Conv2dStage::new(&runtime, largest, 11).unwrap();
+    let batches = stage.random_batches(14, &[2, 1, 3, 3, 1, 2, 1], 5);
+    let cases: Vec<_> = batches.iter().map(|b| stage.case(b.clone())).collect();
+
+    for depth in [1, 2, 3, 4] {
+        let pipeline = Pipeline::new(&runtime, Conv2dStage::new(&runtime, largest, 11).unwrap())
+            .with_depth(depth)
+            .unwrap();
+        let mut pipelined = Vec::new();
+        let count = pipeline
+            .run(batches.clone(), |index, output| {
+                assert_eq!(index as usize, pipelined.len());
+                pipelined.push(output);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(count, 14);
+        let mut serial = Vec::new();
+        pipeline
+            .run_serial(batches.clone(), |_, output| {
+                serial.push(output);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(bits(&pipelined), bits(&serial), "depth {depth}: pipelined vs serial");
+
+        for (i, (case, output)) in cases.iter().zip(&pipelined).enumerate() {
+            // The suite's own path: fresh buffers, one dispatch, wait, download.
+            let program = runtime.program(&case.spec()).unwrap();
+            let buffers = case.upload(&runtime).unwrap();
+            case.dispatch(&runtime, &program, &buffers).unwrap().wait(suite::DISPATCH_TIMEOUT).unwrap();
+            let direct = case.download(&runtime, &buffers).unwrap();
+            assert_eq!(bits(&[direct]), bits(std::slice::from_ref(output)), "depth {depth}, batch {i}");
+            if depth == 1 {
+                let (want, tolerance) = case.reference();
+                let verdict = suite::verify(output, &want, &tolerance);
+                assert!(verdict.passed() && verdict.checked > 0, "batch {i}: {verdict}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_batch_that_outlives_its_timeout_fails_with_a_timeout_and_ends_the_stream() {
+    let runtime = backend();
+    // Hundreds of MFLOP per batch: far longer than a millisecond on any device this runs on.
+    let largest = Shape { n: 1, c: 64, h: 64, w: 64, k: 64 };
+    let pipeline = Pipeline::new(&runtime, Conv2dStage::new(&runtime, largest, 3).unwrap())
+        .with_timeout(Duration::from_millis(1));
+    let batches = pipeline.stage().random_batches(4, &[1], 9);
+    let err = pipeline.run(batches, |_, _| Ok(())).unwrap_err();
+    assert_eq!((err.index, err.kind()), (0, ErrorKind::Timeout), "{err}");
+    assert!(err.to_string().contains("conv2d"), "the error names the kernel: {err}");
+}
+
+#[test]
+fn a_batch_the_stage_refuses_is_that_batchs_error() {
+    let runtime = backend();
+    let largest = Shape { n: 2, c: 2, h: 8, w: 8, k: 2 };
+    let pipeline = Pipeline::new(&runtime, Conv2dStage::new(&runtime, largest, 1).unwrap());
+    let mut batches = pipeline.stage().random_batches(4, &[1, 2], 2);
+    batches[2].push(0.0); // not a whole number of images
+    let mut delivered = 0;
+    let err = pipeline
+        .run(batches, |_, _| {
+            delivered += 1;
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!((err.index, err.kind(), delivered), (2, ErrorKind::InvalidArgument, 2), "{err}");
+    assert!(err.to_string().contains("upload"), "{err}");
+}
+
+fn bits(outputs: &[Vec<f32>]) -> Vec<Vec<u32>> {
+    outputs.iter().map(|o| o.iter().map(|v| v.to_bits()).collect()).collect()
+}
