@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use sparkle::cache::CacheConfig;
-use sparkle::suite::conv2d::{Conv2dStage, Shape};
+use sparkle::suite::conv2d::{Conv2dStage, Shape, Transfers};
 use sparkle::suite::{self, Case};
 use sparkle::{ErrorKind, Pipeline, Runtime};
 
@@ -25,10 +25,16 @@ fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
     let batches = stage.random_batches(14, &[2, 1, 3, 3, 1, 2, 1], 5);
     let cases: Vec<_> = batches.iter().map(|b| stage.case(b.clone())).collect();
 
-    for depth in [1, 2, 3, 4] {
-        let pipeline = Pipeline::new(&runtime, Conv2dStage::new(&runtime, largest, 11).unwrap())
-            .with_depth(depth)
-            .unwrap();
+    for (depth, transfers) in [
+        (1, Transfers::Plain),
+        (2, Transfers::Staged),
+        (3, Transfers::Plain),
+        (3, Transfers::Staged),
+        (3, Transfers::Mapped),
+        (4, Transfers::Mapped),
+    ] {
+        let stage = Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(transfers);
+        let pipeline = Pipeline::new(&runtime, stage).with_depth(depth).unwrap();
         let mut pipelined = Vec::new();
         let count = pipeline
             .run(batches.clone(), |index, output| {
@@ -45,7 +51,7 @@ fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
                 Ok(())
             })
             .unwrap();
-        assert_eq!(bits(&pipelined), bits(&serial), "depth {depth}: pipelined vs serial");
+        assert_eq!(bits(&pipelined), bits(&serial), "depth {depth}, {transfers:?}: pipelined vs serial");
 
         for (i, (case, output)) in cases.iter().zip(&pipelined).enumerate() {
             // The suite's own path: fresh buffers, one dispatch, wait, download.
@@ -53,7 +59,11 @@ fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
             let buffers = case.upload(&runtime).unwrap();
             case.dispatch(&runtime, &program, &buffers).unwrap().wait(suite::DISPATCH_TIMEOUT).unwrap();
             let direct = case.download(&runtime, &buffers).unwrap();
-            assert_eq!(bits(&[direct]), bits(std::slice::from_ref(output)), "depth {depth}, batch {i}");
+            assert_eq!(
+                bits(&[direct]),
+                bits(std::slice::from_ref(output)),
+                "depth {depth}, {transfers:?}, batch {i}"
+            );
             if depth == 1 {
                 let (want, tolerance) = case.reference();
                 let verdict = suite::verify(output, &want, &tolerance);
@@ -96,4 +106,27 @@ fn a_batch_the_stage_refuses_is_that_batchs_error() {
 
 fn bits(outputs: &[Vec<f32>]) -> Vec<Vec<u32>> {
     outputs.iter().map(|o| o.iter().map(|v| v.to_bits()).collect()).collect()
+}
+
+#[test]
+fn staging_buffers_are_mapped_on_gl_4_4_and_round_trip_host_bytes() {
+    let runtime = backend();
+    let mapped = runtime.info().details.iter().find(|(name, _)| name == "persistent mapped staging buffers");
+    let version = runtime.info().details.iter().find(|(name, _)| name == "context").map(|(_, v)| v.clone());
+    let (_, value) = mapped.expect("the gl backend says whether it maps staging buffers");
+    if version
+        .as_deref()
+        .is_some_and(|v| v.starts_with("4.4") || v.starts_with("4.5") || v.starts_with("4.6"))
+    {
+        assert_eq!(value, "yes", "context {version:?}");
+    }
+    let staging = runtime.create_buffer(64, sparkle::BufferUsage::Staging).unwrap();
+    let bytes: Vec<u8> = (0..64).collect();
+    runtime.write_buffer(&staging, 0, &bytes).unwrap();
+    runtime.write_buffer(&staging, 60, &[9, 9, 9, 9]).unwrap();
+    let mut back = vec![0u8; 64];
+    runtime.read_buffer(&staging, 0, &mut back).unwrap();
+    assert_eq!(&back[..60], &bytes[..60]);
+    assert_eq!(&back[60..], &[9, 9, 9, 9]);
+    assert!(runtime.write_buffer(&staging, 62, &[0; 4]).is_err(), "ranges are checked");
 }

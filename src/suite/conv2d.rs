@@ -158,6 +158,7 @@ impl Case for Conv2d {
 pub struct Conv2dStage {
     /// `n` is the largest batch a set holds.
     shape: Shape,
+    transfers: Transfers,
     program: Program,
     weights: Buffer,
     bias: Buffer,
@@ -165,10 +166,40 @@ pub struct Conv2dStage {
     host_bias: Vec<f32>,
 }
 
+/// How a [`Conv2dStage`] moves batches between the host and the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transfers {
+    /// Host writes and reads of the kernel's own buffers (gl: `glBufferSubData` and
+    /// `glGetBufferSubData` on the GL thread).
+    Plain,
+    /// Host copies into and out of staging buffers ([`BufferUsage::Staging`]: persistently
+    /// mapped where the backend can), and device copies between them and the kernel's buffers
+    /// inside each batch's submission.
+    Staged,
+    /// The kernel reads and writes the staging buffers themselves: no device copies, but the
+    /// kernel may read host memory.
+    Mapped,
+}
+
+impl Transfers {
+    pub const ALL: [Transfers; 3] = [Transfers::Plain, Transfers::Staged, Transfers::Mapped];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Transfers::Plain => "plain",
+            Transfers::Staged => "staged",
+            Transfers::Mapped => "mapped",
+        }
+    }
+}
+
 /// The buffers of one conv2d batch in flight and how many images they hold.
 pub struct Conv2dSet {
+    /// What the kernel reads and writes.
     input: Buffer,
     output: Buffer,
+    /// [`Transfers::Staged`]: what the host writes and reads.
+    staging: Option<(Buffer, Buffer)>,
     images: usize,
 }
 
@@ -181,12 +212,23 @@ impl Conv2dStage {
         let host_bias = random_floats(k, seed ^ 0xB1A5);
         Ok(Self {
             shape: largest,
+            transfers: Transfers::Plain,
             program: runtime.program(&spec())?,
             weights: runtime.upload(&host_weights, BufferUsage::Input)?,
             bias: runtime.upload(&host_bias, BufferUsage::Input)?,
             host_weights,
             host_bias,
         })
+    }
+
+    /// The same stage moving batches as `transfers` says.
+    pub fn with_transfers(mut self, transfers: Transfers) -> Self {
+        self.transfers = transfers;
+        self
+    }
+
+    pub fn transfers(&self) -> Transfers {
+        self.transfers
     }
 
     /// The largest batch's shape.
@@ -245,21 +287,38 @@ impl crate::runtime::Stage for Conv2dStage {
 
     fn create_set(&self, runtime: &Runtime) -> Result<Conv2dSet> {
         let Shape { n, c, h, w, k } = self.shape;
+        let (in_bytes, out_bytes) = ((n * c * h * w * 4) as u64, (n * k * h * w * 4) as u64);
+        let (in_usage, out_usage) = match self.transfers {
+            Transfers::Plain | Transfers::Staged => (BufferUsage::Input, BufferUsage::Output),
+            Transfers::Mapped => (BufferUsage::Staging, BufferUsage::Staging),
+        };
+        let staging = match self.transfers {
+            Transfers::Staged => Some((
+                runtime.create_buffer(in_bytes, BufferUsage::Staging)?,
+                runtime.create_buffer(out_bytes, BufferUsage::Staging)?,
+            )),
+            Transfers::Plain | Transfers::Mapped => None,
+        };
         Ok(Conv2dSet {
-            input: runtime.create_buffer((n * c * h * w * 4) as u64, BufferUsage::Input)?,
-            output: runtime.create_buffer((n * k * h * w * 4) as u64, BufferUsage::Output)?,
+            input: runtime.create_buffer(in_bytes, in_usage)?,
+            output: runtime.create_buffer(out_bytes, out_usage)?,
+            staging,
             images: 0,
         })
     }
 
     fn upload(&self, runtime: &Runtime, set: &mut Conv2dSet, input: Vec<f32>) -> Result<()> {
         set.images = self.images_in(&input)?;
-        runtime.write_buffer(&set.input, 0, bytemuck::cast_slice(&input))
+        let target = set.staging.as_ref().map_or(&set.input, |(staging_in, _)| staging_in);
+        runtime.write_buffer(target, 0, bytemuck::cast_slice(&input))
     }
 
     fn record(&self, _: &Runtime, set: &Conv2dSet, commands: &mut crate::runtime::Commands) -> Result<()> {
         let Shape { c, h, w, k, .. } = self.shape;
         let shape = Shape { n: set.images, ..self.shape };
+        if let Some((staging_in, _)) = &set.staging {
+            commands.copy(staging_in, 0, &set.input, 0, (set.images * c * h * w * 4) as u64)?;
+        }
         commands.dispatch(
             &self.program,
             &[
@@ -275,13 +334,17 @@ impl crate::runtime::Stage for Conv2dStage {
             ],
             groups(shape),
         )?;
+        if let Some((_, staging_out)) = &set.staging {
+            commands.copy(&set.output, 0, staging_out, 0, (set.images * k * h * w * 4) as u64)?;
+        }
         Ok(())
     }
 
     fn download(&self, runtime: &Runtime, set: &mut Conv2dSet) -> Result<Vec<f32>> {
         let Shape { h, w, k, .. } = self.shape;
         let mut out = vec![0f32; set.images * k * h * w];
-        runtime.read_buffer(&set.output, 0, bytemuck::cast_slice_mut(&mut out))?;
+        let source = set.staging.as_ref().map_or(&set.output, |(_, staging_out)| staging_out);
+        runtime.read_buffer(source, 0, bytemuck::cast_slice_mut(&mut out))?;
         Ok(out)
     }
 }
