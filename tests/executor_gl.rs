@@ -5,7 +5,7 @@
 
 #![cfg(feature = "gl")]
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sparkle::cache::CacheConfig;
 use sparkle::suite::conv2d::{Conv2dStage, Shape, Transfers};
@@ -76,13 +76,25 @@ fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
 #[test]
 fn a_batch_that_outlives_its_timeout_fails_with_a_timeout_and_ends_the_stream() {
     let runtime = backend();
-    // Hundreds of MFLOP per batch: far longer than a millisecond on any device this runs on.
-    let largest = Shape { n: 1, c: 64, h: 64, w: 64, k: 64 };
-    let pipeline = Pipeline::new(&runtime, Conv2dStage::new(&runtime, largest, 3).unwrap())
-        .with_timeout(Duration::from_millis(1));
-    let batches = pipeline.stage().random_batches(4, &[1], 9);
+    // Sized to the device: grow the batch until one takes at least 20 ms, then allow a tenth.
+    let mut images = 1;
+    let (stage, took) = loop {
+        let largest = Shape { n: images, c: 64, h: 64, w: 64, k: 64 };
+        let stage = Conv2dStage::new(&runtime, largest, 3).unwrap();
+        let batch = stage.random_batches(1, &[images], 9);
+        let pipeline = Pipeline::new(&runtime, stage);
+        let started = Instant::now();
+        pipeline.run_serial(batch, |_, _| Ok(())).unwrap();
+        let took = started.elapsed();
+        if took >= Duration::from_millis(20) || images >= 64 {
+            break (Conv2dStage::new(&runtime, largest, 3).unwrap(), took);
+        }
+        images *= 4;
+    };
+    let batches = stage.random_batches(3, &[images], 9);
+    let pipeline = Pipeline::new(&runtime, stage).with_timeout(took / 10);
     let err = pipeline.run(batches, |_, _| Ok(())).unwrap_err();
-    assert_eq!((err.index, err.kind()), (0, ErrorKind::Timeout), "{err}");
+    assert_eq!((err.index, err.kind()), (0, ErrorKind::Timeout), "{err} (one batch took {took:?})");
     assert!(err.to_string().contains("conv2d"), "the error names the kernel: {err}");
 }
 
