@@ -17,7 +17,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::executor_stream::{self, Feeder, Results};
+use super::executor_stream::{self, Feeder, KeptSets, Results};
 use super::{Commands, Runtime};
 use crate::{Error, ErrorKind, Result};
 
@@ -93,13 +93,16 @@ impl From<BatchError> for Error {
 }
 
 /// A stage bound to a runtime, with the number of buffer sets in flight and the batch timeout.
-/// Cheap to clone; every [`start`](Self::start) or [`run`](Self::run) is an independent stream
-/// with sets of its own.
+/// Cheap to clone; every [`start`](Self::start) or [`run`](Self::run) is an independent stream.
+///
+/// Buffer sets outlive their stream: the pipeline (and its clones) keeps up to `depth` of them
+/// for the next stream, so a series of streams allocates once; dropping the pipeline frees them.
 pub struct Pipeline<S: Stage> {
     runtime: Runtime,
     stage: Arc<S>,
     depth: usize,
     timeout: Duration,
+    kept: Arc<KeptSets<S::Set>>,
 }
 
 impl<S: Stage> Clone for Pipeline<S> {
@@ -109,6 +112,7 @@ impl<S: Stage> Clone for Pipeline<S> {
             stage: self.stage.clone(),
             depth: self.depth,
             timeout: self.timeout,
+            kept: self.kept.clone(),
         }
     }
 }
@@ -121,6 +125,7 @@ impl<S: Stage> Pipeline<S> {
             stage: Arc::new(stage),
             depth: DEFAULT_DEPTH,
             timeout: DEFAULT_BATCH_TIMEOUT,
+            kept: Arc::new(KeptSets::new(DEFAULT_DEPTH)),
         }
     }
 
@@ -137,6 +142,7 @@ impl<S: Stage> Pipeline<S> {
             ));
         }
         self.depth = depth;
+        self.kept = Arc::new(KeptSets::new(depth));
         Ok(self)
     }
 
@@ -169,7 +175,13 @@ impl<S: Stage> Pipeline<S> {
     /// Dropping the feeder (or [`Feeder::finish`]) ends the stream once its batches are read
     /// back; dropping the results cancels the stream and waits for the work in flight.
     pub fn start(&self) -> Result<(Feeder<S>, Results<S>)> {
-        executor_stream::start(self.runtime.clone(), self.stage.clone(), self.depth, self.timeout)
+        executor_stream::start(
+            self.runtime.clone(),
+            self.stage.clone(),
+            self.kept.clone(),
+            self.depth,
+            self.timeout,
+        )
     }
 
     /// Runs every input through the pipeline and hands each result to `on_result` in order,
@@ -225,7 +237,7 @@ impl<S: Stage> Pipeline<S> {
         I: IntoIterator<Item = S::Input>,
         F: FnMut(u64, S::Output) -> Result<()>,
     {
-        let mut set = None;
+        let mut set = self.kept.take(1).pop();
         let mut index = 0;
         for input in inputs {
             let fail = |error: Error| BatchError { index, error };
@@ -240,6 +252,10 @@ impl<S: Stage> Pipeline<S> {
             let output = run_one(&self.runtime, &*self.stage, set, input, self.timeout).map_err(fail)?;
             on_result(index, output).map_err(|e| fail(e.context("the result callback failed")))?;
             index += 1;
+        }
+        if let Some(set) = set {
+            // Every batch on it was read back: the set is free for the next stream.
+            self.kept.put(set);
         }
         Ok(index)
     }

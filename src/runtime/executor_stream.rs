@@ -11,7 +11,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -70,12 +70,19 @@ impl Control {
 pub(super) fn start<S: Stage>(
     runtime: Runtime,
     stage: Arc<S>,
+    kept: Arc<KeptSets<S::Set>>,
     depth: usize,
     timeout: Duration,
 ) -> Result<(Feeder<S>, Results<S>)> {
     let control = Arc::new(Control::default());
     let (flights_tx, flights_rx) = mpsc::channel();
     let (free_tx, free_rx) = mpsc::channel();
+    let reused = kept.take(depth);
+    let created = reused.len();
+    for set in reused {
+        // The receiver is alive: it is `free_rx` below.
+        let _ = free_tx.send(set);
+    }
     // The reader may run up to `depth` results ahead of the consumer; then it stops returning
     // sets, and the feeder stops with it.
     let (results_tx, results_rx) = mpsc::sync_channel(depth);
@@ -85,6 +92,7 @@ pub(super) fn start<S: Stage>(
         timeout,
         flights: flights_rx,
         free: free_tx,
+        kept: kept.clone(),
         results: results_tx,
         control: control.clone(),
         failed: false,
@@ -100,8 +108,9 @@ pub(super) fn start<S: Stage>(
         runtime,
         stage,
         depth,
-        created: 0,
+        created,
         free: free_rx,
+        kept,
         flights: flights_tx,
         next_index: 0,
         control: control.clone(),
@@ -124,6 +133,7 @@ pub struct Feeder<S: Stage> {
     depth: usize,
     created: usize,
     free: Receiver<S::Set>,
+    kept: Arc<KeptSets<S::Set>>,
     flights: Sender<Flight<S>>,
     next_index: u64,
     control: Arc<Control>,
@@ -196,6 +206,15 @@ impl<S: Stage> Feeder<S> {
     }
 }
 
+impl<S: Stage> Drop for Feeder<S> {
+    fn drop(&mut self) {
+        // Sets returned so far go back to the pipeline; the reader keeps the later ones.
+        for set in self.free.try_iter() {
+            self.kept.put(set);
+        }
+    }
+}
+
 impl<S: Stage> fmt::Debug for Feeder<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Feeder").field("pushed", &self.next_index).field("depth", &self.depth).finish()
@@ -252,6 +271,7 @@ struct Reader<S: Stage> {
     timeout: Duration,
     flights: Receiver<Flight<S>>,
     free: Sender<S::Set>,
+    kept: Arc<KeptSets<S::Set>>,
     results: SyncSender<Result<S::Output, BatchError>>,
     control: Arc<Control>,
     /// A batch failed: later ones are only waited for, never read back.
@@ -303,8 +323,10 @@ impl<S: Stage> Reader<S> {
         }
         match self.stage.download(&self.runtime, &mut set) {
             Ok(output) => {
-                // The feeder may be gone; then the set is simply freed.
-                let _ = self.free.send(set);
+                if let Err(mpsc::SendError(set)) = self.free.send(set) {
+                    // The feeder is gone: the set waits in the pipeline for the next stream.
+                    self.kept.put(set);
+                }
                 self.deliver(Ok(output));
             }
             Err(error) => self.fail(BatchError { index, error: error.context("read-back") }),
@@ -342,5 +364,34 @@ impl<S: Stage> Reader<S> {
             }
         }
         drop(set);
+    }
+}
+
+/// Sets of finished streams, kept by the [`Pipeline`](super::Pipeline) for its next stream so
+/// that buffers (pinned host memory among them) are not made again for every stream; at most
+/// `depth` are kept.
+pub(super) struct KeptSets<T> {
+    sets: Mutex<Vec<T>>,
+    limit: usize,
+}
+
+impl<T> KeptSets<T> {
+    pub(super) fn new(limit: usize) -> Self {
+        Self { sets: Mutex::new(Vec::new()), limit }
+    }
+
+    /// Up to `count` kept sets.
+    pub(super) fn take(&self, count: usize) -> Vec<T> {
+        let mut sets = self.sets.lock().unwrap_or_else(PoisonError::into_inner);
+        let keep = sets.len().saturating_sub(count);
+        sets.split_off(keep)
+    }
+
+    /// Keeps `set` for a later stream, or frees it if enough are kept.
+    pub(super) fn put(&self, set: T) {
+        let mut sets = self.sets.lock().unwrap_or_else(PoisonError::into_inner);
+        if sets.len() < self.limit {
+            sets.push(set);
+        }
     }
 }

@@ -516,6 +516,7 @@ fn a_fence_timeout_surfaces_on_its_batch_and_nothing_unfinished_is_read() {
 
     gpu.complete_all();
     drop((feeder, results));
+    drop(pipeline);
     runtime.device.completed(); // retires finished work
     assert_eq!(gpu.live_buffers.load(Ordering::SeqCst), 0);
     assert_eq!(gpu.premature_reads.load(Ordering::SeqCst), 0);
@@ -538,6 +539,7 @@ fn a_submission_failing_on_the_device_stops_the_stream_after_the_earlier_results
     assert_eq!((err.index, err.kind()), (2, ErrorKind::DeviceLost), "{err}");
     assert_eq!(got, expected(&batches[..2], 2));
     assert!(gpu.timeline.issued() <= 2 + 1 + DEFAULT_DEPTH as u64, "the feeder stopped");
+    drop(pipeline);
     eventually("every buffer is released", || {
         runtime.device.completed();
         gpu.live_buffers.load(Ordering::SeqCst) == 0
@@ -592,7 +594,8 @@ fn read_back_and_callback_errors_stop_the_stream_on_their_batch() {
     assert_eq!((err.index, err.kind()), (4, ErrorKind::Io), "{err}");
     assert!(err.to_string().contains("read-back"), "{err}");
 
-    let err = Pipeline::new(&runtime, AddStage::new(&runtime, 1))
+    let pipeline = Pipeline::new(&runtime, AddStage::new(&runtime, 1));
+    let err = pipeline
         .run(random_batches(10, 8), |index, _| {
             if index == 5 {
                 Err(Error::new(ErrorKind::InvalidArgument, "the consumer gave up"))
@@ -603,6 +606,7 @@ fn read_back_and_callback_errors_stop_the_stream_on_their_batch() {
         .unwrap_err();
     assert_eq!((err.index, err.kind()), (5, ErrorKind::InvalidArgument), "{err}");
     assert!(err.to_string().contains("the consumer gave up"), "{err}");
+    drop(pipeline);
     eventually("every buffer is released", || {
         runtime.device.completed();
         gpu.live_buffers.load(Ordering::SeqCst) == 0
@@ -633,4 +637,37 @@ fn dropping_a_stream_mid_way_waits_for_its_work_and_frees_every_buffer() {
     completer.join().unwrap();
     assert_eq!(gpu.live_buffers.load(Ordering::SeqCst), 0, "every set was freed");
     assert_eq!(gpu.reads.load(Ordering::SeqCst), 0, "a cancelled stream reads nothing back");
+}
+
+#[test]
+fn sets_are_kept_between_streams_up_to_the_depth_and_freed_with_the_pipeline() {
+    let (runtime, gpu) = runtime();
+    let _gpu_thread = GpuThread::spawn(&gpu, 10);
+    let pipeline = Pipeline::new(&runtime, AddStage::new(&runtime, 3)).with_depth(2).unwrap();
+    for round in 0..4u64 {
+        let batches = random_batches(9, 20 + round);
+        let mut got = Vec::new();
+        pipeline
+            .run(batches.clone(), |_, output| {
+                got.push(output);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(got, expected(&batches, 3), "round {round}");
+        let mut serial = Vec::new();
+        pipeline
+            .run_serial(batches.clone(), |_, output| {
+                serial.push(output);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(serial, got, "round {round}");
+        eventually("the sets are back in the pipeline", || {
+            runtime.device.completed();
+            gpu.live_buffers.load(Ordering::SeqCst) == 4
+        });
+    }
+    assert_eq!(gpu.peak_buffers.load(Ordering::SeqCst), 4, "two sets, made once, served every stream");
+    drop(pipeline);
+    assert_eq!(gpu.live_buffers.load(Ordering::SeqCst), 0);
 }
