@@ -97,6 +97,77 @@ impl From<BatchError> for Error {
 ///
 /// Buffer sets outlive their stream: the pipeline (and its clones) keeps up to `depth` of them
 /// for the next stream, so a series of streams allocates once; dropping the pipeline frees them.
+///
+/// ```no_run
+/// use sparkle::{Access, Arg, BufferUsage, Commands, KernelSpec, Pipeline, Runtime, ScalarType, Stage};
+///
+/// /// Doubles every float of a batch.
+/// struct Double {
+///     program: sparkle::Program,
+/// }
+///
+/// struct Set {
+///     data: sparkle::Buffer,
+///     len: usize,
+/// }
+///
+/// impl Stage for Double {
+///     type Input = Vec<f32>;
+///     type Output = Vec<f32>;
+///     type Set = Set;
+///
+///     fn create_set(&self, runtime: &Runtime) -> sparkle::Result<Set> {
+///         Ok(Set { data: runtime.create_buffer(4 << 20, BufferUsage::InOut)?, len: 0 })
+///     }
+///
+///     fn upload(&self, runtime: &Runtime, set: &mut Set, input: Vec<f32>) -> sparkle::Result<()> {
+///         set.len = input.len();
+///         runtime.write_buffer(&set.data, 0, bytemuck::cast_slice(&input))
+///     }
+///
+///     fn record(&self, _: &Runtime, set: &Set, commands: &mut Commands) -> sparkle::Result<()> {
+///         let args = [Arg::Buffer(&set.data), Arg::U32(set.len as u32)];
+///         commands.dispatch(&self.program, &args, [(set.len as u32).div_ceil(64), 1, 1])?;
+///         Ok(())
+///     }
+///
+///     fn download(&self, runtime: &Runtime, set: &mut Set) -> sparkle::Result<Vec<f32>> {
+///         let mut out = vec![0f32; set.len];
+///         runtime.read_buffer(&set.data, 0, bytemuck::cast_slice_mut(&mut out))?;
+///         Ok(out)
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::from_env()?;
+/// let kernel = KernelSpec::new("double", [64, 1, 1])
+///     .glsl("layout(std430, binding = 0) buffer Data { float v[]; };
+///            uniform uint n;
+///            void main() { uint i = gl_GlobalInvocationID.x; if (i < n) v[i] *= 2.0; }")
+///     .storage("v", Access::ReadWrite)
+///     .scalar("n", ScalarType::U32);
+/// let pipeline = Pipeline::new(&runtime, Double { program: runtime.program(&kernel)? }).with_depth(3)?;
+/// let batches = (0..100).map(|i| vec![i as f32; 1000]);
+/// pipeline.run(batches, |index, output| {
+///     assert_eq!(output[0], 2.0 * index as f32); // in order
+///     Ok(())
+/// })?;
+///
+/// // Or push from one thread and take results on another:
+/// let (mut feeder, results) = pipeline.start()?;
+/// std::thread::spawn(move || {
+///     for i in 0..100 {
+///         if feeder.push(vec![i as f32; 1000]).is_err() {
+///             break; // the stream stopped; the error comes through `results`
+///         }
+///     }
+/// });
+/// for output in results {
+///     let output = output?; // a BatchError names the batch
+///     # let _ = output;
+/// }
+/// # Ok(()) }
+/// ```
 pub struct Pipeline<S: Stage> {
     runtime: Runtime,
     stage: Arc<S>,
