@@ -7,11 +7,12 @@
 //!
 //! Guarantees: memory is bounded by `depth` buffer sets (a producer faster than the GPU waits
 //! for a set to come back instead of allocating another); a failure — while uploading,
-//! recording (a compile error), submitting, on the device, a fence timeout, or while reading
-//! back — is reported on the batch it belongs to, after every earlier batch's result, and ends
-//! the stream; nothing is read from a set whose work has not completed successfully; dropping a
-//! stream waits (up to the batch timeout) for its outstanding work, and buffers of work still
-//! running after that are released by the runtime once it completes.
+//! recording (a compile error), submitting, on the device, a fence timeout, while reading back,
+//! or a panic in one of the stage's methods — is reported on the batch it belongs to, after
+//! every earlier batch's result, and ends the stream; nothing is read from a set whose work has
+//! not completed successfully; dropping a stream waits (up to the batch timeout) for its
+//! outstanding work, and buffers of work still running after that are released by the runtime
+//! once it completes.
 
 use std::fmt;
 use std::sync::Arc;

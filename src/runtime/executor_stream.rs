@@ -119,6 +119,19 @@ pub(super) fn start<S: Stage>(
     Ok((feeder, results))
 }
 
+/// Runs one of the stage's methods; a panic in it becomes the batch's error, so that it stops
+/// the stream in order instead of ending it early without a word.
+fn guarded<T>(what: &str, call: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".to_owned());
+        Err(Error::new(ErrorKind::InvalidArgument, format!("the stage panicked in {what}: {message}")))
+    })
+}
+
 /// Records a batch's work and submits it.
 pub(super) fn record_and_submit<S: Stage>(runtime: &Runtime, stage: &S, set: &S::Set) -> Result<Submission> {
     let mut commands = runtime.commands();
@@ -158,10 +171,11 @@ impl<S: Stage> Feeder<S> {
         if self.control.stopped() {
             return Err(refuse(&self.control));
         }
-        if let Err(error) = self.stage.upload(&self.runtime, &mut set, input) {
+        let (stage, runtime) = (&*self.stage, &self.runtime);
+        if let Err(error) = guarded("upload", || stage.upload(runtime, &mut set, input)) {
             return Err(self.fail(index, error.context("upload")));
         }
-        let submission = match record_and_submit(&self.runtime, &*self.stage, &set) {
+        let submission = match guarded("recording", || record_and_submit(runtime, stage, &set)) {
             Ok(submission) => submission,
             Err(error) => return Err(self.fail(index, error)),
         };
@@ -191,7 +205,7 @@ impl<S: Stage> Feeder<S> {
             Err(TryRecvError::Empty) => {}
         }
         if self.created < self.depth {
-            let set = self.stage.create_set(&self.runtime)?;
+            let set = guarded("create_set", || self.stage.create_set(&self.runtime))?;
             self.created += 1;
             return Ok(Some(set));
         }
@@ -321,7 +335,7 @@ impl<S: Stage> Reader<S> {
             // Nobody will take the result.
             return;
         }
-        match self.stage.download(&self.runtime, &mut set) {
+        match guarded("read-back", || self.stage.download(&self.runtime, &mut set)) {
             Ok(output) => {
                 if let Err(mpsc::SendError(set)) = self.free.send(set) {
                     // The feeder is gone: the set waits in the pipeline for the next stream.

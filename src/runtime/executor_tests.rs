@@ -311,6 +311,9 @@ struct AddStage {
     recorded: AtomicU64,
     /// Fails the read-back of this batch (counted by `download` calls).
     failing_download: Option<u64>,
+    /// Panics in the upload or the read-back of this batch.
+    panicking_upload: Option<u32>,
+    panicking_download: Option<u64>,
     downloaded: AtomicU64,
 }
 
@@ -328,6 +331,8 @@ impl AddStage {
             broken_batch: None,
             recorded: AtomicU64::new(0),
             failing_download: None,
+            panicking_upload: None,
+            panicking_download: None,
             downloaded: AtomicU64::new(0),
         }
     }
@@ -348,6 +353,9 @@ impl Stage for AddStage {
     }
 
     fn upload(&self, runtime: &Runtime, set: &mut AddSet, input: Vec<u32>) -> Result<()> {
+        if self.panicking_upload.is_some_and(|marker| input[0] == marker) {
+            panic!("a bug in upload");
+        }
         runtime.write_buffer(&set.src, 0, bytemuck::cast_slice(&input))?;
         set.len = input.len();
         Ok(())
@@ -367,8 +375,12 @@ impl Stage for AddStage {
     }
 
     fn download(&self, runtime: &Runtime, set: &mut AddSet) -> Result<Vec<u32>> {
-        if self.failing_download == Some(self.downloaded.fetch_add(1, Ordering::SeqCst)) {
+        let batch = self.downloaded.fetch_add(1, Ordering::SeqCst);
+        if self.failing_download == Some(batch) {
             return Err(Error::new(ErrorKind::Io, "the fake read-back failed"));
+        }
+        if self.panicking_download == Some(batch) {
+            panic!("a bug in download");
         }
         let mut out = vec![0u32; set.len];
         runtime.read_buffer(&set.dst, 0, bytemuck::cast_slice_mut(&mut out))?;
@@ -670,4 +682,33 @@ fn sets_are_kept_between_streams_up_to_the_depth_and_freed_with_the_pipeline() {
     assert_eq!(gpu.peak_buffers.load(Ordering::SeqCst), 4, "two sets, made once, served every stream");
     drop(pipeline);
     assert_eq!(gpu.live_buffers.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_stage_that_panics_fails_its_batch_instead_of_ending_the_stream_quietly() {
+    let (runtime, gpu) = runtime();
+    let _gpu_thread = GpuThread::spawn(&gpu, 12);
+    let mut stage = AddStage::new(&runtime, 1);
+    stage.panicking_download = Some(2);
+    let mut delivered = 0;
+    let err = Pipeline::new(&runtime, stage)
+        .run(random_batches(8, 12), |_, _| {
+            delivered += 1;
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!((err.index, delivered), (2, 2), "{err}");
+    assert!(err.to_string().contains("panicked in read-back: a bug in download"), "{err}");
+
+    let mut stage = AddStage::new(&runtime, 1);
+    stage.panicking_upload = Some(77);
+    let pipeline = Pipeline::new(&runtime, stage);
+    let (mut feeder, mut results) = pipeline.start().unwrap();
+    feeder.push(vec![1; 4]).unwrap();
+    let err = feeder.push(vec![77; 4]).unwrap_err();
+    assert_eq!(err.index, 1);
+    assert!(err.to_string().contains("panicked in upload: a bug in upload"), "{err}");
+    assert_eq!(results.next().unwrap().unwrap(), vec![2; 4]);
+    assert_eq!(results.next().unwrap().unwrap_err().index, 1);
+    assert!(results.next().is_none());
 }
