@@ -38,4 +38,7 @@ pub mod suite;
 pub use error::{Error, ErrorKind, Result};
 pub use hal::{BufferUsage, DeviceInfo, Limits};
 pub use kernel::{Access, Binding, KernelError, KernelSource, KernelSpec, ScalarType, SourceLanguage};
-pub use runtime::{Arg, BackendChoice, Buffer, Commands, Program, Runtime, Submission, BACKEND_ENV};
+pub use runtime::{
+    Arg, BackendChoice, BatchError, Buffer, Commands, Feeder, Pipeline, Program, Results, Runtime, Stage,
+    Submission, BACKEND_ENV,
+};

@@ -3,6 +3,7 @@
 mod bench;
 mod cache;
 mod info;
+mod pipeline;
 mod run;
 mod table;
 
@@ -64,6 +65,8 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         repeats: usize,
     },
+    /// conv2d over a stream of batches: synchronous vs pipelined, with each stage alone.
+    BenchPipeline(pipeline::Options),
     /// Inspects and maintains the on-disk program cache.
     Cache {
         #[command(subcommand)]
@@ -117,6 +120,7 @@ pub fn run() -> CliResult<ExitCode> {
         Command::Info { json } => info::run(json),
         Command::Run { kernel, sizes, seed } => run::run(&kernel, &sizes, seed),
         Command::Bench { json, repeats } => bench::run(json, repeats.max(1)),
+        Command::BenchPipeline(options) => pipeline::run(options),
         Command::Cache { action } => cache::run(action),
         Command::BenchChild { no_cache } => bench::child(no_cache),
     }

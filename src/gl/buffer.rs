@@ -1,5 +1,11 @@
 //! Shader storage buffers: creation with a usage hint, uploads and downloads, and deletion from
 //! any thread when the last handle drops (GL defers it while queued work still uses the buffer).
+//! Staging buffers are, where the context has GL 4.4's `glBufferStorage`, mapped persistently
+//! and coherently for their whole life, so the host reads and writes them with plain memory
+//! copies on its own thread instead of GL calls queued on the GL thread.
+
+use std::ptr::NonNull;
+use std::sync::{Mutex, PoisonError};
 
 use glow::HasContext;
 
@@ -10,7 +16,67 @@ use crate::hal::BufferUsage;
 /// A GL buffer object.
 pub struct GlBuffer {
     pub(crate) id: glow::NativeBuffer,
+    mapping: Option<Mapping>,
     live: LiveGuard,
+}
+
+/// Flags of a staging buffer's storage and of its mapping (the same bits for both).
+const STAGING_MAP_FLAGS: u32 =
+    glow::MAP_READ_BIT | glow::MAP_WRITE_BIT | glow::MAP_PERSISTENT_BIT | glow::MAP_COHERENT_BIT;
+
+/// A persistent, coherent mapping of a whole buffer.
+pub(crate) struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+    /// Host copies through the mapping never overlap each other (the runtime orders them
+    /// against the GPU, not against other host threads).
+    copying: Mutex<()>,
+}
+
+// SAFETY: the pointer is the driver's mapping of the buffer, usable from any thread of the
+// process until the buffer is deleted, which only `GlBuffer::drop` does, after its last user;
+// copies through it are serialized by `copying`.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Copies `data` in at `offset`; the runtime checked the range and that no unfinished work
+    /// uses the buffer.
+    pub(crate) fn write(&self, offset: u64, data: &[u8]) -> Result<(), GlError> {
+        let start = self.check(offset, data.len())?;
+        let _guard = self.copying.lock().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: `start + data.len() <= len` was checked and the mapping covers `len` bytes;
+        // `data` is host memory, never the mapping itself.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(start), data.len()) };
+        Ok(())
+    }
+
+    /// Copies `out.len()` bytes at `offset` out; every write of the buffer completed.
+    pub(crate) fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), GlError> {
+        let start = self.check(offset, out.len())?;
+        let _guard = self.copying.lock().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: as in `write`, with the mapping as the source.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(start), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    fn check(&self, offset: u64, len: usize) -> Result<usize, GlError> {
+        match usize::try_from(offset)
+            .ok()
+            .filter(|&start| start.checked_add(len).is_some_and(|end| end <= self.len))
+        {
+            Some(start) => Ok(start),
+            None => Err(GlError::Driver {
+                operation: format!(
+                    "a host copy of bytes {offset}..+{len} of a {}-byte mapped buffer",
+                    self.len
+                ),
+                code: 0,
+                name: "out of range",
+            }),
+        }
+    }
 }
 
 impl Drop for GlBuffer {
@@ -26,18 +92,34 @@ impl Drop for GlBuffer {
 impl GlBuffer {
     /// A buffer of `size` bytes; the runtime checked `size` against the device limit, which
     /// the gl backend caps at `i32::MAX`.
-    pub(crate) fn create(thread: &GlThread, size: u64, usage: BufferUsage) -> Result<Self, GlError> {
+    /// `persistent`: the context has `glBufferStorage`, so staging buffers are mapped.
+    pub(crate) fn create(
+        thread: &GlThread,
+        size: u64,
+        usage: BufferUsage,
+        persistent: bool,
+    ) -> Result<Self, GlError> {
         let hint = match usage {
             BufferUsage::Input => glow::STATIC_DRAW,
             BufferUsage::Output => glow::STATIC_READ,
             BufferUsage::InOut => glow::DYNAMIC_COPY,
+            BufferUsage::Staging => glow::STREAM_READ,
         };
         let size = i32::try_from(size).map_err(|_| GlError::BufferCreation {
             size,
             reason: "larger than the gl backend's 2 GiB limit".into(),
         })?;
+        if usage == BufferUsage::Staging && persistent {
+            let (id, mapping) = thread.call(move |state| create_mapped(state, size))??;
+            return Ok(Self { id, mapping: Some(mapping), live: thread.acquire() });
+        }
         let id = thread.call(move |state| create(state, size, hint))??;
-        Ok(Self { id, live: thread.acquire() })
+        Ok(Self { id, mapping: None, live: thread.acquire() })
+    }
+
+    /// The persistent mapping of a staging buffer, if it has one.
+    pub(crate) fn mapping(&self) -> Option<&Mapping> {
+        self.mapping.as_ref()
     }
 
     /// Writes `data` at `offset` (checked by the runtime).
@@ -95,4 +177,32 @@ fn create(state: &mut GlState, size: i32, hint: u32) -> Result<glow::NativeBuffe
         });
     }
     Ok(id)
+}
+
+/// A buffer with immutable storage, mapped for reading and writing until it is deleted
+/// (deleting a buffer unmaps it).
+fn create_mapped(state: &mut GlState, size: i32) -> Result<(glow::NativeBuffer, Mapping), GlError> {
+    state.take_error();
+    let gl = state.gl();
+    let failed = |reason: String| GlError::BufferCreation { size: size as u64, reason };
+    // SAFETY: the context is current on the GL thread and has glBufferStorage (GL 4.4 or
+    // ARB_buffer_storage, probed); size is positive; the mapping covers the whole storage.
+    let (id, ptr) = unsafe {
+        let id = gl.create_buffer().map_err(|reason| failed(format!("glGenBuffers failed: {reason}")))?;
+        gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(id));
+        gl.buffer_storage(glow::COPY_WRITE_BUFFER, size, None, STAGING_MAP_FLAGS);
+        let ptr = gl.map_buffer_range(glow::COPY_WRITE_BUFFER, 0, size, STAGING_MAP_FLAGS);
+        gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
+        (id, ptr)
+    };
+    let error = state.take_error();
+    match (error, NonNull::new(ptr)) {
+        (None, Some(ptr)) => Ok((id, Mapping { ptr, len: size as usize, copying: Mutex::new(()) })),
+        (error, _) => {
+            // SAFETY: as above; `id` was just created and is deleted once.
+            unsafe { state.gl().delete_buffer(id) };
+            let reason = error.map_or("glMapBufferRange returned no pointer", super::error::error_name);
+            Err(failed(format!("a persistently mapped staging buffer: {reason}")))
+        }
+    }
 }

@@ -22,6 +22,8 @@ pub(crate) struct Probe {
     pub binary_formats: Vec<u32>,
     /// `GL_KHR_parallel_shader_compile` or `GL_ARB_parallel_shader_compile`.
     pub parallel_compile: bool,
+    /// GL 4.4 or `GL_ARB_buffer_storage`: staging buffers can be mapped persistently.
+    pub buffer_storage: bool,
     pub limits: Limits,
 }
 
@@ -64,6 +66,8 @@ pub(crate) fn probe(context: &EglContext) -> Result<Probe, GlError> {
         let extensions = gl.supported_extensions();
         let parallel_compile = extensions.contains("GL_KHR_parallel_shader_compile")
             || extensions.contains("GL_ARB_parallel_shader_compile");
+        let buffer_storage =
+            (version.major, version.minor) >= (4, 4) || extensions.contains("GL_ARB_buffer_storage");
         let indexed = |name| [0, 1, 2].map(|i| gl.get_parameter_indexed_i32(name, i).max(0) as u32);
         let limits = Limits {
             max_workgroup_size: indexed(glow::MAX_COMPUTE_WORK_GROUP_SIZE),
@@ -97,6 +101,7 @@ pub(crate) fn probe(context: &EglContext) -> Result<Probe, GlError> {
             source: context.source.clone(),
             binary_formats: formats.into_iter().map(|f| f as u32).collect(),
             parallel_compile,
+            buffer_storage,
             limits,
         })
     }

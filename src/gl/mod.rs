@@ -99,6 +99,10 @@ fn details(probe: &Probe) -> Vec<(String, String)> {
         ),
         ("program binary formats".into(), formats),
         ("parallel shader compile".into(), if probe.parallel_compile { "yes" } else { "no" }.into()),
+        (
+            "persistent mapped staging buffers".into(),
+            if probe.buffer_storage { "yes" } else { "no (GL 4.4 or ARB_buffer_storage needed)" }.into(),
+        ),
     ]
 }
 
@@ -142,21 +146,33 @@ impl hal::Device<Gl> for GlDevice {
     }
 
     fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<GlBuffer> {
-        Ok(GlBuffer::create(self.thread(), size, usage)?)
+        Ok(GlBuffer::create(self.thread(), size, usage, self.probe.buffer_storage)?)
     }
 
     fn write_buffer(&self, buffer: &GlBuffer, offset: u64, data: &[u8]) -> Result<()> {
+        if let Some(mapping) = buffer.mapping() {
+            return Ok(mapping.write(offset, data)?);
+        }
         Ok(buffer.write(offset, data.to_vec())?)
     }
 
     fn read_buffer(&self, buffer: &GlBuffer, offset: u64, out: &mut [u8]) -> Result<()> {
+        if let Some(mapping) = buffer.mapping() {
+            return Ok(mapping.read(offset, out)?);
+        }
         let bytes = buffer.read(offset, out.len())?;
         out.copy_from_slice(&bytes);
         Ok(())
     }
 
     fn submit(&self, commands: &[Command<'_, Gl>]) -> Result<u64> {
-        let steps: Vec<Step> = commands.iter().map(step).collect();
+        let mut steps: Vec<Step> = commands.iter().map(step).collect();
+        if commands.iter().any(touches_mapped_buffer) {
+            // Host writes through the mapping reach the GPU before the commands, and shader
+            // writes reach the mapping before the fence.
+            steps.insert(0, Step::ClientMappedBarrier);
+            steps.push(Step::ClientMappedBarrier);
+        }
         let timeline = self.thread().timeline().clone();
         let fence = self
             .thread()
@@ -170,6 +186,14 @@ impl hal::Device<Gl> for GlDevice {
 
     fn wait(&self, fence: u64, timeout: Duration) -> Result<bool> {
         self.thread().timeline().wait(fence, timeout)
+    }
+}
+
+fn touches_mapped_buffer(command: &Command<'_, Gl>) -> bool {
+    match command {
+        Command::Dispatch { buffers, .. } => buffers.iter().any(|b| b.buffer.mapping().is_some()),
+        Command::Copy { src, dst, .. } => src.mapping().is_some() || dst.mapping().is_some(),
+        Command::Barrier => false,
     }
 }
 

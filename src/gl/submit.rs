@@ -33,6 +33,8 @@ pub(crate) enum Step {
         size: i32,
     },
     Barrier,
+    /// Host accesses through persistent mappings and GPU accesses see each other's writes.
+    ClientMappedBarrier,
 }
 
 /// A submission whose completion the GL thread has not seen yet; `None`: it failed while being
@@ -125,6 +127,8 @@ fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
             }
             // SAFETY: the context is current on the GL thread.
             Step::Barrier => unsafe { gl.memory_barrier(ALL_BARRIERS) },
+            // SAFETY: the context is current on the GL thread.
+            Step::ClientMappedBarrier => unsafe { gl.memory_barrier(glow::CLIENT_MAPPED_BUFFER_BARRIER_BIT) },
         }
     }
     Ok(())

@@ -78,6 +78,13 @@ pub enum BufferUsage {
     Output,
     /// Read and written by both.
     InOut,
+    /// Written or read by the host every time it is used: a staging area for streams of
+    /// batches. A backend that can keep such a buffer mapped in host-visible memory does, so
+    /// that host writes and reads are plain memory copies on the calling thread (gl: a
+    /// persistent, coherent mapping from GL 4.4's `glBufferStorage`); the others treat it as
+    /// `InOut`. Kernels may read it more slowly (the driver may place it in host memory): copy
+    /// it into an `Input` buffer on the device when a kernel reads it many times.
+    Staging,
 }
 
 /// The compiler input of one kernel: the bytes that decide the compiled program (the key is a

@@ -5,6 +5,10 @@
 
 mod commands;
 mod device;
+mod executor;
+mod executor_stream;
+#[cfg(test)]
+mod executor_tests;
 mod objects;
 mod registry;
 
@@ -15,6 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use commands::{Commands, Submission};
+pub use executor::{BatchError, Pipeline, Stage, DEFAULT_BATCH_TIMEOUT, DEFAULT_DEPTH};
+pub use executor_stream::{Feeder, Results};
 pub use objects::{Buffer, Program};
 pub use registry::{BackendChoice, BackendEntry, BACKENDS, BACKEND_ENV};
 pub use validate::Arg;

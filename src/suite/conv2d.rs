@@ -161,3 +161,200 @@ impl Case for Conv2d {
         }
     }
 }
+
+/// Conv2d over a stream of batches for the pipelined executor ([`crate::runtime::Pipeline`]):
+/// weights and bias live on the device for the whole stream; each batch is `n` images (any `n`
+/// from 1 to the stage's largest batch) of `C×H×W` floats in, `n×K×H×W` floats out.
+pub struct Conv2dStage {
+    /// `n` is the largest batch a set holds.
+    shape: Shape,
+    transfers: Transfers,
+    program: Program,
+    weights: Buffer,
+    bias: Buffer,
+    host_weights: Vec<f32>,
+    host_bias: Vec<f32>,
+}
+
+/// How a [`Conv2dStage`] moves batches between the host and the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transfers {
+    /// Host writes and reads of the kernel's own buffers (gl: `glBufferSubData` and
+    /// `glGetBufferSubData` on the GL thread).
+    Plain,
+    /// Host copies into and out of staging buffers ([`BufferUsage::Staging`]: persistently
+    /// mapped where the backend can), and device copies between them and the kernel's buffers
+    /// inside each batch's submission.
+    Staged,
+    /// The kernel reads and writes the staging buffers themselves: no device copies, but the
+    /// kernel may read host memory.
+    Mapped,
+}
+
+impl Transfers {
+    pub const ALL: [Transfers; 3] = [Transfers::Plain, Transfers::Staged, Transfers::Mapped];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Transfers::Plain => "plain",
+            Transfers::Staged => "staged",
+            Transfers::Mapped => "mapped",
+        }
+    }
+}
+
+/// The buffers of one conv2d batch in flight and how many images they hold.
+pub struct Conv2dSet {
+    /// What the kernel reads and writes.
+    input: Buffer,
+    output: Buffer,
+    /// [`Transfers::Staged`]: what the host writes and reads.
+    staging: Option<(Buffer, Buffer)>,
+    images: usize,
+}
+
+impl Conv2dStage {
+    /// A stage for batches of up to `largest.n` images of `largest`'s other sizes, with random
+    /// weights and bias from `seed` (the ones [`Conv2d::random`] would make).
+    pub fn new(runtime: &Runtime, largest: Shape, seed: u64) -> Result<Self> {
+        let Shape { c, k, .. } = largest;
+        let host_weights = random_floats(k * c * 9, seed ^ 0xC0DE);
+        let host_bias = random_floats(k, seed ^ 0xB1A5);
+        Ok(Self {
+            shape: largest,
+            transfers: Transfers::Plain,
+            program: runtime.program(&spec())?,
+            weights: runtime.upload(&host_weights, BufferUsage::Input)?,
+            bias: runtime.upload(&host_bias, BufferUsage::Input)?,
+            host_weights,
+            host_bias,
+        })
+    }
+
+    /// The same stage moving batches as `transfers` says.
+    pub fn with_transfers(mut self, transfers: Transfers) -> Self {
+        self.transfers = transfers;
+        self
+    }
+
+    pub fn transfers(&self) -> Transfers {
+        self.transfers
+    }
+
+    /// The largest batch's shape.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// Floats in one image of the input.
+    pub fn image_len(&self) -> usize {
+        self.shape.c * self.shape.h * self.shape.w
+    }
+
+    /// `count` batches of random images; batch sizes cycle through `sizes` (each at most the
+    /// stage's largest batch).
+    pub fn random_batches(&self, count: usize, sizes: &[usize], seed: u64) -> Vec<Vec<f32>> {
+        (0..count)
+            .map(|i| {
+                let images = sizes.get(i % sizes.len().max(1)).copied().unwrap_or(self.shape.n);
+                random_floats(images * self.image_len(), seed.wrapping_add(i as u64))
+            })
+            .collect()
+    }
+
+    /// The suite case of one batch (same weights and bias), for the synchronous path and the
+    /// CPU reference.
+    pub fn case(&self, input: Vec<f32>) -> Conv2d {
+        let shape = Shape { n: input.len() / self.image_len().max(1), ..self.shape };
+        Conv2d { shape, input, weights: self.host_weights.clone(), bias: self.host_bias.clone() }
+    }
+
+    fn images_in(&self, input: &[f32]) -> Result<usize> {
+        let image = self.image_len();
+        let images = input.len() / image;
+        if input.len() % image != 0 || images == 0 || images > self.shape.n {
+            return Err(crate::Error::new(
+                crate::ErrorKind::InvalidArgument,
+                format!(
+                    "a conv2d batch of {} floats: it must be 1 to {} images of {} floats (C·H·W = {}·{}·{})",
+                    input.len(),
+                    self.shape.n,
+                    image,
+                    self.shape.c,
+                    self.shape.h,
+                    self.shape.w
+                ),
+            ));
+        }
+        Ok(images)
+    }
+}
+
+impl crate::runtime::Stage for Conv2dStage {
+    type Input = Vec<f32>;
+    type Output = Vec<f32>;
+    type Set = Conv2dSet;
+
+    fn create_set(&self, runtime: &Runtime) -> Result<Conv2dSet> {
+        let Shape { n, c, h, w, k } = self.shape;
+        let (in_bytes, out_bytes) = ((n * c * h * w * 4) as u64, (n * k * h * w * 4) as u64);
+        let (in_usage, out_usage) = match self.transfers {
+            Transfers::Plain | Transfers::Staged => (BufferUsage::Input, BufferUsage::Output),
+            Transfers::Mapped => (BufferUsage::Staging, BufferUsage::Staging),
+        };
+        let staging = match self.transfers {
+            Transfers::Staged => Some((
+                runtime.create_buffer(in_bytes, BufferUsage::Staging)?,
+                runtime.create_buffer(out_bytes, BufferUsage::Staging)?,
+            )),
+            Transfers::Plain | Transfers::Mapped => None,
+        };
+        Ok(Conv2dSet {
+            input: runtime.create_buffer(in_bytes, in_usage)?,
+            output: runtime.create_buffer(out_bytes, out_usage)?,
+            staging,
+            images: 0,
+        })
+    }
+
+    fn upload(&self, runtime: &Runtime, set: &mut Conv2dSet, input: Vec<f32>) -> Result<()> {
+        set.images = self.images_in(&input)?;
+        let target = set.staging.as_ref().map_or(&set.input, |(staging_in, _)| staging_in);
+        runtime.write_buffer(target, 0, bytemuck::cast_slice(&input))
+    }
+
+    fn record(&self, _: &Runtime, set: &Conv2dSet, commands: &mut crate::runtime::Commands) -> Result<()> {
+        let Shape { c, h, w, k, .. } = self.shape;
+        let shape = Shape { n: set.images, ..self.shape };
+        if let Some((staging_in, _)) = &set.staging {
+            commands.copy(staging_in, 0, &set.input, 0, (set.images * c * h * w * 4) as u64)?;
+        }
+        commands.dispatch(
+            &self.program,
+            &[
+                Arg::Buffer(&set.input),
+                Arg::Buffer(&self.weights),
+                Arg::Buffer(&self.bias),
+                Arg::Buffer(&set.output),
+                Arg::U32(set.images as u32),
+                Arg::U32(c as u32),
+                Arg::U32(h as u32),
+                Arg::U32(w as u32),
+                Arg::U32(k as u32),
+            ],
+            groups(shape),
+        )?;
+        if let Some((_, staging_out)) = &set.staging {
+            commands.copy(&set.output, 0, staging_out, 0, (set.images * k * h * w * 4) as u64)?;
+        }
+        Ok(())
+    }
+
+    fn download(&self, runtime: &Runtime, set: &mut Conv2dSet) -> Result<Vec<f32>> {
+        let Shape { h, w, k, .. } = self.shape;
+        let mut out = vec![0f32; set.images * k * h * w];
+        let source = set.staging.as_ref().map_or(&set.output, |(_, staging_out)| staging_out);
+        runtime.read_buffer(source, 0, bytemuck::cast_slice_mut(&mut out))?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,333 @@
+//! `sparkle bench-pipeline`: conv2d over a stream of batches, run synchronously (each batch
+//! uploaded, computed and read back before the next) and through the pipelined executor, next
+//! to the time of each stage alone — upload, GPU work, read-back — so that the ideal overlap
+//! (the slowest stage) is known. Every shape runs with each way of moving data (plain buffer
+//! writes and reads, mapped staging buffers with device copies, the kernel on mapped buffers).
+//!
+//! Each figure is the median of `--repeats` runs over the whole stream after a warm-up of at
+//! least `--warmup-ms` (GPUs raise their clocks only under sustained work). The pipelined
+//! results must equal the synchronous ones bit for bit, and the first image of the first batch
+//! is checked against the CPU.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use sparkle::suite::conv2d::{Conv2dStage, Shape, Transfers};
+use sparkle::suite::{self, Case};
+use sparkle::{Pipeline, Runtime, Stage};
+
+use super::{table, CliResult, UsageError, WRONG_RESULT};
+
+/// Options of `sparkle bench-pipeline`.
+#[derive(clap::Args)]
+pub struct Options {
+    /// A batch shape N,C,H,W,K (N images per batch); repeat for several. Default: shapes sized
+    /// for llvmpipe.
+    #[arg(long = "shape", value_parser = parse_shape)]
+    shapes: Vec<Shape>,
+    /// Batches in the stream.
+    #[arg(long, default_value_t = 24)]
+    batches: usize,
+    /// Buffer sets in flight.
+    #[arg(long, default_value_t = sparkle::runtime::DEFAULT_DEPTH)]
+    depth: usize,
+    /// plain, staged or mapped; repeat for several. Default: all three.
+    #[arg(long = "transfers", value_parser = parse_transfers)]
+    transfers: Vec<Transfers>,
+    /// Runs of each measurement (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Least time spent running the stream before measuring.
+    #[arg(long, default_value_t = 500)]
+    warmup_ms: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_shape(text: &str) -> Result<Shape, String> {
+    let sizes: Vec<usize> = text
+        .split(',')
+        .map(|s| s.trim().parse::<usize>().map_err(|e| format!("`{s}`: {e}")))
+        .collect::<Result<_, _>>()?;
+    match sizes[..] {
+        [n, c, h, w, k] if sizes.iter().all(|&s| s > 0) => Ok(Shape { n, c, h, w, k }),
+        _ => Err(format!(
+            "`{text}`: a shape is five sizes of at least 1, N,C,H,W,K (for example 8,16,64,64,16)"
+        )),
+    }
+}
+
+fn parse_transfers(text: &str) -> Result<Transfers, String> {
+    Transfers::ALL
+        .into_iter()
+        .find(|t| t.name() == text)
+        .ok_or_else(|| format!("`{text}`: the transfer modes are plain, staged and mapped"))
+}
+
+/// Shapes that take a noticeable but short time on llvmpipe (where compute dominates anyway).
+fn default_shapes() -> Vec<Shape> {
+    vec![Shape { n: 8, c: 1, h: 128, w: 128, k: 1 }, Shape { n: 4, c: 4, h: 64, w: 64, k: 4 }]
+}
+
+#[derive(Serialize)]
+struct Row {
+    shape: String,
+    transfers: &'static str,
+    megabytes_in: f64,
+    megabytes_out: f64,
+    /// Mean time of each stage alone, per batch.
+    upload_ms: f64,
+    gpu_ms: f64,
+    download_ms: f64,
+    /// The synchronous path can do no better than the sum; a perfect pipeline reaches the
+    /// slowest stage.
+    sum_of_stages_ms: f64,
+    slowest_stage_ms: f64,
+    synchronous_ms: f64,
+    pipelined_ms: f64,
+    /// synchronous ÷ pipelined.
+    speedup: f64,
+    /// The plain synchronous path (no executor, no staging) of the same shape ÷ pipelined, when
+    /// plain transfers were measured too.
+    over_plain_synchronous: Option<f64>,
+    /// pipelined ÷ slowest stage (1.0 is perfect overlap).
+    over_ideal: f64,
+    /// Pipelined results equal the synchronous ones bit for bit and the CPU's within tolerance.
+    correct: String,
+}
+
+#[derive(Serialize)]
+struct Report {
+    device: String,
+    backend: String,
+    details: Vec<(String, String)>,
+    batches: usize,
+    depth: usize,
+    rows: Vec<Row>,
+}
+
+pub fn run(options: Options) -> CliResult<ExitCode> {
+    if options.batches == 0 || options.repeats == 0 {
+        return Err(Box::new(UsageError("--batches and --repeats must be at least 1".into())));
+    }
+    let runtime = Runtime::from_env()?;
+    let shapes = if options.shapes.is_empty() { default_shapes() } else { options.shapes.clone() };
+    let modes =
+        if options.transfers.is_empty() { Transfers::ALL.to_vec() } else { options.transfers.clone() };
+    let mut rows = Vec::new();
+    for shape in &shapes {
+        suite::case(
+            suite::conv2d::NAME,
+            &[shape.n, shape.c, shape.h, shape.w, shape.k],
+            1,
+            &runtime.info().limits,
+        )
+        .map_err(UsageError)?;
+        for &mode in &modes {
+            let row = measure(&runtime, *shape, mode, &options)?;
+            if !options.json {
+                eprintln!("{} {}: done", row.shape, row.transfers);
+            }
+            rows.push(row);
+        }
+        let plain = rows.iter().rev().take(modes.len()).find(|r| r.transfers == Transfers::Plain.name());
+        let plain_synchronous = plain.map(|r| r.synchronous_ms);
+        for row in rows.iter_mut().rev().take(modes.len()) {
+            row.over_plain_synchronous = plain_synchronous.map(|ms| ms / row.pipelined_ms);
+        }
+    }
+    let info = runtime.info();
+    let report = Report {
+        device: info.name.clone(),
+        backend: info.backend.to_owned(),
+        details: info.details.clone(),
+        batches: options.batches,
+        depth: options.depth,
+        rows,
+    };
+    let correct = report.rows.iter().all(|r| r.correct == "yes");
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(if correct { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
+}
+
+fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) -> CliResult<Row> {
+    let seed = 1;
+    let stage = Conv2dStage::new(runtime, shape, seed)?.with_transfers(mode);
+    let pipeline = Pipeline::new(runtime, stage).with_depth(options.depth)?;
+    let batches = pipeline.stage().random_batches(options.batches, &[shape.n], seed);
+
+    // Warm-up: programs, driver state and GPU clocks.
+    let warm_up = Instant::now();
+    while warm_up.elapsed() < Duration::from_millis(options.warmup_ms) {
+        pipeline.run(batches.clone(), |_, _| Ok(()))?;
+    }
+
+    let (upload, gpu, download) = stages_alone(runtime, pipeline.stage(), &batches)?;
+
+    let mut synchronous = Vec::new();
+    let mut pipelined = Vec::new();
+    let mut reference: Vec<u64> = Vec::new();
+    let mut first_output = Vec::new();
+    let mut same = true;
+    for repeat in 0..options.repeats {
+        // Results are only kept while the clock runs; hashing them is not part of either path.
+        let mut outputs = Vec::with_capacity(batches.len());
+        let inputs = batches.clone();
+        let started = Instant::now();
+        pipeline.run_serial(inputs, |_, output| {
+            outputs.push(output);
+            Ok(())
+        })?;
+        synchronous.push(started.elapsed());
+        let serial_digests = digests(&outputs);
+        if repeat == 0 {
+            reference = serial_digests;
+            first_output = outputs.swap_remove(0);
+        } else {
+            same &= serial_digests == reference;
+        }
+        drop(outputs);
+
+        let mut outputs = Vec::with_capacity(batches.len());
+        let inputs = batches.clone();
+        let started = Instant::now();
+        pipeline.run(inputs, |_, output| {
+            outputs.push(output);
+            Ok(())
+        })?;
+        pipelined.push(started.elapsed());
+        same &= digests(&outputs) == reference;
+    }
+
+    let stage = pipeline.stage();
+    let first_image = batches[0][..stage.image_len()].to_vec();
+    let case = stage.case(first_image);
+    let (want, tolerance) = case.reference();
+    let verdict = suite::verify(&first_output[..want.len()], &want, &tolerance);
+    let correct = match (same, verdict.passed()) {
+        (true, true) => "yes".to_owned(),
+        (false, _) => "NO: pipelined results differ from the synchronous ones".to_owned(),
+        (true, false) => format!("NO: {verdict}"),
+    };
+
+    let per_batch = |times: &[Duration]| median(times) * 1e3 / batches.len() as f64;
+    let (synchronous_ms, pipelined_ms) = (per_batch(&synchronous), per_batch(&pipelined));
+    let slowest = upload.max(gpu).max(download);
+    let Shape { n, c, h, w, k } = shape;
+    Ok(Row {
+        shape: format!("{n}×{c}×{h}×{w}→{k}"),
+        transfers: mode.name(),
+        megabytes_in: (n * c * h * w * 4) as f64 / 1e6,
+        megabytes_out: (n * k * h * w * 4) as f64 / 1e6,
+        upload_ms: upload,
+        gpu_ms: gpu,
+        download_ms: download,
+        sum_of_stages_ms: upload + gpu + download,
+        slowest_stage_ms: slowest,
+        synchronous_ms,
+        pipelined_ms,
+        speedup: synchronous_ms / pipelined_ms,
+        over_plain_synchronous: None,
+        over_ideal: pipelined_ms / slowest,
+        correct,
+    })
+}
+
+/// Mean milliseconds per batch of each stage run on its own, on one set: upload, the batch's
+/// GPU work (submit + wait), read-back.
+fn stages_alone(runtime: &Runtime, stage: &Conv2dStage, batches: &[Vec<f32>]) -> CliResult<(f64, f64, f64)> {
+    let mut set = stage.create_set(runtime)?;
+    let (mut upload, mut gpu, mut download) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for batch in batches {
+        let input = batch.clone();
+        let started = Instant::now();
+        stage.upload(runtime, &mut set, input)?;
+        upload += started.elapsed();
+
+        let started = Instant::now();
+        let mut commands = runtime.commands();
+        stage.record(runtime, &set, &mut commands)?;
+        runtime.submit(commands)?.wait(suite::DISPATCH_TIMEOUT)?;
+        gpu += started.elapsed();
+
+        let started = Instant::now();
+        std::hint::black_box(stage.download(runtime, &mut set)?);
+        download += started.elapsed();
+    }
+    let mean = |total: Duration| total.as_secs_f64() * 1e3 / batches.len() as f64;
+    Ok((mean(upload), mean(gpu), mean(download)))
+}
+
+fn median(times: &[Duration]) -> f64 {
+    let mut seconds: Vec<f64> = times.iter().map(Duration::as_secs_f64).collect();
+    seconds.sort_by(f64::total_cmp);
+    seconds.get(seconds.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn digests(outputs: &[Vec<f32>]) -> Vec<u64> {
+    outputs.iter().map(|output| xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(output))).collect()
+}
+
+fn print_report(report: &Report) {
+    println!("Device: {} ({} backend)", report.device, report.backend);
+    for (name, value) in &report.details {
+        println!("  {name}: {value}");
+    }
+    println!(
+        "\nconv2d 3×3 over {} batches, {} buffer sets in flight; milliseconds per batch (median of the runs):",
+        report.batches, report.depth
+    );
+    let rows: Vec<Vec<String>> = report
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.shape.clone(),
+                r.transfers.to_owned(),
+                format!("{:.1}/{:.1}", r.megabytes_in, r.megabytes_out),
+                format!("{:.3}", r.upload_ms),
+                format!("{:.3}", r.gpu_ms),
+                format!("{:.3}", r.download_ms),
+                format!("{:.3}", r.sum_of_stages_ms),
+                format!("{:.3}", r.synchronous_ms),
+                format!("{:.3}", r.pipelined_ms),
+                format!("{:.2}×", r.speedup),
+                r.over_plain_synchronous.map(|x| format!("{x:.2}×")).unwrap_or_default(),
+                format!("{:.2}", r.over_ideal),
+                r.correct.clone(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table::render(
+            &[
+                "batch N×C×H×W→K",
+                "transfers",
+                "MB in/out",
+                "upload",
+                "gpu",
+                "read-back",
+                "sum",
+                "sync",
+                "pipelined",
+                "sync/pipe",
+                "plain sync/pipe",
+                "pipe/slowest",
+                "correct",
+            ],
+            &rows
+        )
+    );
+    println!(
+        "sync/pipe: throughput gain of the pipeline over the synchronous path with the same transfers \
+         (target ≥ 2 where transfers and compute are comparable); plain sync/pipe: over the synchronous path \
+         with plain transfers; \
+         pipe/slowest: pipelined time over the slowest stage alone (target ≤ 1.15)."
+    );
+}

@@ -1,0 +1,144 @@
+//! The pipelined executor on the gl backend (Mesa's llvmpipe in CI) with the suite's conv2d:
+//! pipelined results, in order under changing batch sizes, equal the serial path and the
+//! suite's one-dispatch-at-a-time path bit for bit and agree with the CPU; a fence timeout
+//! surfaces on its batch and ends the stream.
+
+#![cfg(feature = "gl")]
+
+use std::time::{Duration, Instant};
+
+use sparkle::cache::CacheConfig;
+use sparkle::suite::conv2d::{Conv2dStage, Shape, Transfers};
+use sparkle::suite::{self, Case};
+use sparkle::{ErrorKind, Pipeline, Runtime};
+
+fn backend() -> Runtime {
+    Runtime::open_backend("gl", &CacheConfig::memory_only())
+        .expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
+}
+
+#[test]
+fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
+    let runtime = backend();
+    let largest = Shape { n: 3, c: 3, h: 17, w: 23, k: 4 };
+    let stage = Conv2dStage::new(&runtime, largest, 11).unwrap();
+    let batches = stage.random_batches(14, &[2, 1, 3, 3, 1, 2, 1], 5);
+    let cases: Vec<_> = batches.iter().map(|b| stage.case(b.clone())).collect();
+
+    for (depth, transfers) in [
+        (1, Transfers::Plain),
+        (2, Transfers::Staged),
+        (3, Transfers::Plain),
+        (3, Transfers::Staged),
+        (3, Transfers::Mapped),
+        (4, Transfers::Mapped),
+    ] {
+        let stage = Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(transfers);
+        let pipeline = Pipeline::new(&runtime, stage).with_depth(depth).unwrap();
+        let mut pipelined = Vec::new();
+        let count = pipeline
+            .run(batches.clone(), |index, output| {
+                assert_eq!(index as usize, pipelined.len());
+                pipelined.push(output);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(count, 14);
+        let mut serial = Vec::new();
+        pipeline
+            .run_serial(batches.clone(), |_, output| {
+                serial.push(output);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(bits(&pipelined), bits(&serial), "depth {depth}, {transfers:?}: pipelined vs serial");
+
+        for (i, (case, output)) in cases.iter().zip(&pipelined).enumerate() {
+            // The suite's own path: fresh buffers, one dispatch, wait, download.
+            let program = runtime.program(&case.spec()).unwrap();
+            let buffers = case.upload(&runtime).unwrap();
+            case.dispatch(&runtime, &program, &buffers).unwrap().wait(suite::DISPATCH_TIMEOUT).unwrap();
+            let direct = case.download(&runtime, &buffers).unwrap();
+            assert_eq!(
+                bits(&[direct]),
+                bits(std::slice::from_ref(output)),
+                "depth {depth}, {transfers:?}, batch {i}"
+            );
+            if depth == 1 {
+                let (want, tolerance) = case.reference();
+                let verdict = suite::verify(output, &want, &tolerance);
+                assert!(verdict.passed() && verdict.checked > 0, "batch {i}: {verdict}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_batch_that_outlives_its_timeout_fails_with_a_timeout_and_ends_the_stream() {
+    let runtime = backend();
+    // Sized to the device: grow the batch until one takes at least 20 ms, then allow a tenth.
+    let mut images = 1;
+    let (stage, took) = loop {
+        let largest = Shape { n: images, c: 64, h: 64, w: 64, k: 64 };
+        let stage = Conv2dStage::new(&runtime, largest, 3).unwrap();
+        let batch = stage.random_batches(1, &[images], 9);
+        let pipeline = Pipeline::new(&runtime, stage);
+        let started = Instant::now();
+        pipeline.run_serial(batch, |_, _| Ok(())).unwrap();
+        let took = started.elapsed();
+        if took >= Duration::from_millis(20) || images >= 64 {
+            break (Conv2dStage::new(&runtime, largest, 3).unwrap(), took);
+        }
+        images *= 4;
+    };
+    let batches = stage.random_batches(3, &[images], 9);
+    let pipeline = Pipeline::new(&runtime, stage).with_timeout(took / 10);
+    let err = pipeline.run(batches, |_, _| Ok(())).unwrap_err();
+    assert_eq!((err.index, err.kind()), (0, ErrorKind::Timeout), "{err} (one batch took {took:?})");
+    assert!(err.to_string().contains("conv2d"), "the error names the kernel: {err}");
+}
+
+#[test]
+fn a_batch_the_stage_refuses_is_that_batchs_error() {
+    let runtime = backend();
+    let largest = Shape { n: 2, c: 2, h: 8, w: 8, k: 2 };
+    let pipeline = Pipeline::new(&runtime, Conv2dStage::new(&runtime, largest, 1).unwrap());
+    let mut batches = pipeline.stage().random_batches(4, &[1, 2], 2);
+    batches[2].push(0.0); // not a whole number of images
+    let mut delivered = 0;
+    let err = pipeline
+        .run(batches, |_, _| {
+            delivered += 1;
+            Ok(())
+        })
+        .unwrap_err();
+    assert_eq!((err.index, err.kind(), delivered), (2, ErrorKind::InvalidArgument, 2), "{err}");
+    assert!(err.to_string().contains("upload"), "{err}");
+}
+
+fn bits(outputs: &[Vec<f32>]) -> Vec<Vec<u32>> {
+    outputs.iter().map(|o| o.iter().map(|v| v.to_bits()).collect()).collect()
+}
+
+#[test]
+fn staging_buffers_are_mapped_on_gl_4_4_and_round_trip_host_bytes() {
+    let runtime = backend();
+    let mapped = runtime.info().details.iter().find(|(name, _)| name == "persistent mapped staging buffers");
+    let version = runtime.info().details.iter().find(|(name, _)| name == "context").map(|(_, v)| v.clone());
+    let (_, value) = mapped.expect("the gl backend says whether it maps staging buffers");
+    if version
+        .as_deref()
+        .is_some_and(|v| v.starts_with("4.4") || v.starts_with("4.5") || v.starts_with("4.6"))
+    {
+        assert_eq!(value, "yes", "context {version:?}");
+    }
+    let staging = runtime.create_buffer(64, sparkle::BufferUsage::Staging).unwrap();
+    let bytes: Vec<u8> = (0..64).collect();
+    runtime.write_buffer(&staging, 0, &bytes).unwrap();
+    runtime.write_buffer(&staging, 60, &[9, 9, 9, 9]).unwrap();
+    let mut back = vec![0u8; 64];
+    runtime.read_buffer(&staging, 0, &mut back).unwrap();
+    assert_eq!(&back[..60], &bytes[..60]);
+    assert_eq!(&back[60..], &[9, 9, 9, 9]);
+    assert!(runtime.write_buffer(&staging, 62, &[0; 4]).is_err(), "ranges are checked");
+}
