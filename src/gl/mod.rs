@@ -80,6 +80,17 @@ impl GlDevice {
     fn thread(&self) -> &GlThread {
         self.live.thread()
     }
+
+    /// Queues the commands on the GL thread; `timed` measures them with a timer query.
+    fn post(&self, commands: &[Command<'_, Gl>], timed: bool) -> Result<u64> {
+        let steps: Vec<Step> = commands.iter().map(step).collect();
+        let timeline = self.thread().timeline().clone();
+        let fence = self.thread().post_ordered(
+            || timeline.issue(),
+            move |state, fence| submit::execute(state, fence, steps, timed),
+        )?;
+        Ok(fence)
+    }
 }
 
 fn details(probe: &Probe) -> Vec<(String, String)> {
@@ -156,12 +167,19 @@ impl hal::Device<Gl> for GlDevice {
     }
 
     fn submit(&self, commands: &[Command<'_, Gl>]) -> Result<u64> {
-        let steps: Vec<Step> = commands.iter().map(step).collect();
-        let timeline = self.thread().timeline().clone();
-        let fence = self
-            .thread()
-            .post_ordered(|| timeline.issue(), move |state, fence| submit::execute(state, fence, steps))?;
-        Ok(fence)
+        self.post(commands, false)
+    }
+
+    fn measures_gpu_time(&self) -> bool {
+        true
+    }
+
+    fn submit_timed(&self, commands: &[Command<'_, Gl>]) -> Result<u64> {
+        self.post(commands, true)
+    }
+
+    fn take_gpu_time(&self, fence: u64) -> Option<Duration> {
+        self.thread().take_gpu_time(fence)
     }
 
     fn completed(&self) -> u64 {

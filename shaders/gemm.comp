@@ -1,0 +1,267 @@
+// Register-blocked GEMM core, shared by sgemm and conv2d (as an implicit GEMM):
+//   R[GM x GN] = P[GM x GK] · Q[GK x GN]
+// sgemm: P = A (M x K), Q = B (K x N), R = C, all row-major.
+// conv2d (CONV = 1): P = the weights as K x (C·9) row-major, Q = the input gathered on the fly
+// (row c·9 + dy·3 + dx, column n·H·W + y·W + x: the input pixel that output pixel meets through
+// that tap, zero in the padding), R[k][pixel] + bias[k] stored into the NCHW output.
+//
+// Each workgroup of THREADS = (BN/TN)·(BM/TM) invocations computes one BM x BN tile of R; each
+// invocation TM x TN outputs held in registers, as TM/4 x TN/4 blocks of 4x4 spread across the
+// tile so that shared-memory reads and global stores are contiguous across the invocations.
+// BK-deep slices of P (transposed) and Q go through two shared-memory buffers: the next slice is
+// loaded from global memory into registers while the current one is multiplied, then stored
+// into the other buffer, with one barrier per slice. The row of P's transposed slice is padded
+// by one vec4 against bank conflicts of the transposing stores.
+//
+// Defines: BM BN BK TM TN (TM, TN multiples of 4), VA (1 or 4: width of P loads; 4 needs GK to
+// be a multiple of 4), VB (1 or 4: width of Q loads and R stores; 4 needs GN a multiple of 4,
+// and for conv2d H·W a multiple of 4), CONV (0 or 1). Every load outside the matrices reads zero
+// and every store outside is skipped, so any size works.
+
+// NVIDIA's compiler: unroll every constant loop, so that the accumulators and the staged loads
+// (indexed by loop counters) live in registers. Other compilers ignore the pragma.
+#pragma optionNV(unroll all)
+
+#define TX (BN / TN)
+#define TY (BM / TM)
+#define THREADS (TX * TY)
+#define A_CHUNKS (BM * BK / (THREADS * VA))
+#define B_CHUNKS (BK * BN / (THREADS * VB))
+#define A_PITCH (BM / 4 + 1)
+
+#if VA == 4
+#define A_ELEM vec4
+#else
+#define A_ELEM float
+#endif
+#if VB == 4
+#define B_ELEM vec4
+#else
+#define B_ELEM float
+#endif
+
+#if CONV
+layout(std430, binding = 0) readonly buffer In { float inp[]; };
+layout(std430, binding = 1) readonly buffer W { A_ELEM w[]; };
+layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 3) writeonly buffer Out { B_ELEM outp[]; };
+uniform uint N;
+uniform uint C;
+uniform uint H;
+uniform uint W_;
+uniform uint K;
+#define P_DATA w
+#else
+layout(std430, binding = 0) readonly buffer A { A_ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B { B_ELEM b[]; };
+layout(std430, binding = 2) writeonly buffer C { B_ELEM c[]; };
+uniform uint M;
+uniform uint N;
+uniform uint K;
+#define P_DATA a
+#endif
+
+shared vec4 tile_p[2][BK][A_PITCH];
+shared vec4 tile_q[2][BK][BN / 4];
+
+uint GM;
+uint GN;
+uint GK;
+
+// What one invocation loads of one slice, kept in registers until it is stored.
+A_ELEM reg_p[A_CHUNKS];
+B_ELEM reg_q[B_CHUNKS];
+
+#if CONV
+uint HW;
+// Per Q chunk and pixel: the pixel's offset of channel 0 in the input, its y and x (-1 marks a
+// pixel past the end, whose loads are all zero).
+int pix_base[B_CHUNKS * VB];
+int pix_y[B_CHUNKS * VB];
+int pix_x[B_CHUNKS * VB];
+#endif
+
+void load_slice(uint row0, uint col0, uint k0) {
+    for (int i = 0; i < A_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint row = row0 + q / uint(BK / VA);
+        uint k = k0 + (q % uint(BK / VA)) * uint(VA);
+        bool inside = row < GM && k < GK;
+        reg_p[i] = inside ? P_DATA[(row * GK + k) / uint(VA)] : A_ELEM(0.0);
+    }
+    for (int i = 0; i < B_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint k = k0 + q / uint(BN / VB);
+#if CONV
+        uint c = k / 9u;
+        uint tap = k - c * 9u;
+        int dy = int(tap / 3u) - 1;
+        int dx = int(tap % 3u) - 1;
+        int offset = int(c * HW) + dy * int(W_) + dx;
+        B_ELEM v = B_ELEM(0.0);
+        for (int j = 0; j < VB; ++j) {
+            int p = i * VB + j;
+            int y = pix_y[p] + dy;
+            int x = pix_x[p] + dx;
+            bool inside = k < GK && pix_y[p] >= 0 && y >= 0 && y < int(H) && x >= 0 && x < int(W_);
+            float value = inside ? inp[pix_base[p] + offset] : 0.0;
+#if VB == 4
+            v[j] = value;
+#else
+            v = value;
+#endif
+        }
+        reg_q[i] = v;
+#else
+        uint col = col0 + (q % uint(BN / VB)) * uint(VB);
+        bool inside = k < GK && col < GN;
+        reg_q[i] = inside ? b[(k * GN + col) / uint(VB)] : B_ELEM(0.0);
+#endif
+    }
+}
+
+void store_slice(int buf) {
+    for (int i = 0; i < A_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint row = q / uint(BK / VA);
+        uint k = (q % uint(BK / VA)) * uint(VA);
+#if VA == 4
+        for (int j = 0; j < 4; ++j) {
+            tile_p[buf][k + uint(j)][row / 4u][row % 4u] = reg_p[i][j];
+        }
+#else
+        tile_p[buf][k][row / 4u][row % 4u] = reg_p[i];
+#endif
+    }
+    for (int i = 0; i < B_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint k = q / uint(BN / VB);
+        uint col = (q % uint(BN / VB)) * uint(VB);
+#if VB == 4
+        tile_q[buf][k][col / 4u] = reg_q[i];
+#else
+        tile_q[buf][k][col / 4u][col % 4u] = reg_q[i];
+#endif
+    }
+}
+
+void main() {
+#if CONV
+    GM = K;
+    HW = H * W_;
+    GN = N * HW;
+    GK = C * 9u;
+#else
+    GM = M;
+    GN = N;
+    GK = K;
+#endif
+    uint row0 = gl_WorkGroupID.y * uint(BM);
+    uint col0 = gl_WorkGroupID.x * uint(BN);
+    uint tx = gl_LocalInvocationIndex % uint(TX);
+    uint ty = gl_LocalInvocationIndex / uint(TX);
+
+#if CONV
+    for (int i = 0; i < B_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint col = col0 + (q % uint(BN / VB)) * uint(VB);
+        for (int j = 0; j < VB; ++j) {
+            uint pixel = col + uint(j);
+            int p = i * VB + j;
+            if (pixel < GN) {
+                uint n = pixel / HW;
+                uint rest = pixel - n * HW;
+                uint y = rest / W_;
+                pix_base[p] = int(n * C * HW + rest);
+                pix_y[p] = int(y);
+                pix_x[p] = int(rest - y * W_);
+            } else {
+                pix_base[p] = 0;
+                pix_y[p] = -1;
+                pix_x[p] = 0;
+            }
+        }
+    }
+#endif
+
+    vec4 acc[TM][TN / 4];
+    for (int i = 0; i < TM; ++i) {
+        for (int j = 0; j < TN / 4; ++j) {
+            acc[i][j] = vec4(0.0);
+        }
+    }
+
+    uint slices = (GK + uint(BK) - 1u) / uint(BK);
+    load_slice(row0, col0, 0u);
+    store_slice(0);
+    barrier();
+    for (uint s = 0u; s < slices; ++s) {
+        int buf = int(s & 1u);
+        bool more = s + 1u < slices;
+        if (more) {
+            load_slice(row0, col0, (s + 1u) * uint(BK));
+        }
+        for (int k = 0; k < BK; ++k) {
+            vec4 p[TM / 4];
+            vec4 q[TN / 4];
+            for (int i = 0; i < TM / 4; ++i) {
+                p[i] = tile_p[buf][k][uint(i * TY) + ty];
+            }
+            for (int j = 0; j < TN / 4; ++j) {
+                q[j] = tile_q[buf][k][uint(j * TX) + tx];
+            }
+            for (int i = 0; i < TM / 4; ++i) {
+                for (int r = 0; r < 4; ++r) {
+                    for (int j = 0; j < TN / 4; ++j) {
+                        acc[i * 4 + r][j] = fma(vec4(p[i][r]), q[j], acc[i * 4 + r][j]);
+                    }
+                }
+            }
+        }
+        if (more) {
+            store_slice(buf ^ 1);
+        }
+        barrier();
+    }
+
+    for (int i = 0; i < TM / 4; ++i) {
+        for (int r = 0; r < 4; ++r) {
+            uint row = row0 + (uint(i * TY) + ty) * 4u + uint(r);
+            if (row >= GM) {
+                continue;
+            }
+#if CONV
+            float offset = bias[row];
+#endif
+            for (int j = 0; j < TN / 4; ++j) {
+                uint col = col0 + (uint(j * TX) + tx) * 4u;
+                vec4 value = acc[i * 4 + r][j];
+#if CONV
+                value += vec4(offset);
+#endif
+#if VB == 4
+                if (col < GN) {
+#if CONV
+                    uint n = col / HW;
+                    outp[((n * K + row) * HW + (col - n * HW)) / 4u] = value;
+#else
+                    c[(row * GN + col) / 4u] = value;
+#endif
+                }
+#else
+                for (int e = 0; e < 4; ++e) {
+                    uint cc = col + uint(e);
+                    if (cc < GN) {
+#if CONV
+                        uint n = cc / HW;
+                        outp[(n * K + row) * HW + (cc - n * HW)] = value[e];
+#else
+                        c[row * GN + cc] = value[e];
+#endif
+                    }
+                }
+#endif
+            }
+        }
+    }
+}
