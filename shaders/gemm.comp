@@ -15,12 +15,19 @@
 //
 // Defines: BM BN BK TM TN (TM, TN multiples of 4), VA (1 or 4: width of P loads; 4 needs GK to
 // be a multiple of 4), VB (1 or 4: width of Q loads and R stores; 4 needs GN a multiple of 4,
-// and for conv2d H·W a multiple of 4), CONV (0 or 1). Every load outside the matrices reads zero
+// and for conv2d H·W a multiple of 4), CONV (0 or 1), WARP (0: invocations laid out row by row
+// over the tile; 1: each 32-wide subgroup covers an 8 x 4 patch of invocation positions, so
+// fewer distinct shared-memory vectors are read per instruction), UNROLL, SPLIT. Every load outside the matrices reads zero
 // and every store outside is skipped, so any size works.
 
-// NVIDIA's compiler: unroll every constant loop, so that the accumulators and the staged loads
-// (indexed by loop counters) live in registers. Other compilers ignore the pragma.
+// UNROLL = 1: ask NVIDIA's compiler to unroll every constant loop (other compilers ignore it).
+#if UNROLL
 #pragma optionNV(unroll all)
+#endif
+// SPLIT > 1 (split-K): workgroup z takes one of SPLIT parts of the shared dimension and adds its
+// partial sums into the output with float atomics; a first dispatch with phase = 0 fills the
+// output with zero (sgemm) or the bias (conv2d). Needs GL_NV_shader_atomic_float.
+#extension GL_NV_shader_atomic_float : enable
 
 #define TX (BN / TN)
 #define TY (BM / TM)
@@ -39,12 +46,20 @@
 #else
 #define B_ELEM float
 #endif
+// Split-K adds scalars atomically, so its output is declared as floats.
+#if VB == 4 && SPLIT == 1
+#define VC 4
+#define C_ELEM vec4
+#else
+#define VC 1
+#define C_ELEM float
+#endif
 
 #if CONV
 layout(std430, binding = 0) readonly buffer In { float inp[]; };
 layout(std430, binding = 1) readonly buffer W { A_ELEM w[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Out { B_ELEM outp[]; };
+layout(std430, binding = 3) buffer Out { C_ELEM outp[]; };
 uniform uint N;
 uniform uint C;
 uniform uint H;
@@ -54,11 +69,14 @@ uniform uint K;
 #else
 layout(std430, binding = 0) readonly buffer A { A_ELEM a[]; };
 layout(std430, binding = 1) readonly buffer B { B_ELEM b[]; };
-layout(std430, binding = 2) writeonly buffer C { B_ELEM c[]; };
+layout(std430, binding = 2) buffer C { C_ELEM c[]; };
 uniform uint M;
 uniform uint N;
 uniform uint K;
 #define P_DATA a
+#endif
+#if SPLIT > 1
+uniform uint phase;
 #endif
 
 shared vec4 tile_p[2][BK][A_PITCH];
@@ -67,6 +85,8 @@ shared vec4 tile_q[2][BK][BN / 4];
 uint GM;
 uint GN;
 uint GK;
+// Where this workgroup's part of the shared dimension ends (GK unless split).
+uint K_END;
 
 // What one invocation loads of one slice, kept in registers until it is stored.
 A_ELEM reg_p[A_CHUNKS];
@@ -86,7 +106,7 @@ void load_slice(uint row0, uint col0, uint k0) {
         uint q = gl_LocalInvocationIndex + uint(i * THREADS);
         uint row = row0 + q / uint(BK / VA);
         uint k = k0 + (q % uint(BK / VA)) * uint(VA);
-        bool inside = row < GM && k < GK;
+        bool inside = row < GM && k < K_END;
         reg_p[i] = inside ? P_DATA[(row * GK + k) / uint(VA)] : A_ELEM(0.0);
     }
     for (int i = 0; i < B_CHUNKS; ++i) {
@@ -103,7 +123,7 @@ void load_slice(uint row0, uint col0, uint k0) {
             int p = i * VB + j;
             int y = pix_y[p] + dy;
             int x = pix_x[p] + dx;
-            bool inside = k < GK && pix_y[p] >= 0 && y >= 0 && y < int(H) && x >= 0 && x < int(W_);
+            bool inside = k < K_END && pix_y[p] >= 0 && y >= 0 && y < int(H) && x >= 0 && x < int(W_);
             float value = inside ? inp[pix_base[p] + offset] : 0.0;
 #if VB == 4
             v[j] = value;
@@ -114,7 +134,7 @@ void load_slice(uint row0, uint col0, uint k0) {
         reg_q[i] = v;
 #else
         uint col = col0 + (q % uint(BN / VB)) * uint(VB);
-        bool inside = k < GK && col < GN;
+        bool inside = k < K_END && col < GN;
         reg_q[i] = inside ? b[(k * GN + col) / uint(VB)] : B_ELEM(0.0);
 #endif
     }
@@ -158,8 +178,15 @@ void main() {
 #endif
     uint row0 = gl_WorkGroupID.y * uint(BM);
     uint col0 = gl_WorkGroupID.x * uint(BN);
+#if WARP
+    uint lane = gl_LocalInvocationIndex % 32u;
+    uint warp = gl_LocalInvocationIndex / 32u;
+    uint tx = (warp % uint(TX / 8)) * 8u + lane % 8u;
+    uint ty = (warp / uint(TX / 8)) * 4u + lane / 8u;
+#else
     uint tx = gl_LocalInvocationIndex % uint(TX);
     uint ty = gl_LocalInvocationIndex / uint(TX);
+#endif
 
 #if CONV
     for (int i = 0; i < B_CHUNKS; ++i) {
@@ -192,14 +219,29 @@ void main() {
     }
 
     uint slices = (GK + uint(BK) - 1u) / uint(BK);
-    load_slice(row0, col0, 0u);
-    store_slice(0);
+    uint k_start = 0u;
+#if SPLIT > 1
+    if (phase == 0u) {
+        slices = 0u;
+    } else {
+        uint per_part = (slices + uint(SPLIT) - 1u) / uint(SPLIT);
+        uint first = min(gl_WorkGroupID.z * per_part, slices);
+        slices = min(first + per_part, slices) - first;
+        k_start = first * uint(BK);
+    }
+#endif
+    // Past the part's end, loads read zero as past GK.
+    K_END = min(GK, k_start + slices * uint(BK));
+    if (slices > 0u) {
+        load_slice(row0, col0, k_start);
+        store_slice(0);
+    }
     barrier();
     for (uint s = 0u; s < slices; ++s) {
         int buf = int(s & 1u);
         bool more = s + 1u < slices;
         if (more) {
-            load_slice(row0, col0, (s + 1u) * uint(BK));
+            load_slice(row0, col0, k_start + (s + 1u) * uint(BK));
         }
         for (int k = 0; k < BK; ++k) {
             vec4 p[TM / 4];
@@ -224,6 +266,10 @@ void main() {
         barrier();
     }
 
+#if SPLIT > 1
+    // The bias (or zero) is written once, by phase 0; the parts only add.
+    bool adding = phase != 0u;
+#endif
     for (int i = 0; i < TM / 4; ++i) {
         for (int r = 0; r < 4; ++r) {
             uint row = row0 + (uint(i * TY) + ty) * 4u + uint(r);
@@ -232,14 +278,18 @@ void main() {
             }
 #if CONV
             float offset = bias[row];
+#else
+            float offset = 0.0;
+#endif
+#if SPLIT > 1
+            if (adding) {
+                offset = 0.0;
+            }
 #endif
             for (int j = 0; j < TN / 4; ++j) {
                 uint col = col0 + (uint(j * TX) + tx) * 4u;
-                vec4 value = acc[i * 4 + r][j];
-#if CONV
-                value += vec4(offset);
-#endif
-#if VB == 4
+                vec4 value = acc[i * 4 + r][j] + vec4(offset);
+#if VC == 4
                 if (col < GN) {
 #if CONV
                     uint n = col / HW;
@@ -254,9 +304,19 @@ void main() {
                     if (cc < GN) {
 #if CONV
                         uint n = cc / HW;
-                        outp[(n * K + row) * HW + (cc - n * HW)] = value[e];
+                        uint at = (n * K + row) * HW + (cc - n * HW);
+#if SPLIT > 1
+                        if (adding) { atomicAdd(outp[at], value[e]); } else { outp[at] = value[e]; }
 #else
-                        c[row * GN + cc] = value[e];
+                        outp[at] = value[e];
+#endif
+#else
+                        uint at = row * GN + cc;
+#if SPLIT > 1
+                        if (adding) { atomicAdd(c[at], value[e]); } else { c[at] = value[e]; }
+#else
+                        c[at] = value[e];
+#endif
 #endif
                     }
                 }

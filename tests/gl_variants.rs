@@ -25,17 +25,28 @@ fn assert_correct(backend: &Runtime, case: &dyn Case, spec: &KernelSpec, label: 
 }
 
 fn gemm(bm: u32, bn: u32, bk: u32, tm: u32, tn: u32, va: u32, vb: u32) -> GemmVariant {
-    GemmVariant { bm, bn, bk, tm, tn, va, vb }
+    GemmVariant { bm, bn, bk, tm, tn, va, vb, ..GemmVariant::SAFE }
+}
+
+/// Whether the device has float atomics, which split variants need.
+fn has_float_atomics(backend: &Runtime) -> bool {
+    let probe = sgemm::variant_spec(&GemmVariant { split: 2, ..GemmVariant::SAFE });
+    backend.program(&probe).is_ok()
 }
 
 /// The tile shapes and widths the tuner offers, small and large.
 fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
     let (va, vb) = (if vec_a { 4 } else { 1 }, if vec_b { 4 } else { 1 });
+    let warp = |v: GemmVariant| GemmVariant { warp: 1, ..v };
+    let split = |v: GemmVariant, split| GemmVariant { split, ..v };
     vec![
         gemm(128, 128, 8, 8, 8, va, vb),
-        gemm(64, 64, 16, 4, 4, va, vb),
+        warp(gemm(64, 128, 16, 4, 8, va, vb)),
+        GemmVariant { unroll: 0, ..gemm(64, 64, 16, 4, 4, va, vb) },
         gemm(64, 32, 16, 8, 4, va, vb),
-        gemm(32, 64, 8, 4, 8, va, vb),
+        warp(gemm(32, 64, 8, 4, 8, va, vb)),
+        split(gemm(64, 64, 16, 4, 4, va, vb), 2),
+        split(warp(gemm(32, 64, 16, 4, 4, va, vb)), 3),
         GemmVariant::SAFE,
     ]
 }
@@ -43,12 +54,13 @@ fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
 #[test]
 fn sgemm_variants_are_correct_at_ragged_and_aligned_sizes() {
     let backend = backend();
+    let atomics = has_float_atomics(&backend);
     // (M, N, K): ragged in every dimension, K and N multiples of 4 (vector paths) with ragged
     // tiles, a K tail shorter than a slice, and one exact multiple of the big tile.
     for (m, n, k) in [(1, 1, 1), (37, 45, 19), (131, 68, 36), (70, 132, 12), (128, 128, 64)] {
         let case = Sgemm::random(m, n, k, (m + n + k) as u64);
         let shape = case.shape();
-        for v in gemm_variants(shape.vec_a, shape.vec_b) {
+        for v in gemm_variants(shape.vec_a, shape.vec_b).into_iter().filter(|v| v.split == 1 || atomics) {
             assert!(v.well_formed(), "{v}");
             assert_correct(&backend, &case, &sgemm::variant_spec(&v), &v.to_string());
         }
@@ -59,6 +71,7 @@ fn sgemm_variants_are_correct_at_ragged_and_aligned_sizes() {
 #[test]
 fn conv2d_variants_are_correct_at_ragged_and_aligned_shapes() {
     let backend = backend();
+    let atomics = has_float_atomics(&backend);
     for shape in [
         Shape { n: 1, c: 1, h: 1, w: 1, k: 1 },
         Shape { n: 2, c: 3, h: 7, w: 9, k: 5 },
@@ -67,10 +80,23 @@ fn conv2d_variants_are_correct_at_ragged_and_aligned_shapes() {
     ] {
         let case = Conv2d::random(shape, shape.w as u64);
         let gemm_shape = conv2d::gemm_shape(shape);
-        for v in gemm_variants(gemm_shape.vec_a, gemm_shape.vec_b) {
+        for v in
+            gemm_variants(gemm_shape.vec_a, gemm_shape.vec_b).into_iter().filter(|v| v.split == 1 || atomics)
+        {
             assert_correct(&backend, &case, &conv2d::variant_spec(&v), &v.to_string());
         }
         assert_correct(&backend, &case, &case.default_spec(backend.info()), "the default");
+    }
+}
+
+#[test]
+fn split_variants_compile_wherever_float_atomics_exist() {
+    // Mesa's llvmpipe and NVIDIA both offer GL_NV_shader_atomic_float; a device without it
+    // refuses split variants at compile time (the tuner then rejects them).
+    let backend = backend();
+    let extensions = backend.info().details.iter().any(|(_, v)| v.contains("NVIDIA") || v.contains("Mesa"));
+    if extensions {
+        assert!(has_float_atomics(&backend), "split variants must compile on {}", backend.info().name);
     }
 }
 

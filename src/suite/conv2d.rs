@@ -11,7 +11,7 @@ use crate::runtime::{Arg, Buffer, Program, Runtime};
 use crate::Result;
 
 use super::gemm::{GemmShape, GemmVariant};
-use super::sgemm::program_variant;
+use super::sgemm::{program_variant, record_gemm, with_phase};
 use super::{random_floats, Case, Work};
 use crate::hal::{DeviceInfo, Limits};
 use crate::runtime::Commands;
@@ -25,7 +25,7 @@ pub fn spec() -> KernelSpec {
 
 /// The kernel built with `variant` (same bindings as [`spec`]).
 pub fn variant_spec(variant: &GemmVariant) -> KernelSpec {
-    variant
+    let spec = variant
         .spec(NAME, true)
         .storage("inp", Access::ReadOnly)
         .storage("w", Access::ReadOnly)
@@ -35,7 +35,8 @@ pub fn variant_spec(variant: &GemmVariant) -> KernelSpec {
         .scalar("C", ScalarType::U32)
         .scalar("H", ScalarType::U32)
         .scalar("W_", ScalarType::U32)
-        .scalar("K", ScalarType::U32)
+        .scalar("K", ScalarType::U32);
+    with_phase(variant, spec)
 }
 
 /// The implicit GEMM of `shape`: output channels × output pixels, C·9 deep.
@@ -149,8 +150,11 @@ impl Case for Conv2d {
     fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()> {
         let Shape { n, c, h, w, k } = self.shape;
         let variant = program_variant(program)?;
-        commands.dispatch(
+        record_gemm(
+            commands,
             program,
+            &variant,
+            &gemm_shape(self.shape),
             &[
                 Arg::Buffer(&buffers[0]),
                 Arg::Buffer(&buffers[1]),
@@ -162,9 +166,7 @@ impl Case for Conv2d {
                 Arg::U32(w as u32),
                 Arg::U32(k as u32),
             ],
-            variant.groups(&gemm_shape(self.shape)),
-        )?;
-        Ok(())
+        )
     }
 
     fn download(&self, backend: &Runtime, buffers: &[Buffer]) -> Result<Vec<f32>> {

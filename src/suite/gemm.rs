@@ -23,6 +23,14 @@ pub struct GemmVariant {
     pub tn: u32,
     pub va: u32,
     pub vb: u32,
+    /// 1: each 32-invocation subgroup covers an 8×4 patch of positions (fewer distinct
+    /// shared-memory reads per instruction); 0: positions row by row.
+    pub warp: u32,
+    /// 1: ask the compiler to unroll every constant loop.
+    pub unroll: u32,
+    /// Split-K: parts of the shared dimension run by separate workgroups, added atomically
+    /// (needs float atomics: `GL_NV_shader_atomic_float`); 1: no split.
+    pub split: u32,
 }
 
 /// The problem a variant runs: `gm`×`gn` outputs, `gk` deep. `vec_a`/`vec_b` say whether the
@@ -36,7 +44,7 @@ pub struct GemmShape {
     pub vec_b: bool,
 }
 
-const DEFINES: [&str; 7] = ["BM", "BN", "BK", "TM", "TN", "VA", "VB"];
+const DEFINES: [&str; 10] = ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT"];
 
 impl GemmVariant {
     pub fn threads(&self) -> u32 {
@@ -51,8 +59,13 @@ impl GemmVariant {
     /// Whether the shader's index arithmetic holds for these numbers (every invocation loads
     /// whole chunks, tiles split evenly).
     pub fn well_formed(&self) -> bool {
-        let Self { bm, bn, bk, tm, tn, va, vb } = *self;
+        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, split } = *self;
         let threads = self.threads();
+        let warp_ok = match warp {
+            0 => true,
+            1 => tn > 0 && tm > 0 && (bn / tn) % 8 == 0 && (bm / tm) % 4 == 0,
+            _ => false,
+        };
         [va, vb].iter().all(|&v| v == 1 || v == 4)
             && tm % 4 == 0
             && tn % 4 == 0
@@ -65,6 +78,9 @@ impl GemmVariant {
             && threads > 0
             && (bm * bk) % (threads * va) == 0
             && (bk * bn) % (threads * vb) == 0
+            && warp_ok
+            && unroll <= 1
+            && (1..=16).contains(&split)
     }
 
     /// Whether the device can run it and the problem allows its vector widths.
@@ -78,9 +94,21 @@ impl GemmVariant {
             && self.groups(shape).iter().zip(&limits.max_workgroup_count).all(|(&g, &max)| g <= max)
     }
 
-    /// The spec of kernel `name` built from the core with these numbers and `extra` defines.
+    /// The spec of kernel `name` built from the core with these numbers (its bindings still to
+    /// be added; a split variant takes the scalar `phase` after them).
     pub fn spec(&self, name: &str, conv: bool) -> KernelSpec {
-        let values = [self.bm, self.bn, self.bk, self.tm, self.tn, self.va, self.vb];
+        let values = [
+            self.bm,
+            self.bn,
+            self.bk,
+            self.tm,
+            self.tn,
+            self.va,
+            self.vb,
+            self.warp,
+            self.unroll,
+            self.split,
+        ];
         let mut spec = KernelSpec::new(name, [self.threads(), 1, 1]).glsl(SOURCE);
         for (define, value) in DEFINES.iter().zip(values) {
             spec = spec.define(*define, value);
@@ -101,13 +129,28 @@ impl GemmVariant {
             tn: value("TN")?,
             va: value("VA")?,
             vb: value("VB")?,
+            warp: value("WARP")?,
+            unroll: value("UNROLL")?,
+            split: value("SPLIT")?,
         };
         (variant.well_formed() && spec.workgroup_size == [variant.threads(), 1, 1]).then_some(variant)
     }
 
-    /// Workgroups over the output: x along its columns, y along its rows.
+    /// Workgroups over the output: x along its columns, y along its rows, z along the parts of
+    /// a split (the first, filling dispatch of a split variant takes z = 1).
     pub fn groups(&self, shape: &GemmShape) -> [u32; 3] {
-        [groups_for(shape.gn, self.bn), groups_for(shape.gm, self.bm), 1]
+        [groups_for(shape.gn, self.bn), groups_for(shape.gm, self.bm), self.split]
+    }
+
+    /// The dispatches of one product: `(phase, groups)`; `phase` is `None` for an unsplit
+    /// variant, which takes no phase argument.
+    pub fn dispatches(&self, shape: &GemmShape) -> Vec<(Option<u32>, [u32; 3])> {
+        let [x, y, z] = self.groups(shape);
+        if self.split == 1 {
+            vec![(None, [x, y, 1])]
+        } else {
+            vec![(Some(0), [x, y, 1]), (Some(1), [x, y, z])]
+        }
     }
 
     /// The widest loads the problem allows.
@@ -119,14 +162,43 @@ impl GemmVariant {
     /// loads the problem allows (narrower ones are never faster).
     pub fn candidates(limits: &Limits, shape: &GemmShape) -> Vec<Self> {
         let mut out = Vec::new();
-        for (bm, bn) in [(128, 128), (128, 64), (64, 128), (64, 64), (64, 32), (32, 64), (32, 32)] {
+        let tiles = [
+            (256, 128),
+            (128, 256),
+            (128, 128),
+            (128, 64),
+            (64, 128),
+            (64, 64),
+            (64, 32),
+            (32, 64),
+            (32, 32),
+        ];
+        for (bm, bn) in tiles {
+            // Few output tiles for a deep product: split it, so every multiprocessor has work.
+            let count = shape.gm.div_ceil(bm as usize) * shape.gn.div_ceil(bn as usize);
+            let splits: &[u32] = if count < 160 && shape.gk >= 256 { &[1, 2, 4] } else { &[1] };
             for bk in [8, 16, 32] {
+                if bk == 32 && bm * bn > 64 * 64 {
+                    continue;
+                }
                 for (tm, tn) in [(8, 8), (8, 4), (4, 8), (4, 4)] {
-                    let variant = Self { bm, bn, bk, tm, tn, va: 1, vb: 1 }.widest(shape);
-                    if variant.fits(limits, shape) {
-                        out.push(variant);
+                    for warp in [0, 1] {
+                        for &split in splits {
+                            let variant = Self { bm, bn, bk, tm, tn, va: 1, vb: 1, warp, unroll: 1, split }
+                                .widest(shape);
+                            if variant.fits(limits, shape) {
+                                out.push(variant);
+                            }
+                        }
                     }
                 }
+            }
+        }
+        // Whether unrolling pays is the compiler's business: probe it on the usual winners.
+        for probe in [Self::BIG, Self::MEDIUM] {
+            let variant = Self { unroll: 0, ..probe }.widest(shape);
+            if variant.fits(limits, shape) {
+                out.push(variant);
             }
         }
         out
@@ -138,16 +210,17 @@ impl GemmVariant {
     pub fn default_for(info: &DeviceInfo, shape: &GemmShape) -> Self {
         let cpu = is_cpu_renderer(info);
         let preferred = [
-            Self { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, va: 4, vb: 4 },
-            Self { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, va: 4, vb: 4 },
-            Self { bm: 64, bn: 32, bk: 16, tm: 4, tn: 4, va: 4, vb: 4 },
-            Self { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, va: 4, vb: 4 },
+            Self::BIG,
+            Self::MEDIUM,
+            Self { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, ..Self::BIG },
+            Self { bm: 64, bn: 32, bk: 16, tm: 4, tn: 4, ..Self::BIG },
+            Self { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, ..Self::BIG },
         ];
         let enough = |v: &Self| {
             let [x, y, _] = v.groups(shape);
             cpu || u64::from(x) * u64::from(y) >= 128
         };
-        let start = usize::from(cpu);
+        let start = if cpu { 2 } else { 0 };
         preferred[start..]
             .iter()
             .map(|v| v.widest(shape))
@@ -157,7 +230,13 @@ impl GemmVariant {
     }
 
     /// Fits every GL 4.3 device (64 invocations, 8.5 KiB of shared memory) and any problem.
-    pub const SAFE: Self = Self { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, va: 1, vb: 1 };
+    pub const SAFE: Self =
+        Self { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, va: 1, vb: 1, warp: 0, unroll: 1, split: 1 };
+    /// 128×128 tiles, 8×8 outputs per invocation: big problems on big GPUs.
+    pub const BIG: Self =
+        Self { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, va: 4, vb: 4, warp: 0, unroll: 1, split: 1 };
+    /// 128×128 tiles with 512 invocations, 8×4 outputs each.
+    pub const MEDIUM: Self = Self { bk: 16, tn: 4, ..Self::BIG };
 }
 
 /// Mesa's software renderers run compute shaders on the CPU.
@@ -168,7 +247,17 @@ pub(crate) fn is_cpu_renderer(info: &DeviceInfo) -> bool {
 
 impl fmt::Display for GemmVariant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}x{}x{} t{}x{} v{}/{}", self.bm, self.bn, self.bk, self.tm, self.tn, self.va, self.vb)
+        write!(f, "{}x{}x{} t{}x{} v{}/{}", self.bm, self.bn, self.bk, self.tm, self.tn, self.va, self.vb)?;
+        if self.warp == 1 {
+            write!(f, " warp")?;
+        }
+        if self.unroll == 0 {
+            write!(f, " no-unroll")?;
+        }
+        if self.split > 1 {
+            write!(f, " split{}", self.split)?;
+        }
+        Ok(())
     }
 }
 
@@ -196,6 +285,19 @@ mod tests {
         }
         let scalar = GemmShape { vec_a: false, ..shape };
         assert!(GemmVariant::candidates(&limits, &scalar).iter().all(|v| v.va == 1));
-        assert!(!GemmVariant { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, va: 4, vb: 4 }.fits(&limits, &scalar));
+        assert!(!GemmVariant::BIG.fits(&limits, &scalar));
+        let labels: std::collections::HashSet<String> = candidates.iter().map(|v| v.to_string()).collect();
+        assert_eq!(labels.len(), candidates.len(), "labels name variants uniquely");
+        let few_tiles = GemmShape { gm: 64, gn: 3136, gk: 576, vec_a: true, vec_b: true };
+        assert!(GemmVariant::candidates(&limits, &few_tiles).iter().any(|v| v.split > 1));
+        let big = GemmShape { gm: 4096, gn: 4096, gk: 4096, vec_a: true, vec_b: true };
+        assert!(
+            GemmVariant::candidates(&limits, &big).iter().all(|v| v.split == 1),
+            "4096² has enough tiles"
+        );
+        for shape in [(1024, 1024, 1024), (4096, 4096, 4096), (128, 25088, 1152), (64, 3136, 576)] {
+            let shape = GemmShape { gm: shape.0, gn: shape.1, gk: shape.2, vec_a: true, vec_b: true };
+            eprintln!("{shape:?}: {} candidates", GemmVariant::candidates(&limits, &shape).len());
+        }
     }
 }

@@ -47,7 +47,7 @@ impl SaxpyVariant {
     pub fn candidates(limits: &Limits, n: usize) -> Vec<Self> {
         let mut out = Vec::new();
         for workgroup in [128, 256, 512, 1024] {
-            for per_thread in [1, 2, 4, 8] {
+            for per_thread in [1, 2, 4] {
                 for vec in [4, 1] {
                     let v = Self { workgroup, per_thread, vec };
                     if v.fits(limits, n) {

@@ -25,14 +25,40 @@ pub fn spec() -> KernelSpec {
 
 /// The kernel built with `variant` (same bindings as [`spec`]).
 pub fn variant_spec(variant: &GemmVariant) -> KernelSpec {
-    variant
+    let spec = variant
         .spec(NAME, false)
         .storage("a", Access::ReadOnly)
         .storage("b", Access::ReadOnly)
         .storage("c", Access::ReadWrite)
         .scalar("M", ScalarType::U32)
         .scalar("N", ScalarType::U32)
-        .scalar("K", ScalarType::U32)
+        .scalar("K", ScalarType::U32);
+    with_phase(variant, spec)
+}
+
+/// A split variant's extra scalar: 0 fills the output, 1 adds the parts into it.
+pub(crate) fn with_phase(variant: &GemmVariant, spec: KernelSpec) -> KernelSpec {
+    if variant.split > 1 {
+        spec.scalar("phase", ScalarType::U32)
+    } else {
+        spec
+    }
+}
+
+/// Records the dispatches of one product: `args` plus the phase of each, for split variants.
+pub(crate) fn record_gemm(
+    commands: &mut Commands,
+    program: &Program,
+    variant: &GemmVariant,
+    shape: &GemmShape,
+    args: &[Arg<'_>],
+) -> Result<()> {
+    for (phase, groups) in variant.dispatches(shape) {
+        let mut all = args.to_vec();
+        all.extend(phase.map(Arg::U32));
+        commands.dispatch(program, &all, groups)?;
+    }
+    Ok(())
 }
 
 /// An sgemm problem: `a` is M×K, `b` is K×N.
@@ -123,8 +149,11 @@ impl Case for Sgemm {
 
     fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()> {
         let variant = program_variant(program)?;
-        commands.dispatch(
+        record_gemm(
+            commands,
             program,
+            &variant,
+            &self.shape(),
             &[
                 Arg::Buffer(&buffers[0]),
                 Arg::Buffer(&buffers[1]),
@@ -133,9 +162,7 @@ impl Case for Sgemm {
                 Arg::U32(self.n as u32),
                 Arg::U32(self.k as u32),
             ],
-            variant.groups(&self.shape()),
-        )?;
-        Ok(())
+        )
     }
 
     fn download(&self, backend: &Runtime, buffers: &[Buffer]) -> Result<Vec<f32>> {

@@ -169,6 +169,12 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
     let mut timings = Vec::new();
     let mut rejected = Vec::new();
     let gpu_timer = backend.measures_gpu_time();
+    // Compile them all at once where the driver compiles in parallel; if one fails, each is
+    // asked for (and its failure recorded) below.
+    let specs: Vec<KernelSpec> = variants.iter().map(|(_, spec)| spec.clone()).collect();
+    if let Err(err) = backend.warm_up(&specs) {
+        tracing::info!(error = %err, "not every variant compiles here; compiling them one by one");
+    }
     for (label, spec) in &variants {
         let program = match backend.program(spec) {
             Ok(program) => program,
