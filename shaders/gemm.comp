@@ -17,7 +17,9 @@
 // be a multiple of 4), VB (1 or 4: width of Q loads and R stores; 4 needs GN a multiple of 4,
 // and for conv2d H·W a multiple of 4), CONV (0 or 1), WARP (0: invocations laid out row by row
 // over the tile; 1: each 32-wide subgroup covers an 8 x 4 patch of invocation positions, so
-// fewer distinct shared-memory vectors are read per instruction), UNROLL, SPLIT. Every load outside the matrices reads zero
+// fewer distinct shared-memory vectors are read per instruction), FRAG (1: the next step's
+// fragments are read from shared memory into a second set of registers while this step
+// multiplies), UNROLL, SPLIT. Every load outside the matrices reads zero
 // and every store outside is skipped, so any size works.
 
 // UNROLL = 1: ask NVIDIA's compiler to unroll every constant loop (other compilers ignore it).
@@ -56,10 +58,10 @@
 #endif
 
 #if CONV
-layout(std430, binding = 0) readonly buffer In { float inp[]; };
-layout(std430, binding = 1) readonly buffer W { A_ELEM w[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) buffer Out { C_ELEM outp[]; };
+layout(std430, binding = 0) restrict readonly buffer In { float inp[]; };
+layout(std430, binding = 1) restrict readonly buffer W { A_ELEM w[]; };
+layout(std430, binding = 2) restrict readonly buffer Bias { float bias[]; };
+layout(std430, binding = 3) restrict buffer Out { C_ELEM outp[]; };
 uniform uint N;
 uniform uint C;
 uniform uint H;
@@ -67,9 +69,9 @@ uniform uint W_;
 uniform uint K;
 #define P_DATA w
 #else
-layout(std430, binding = 0) readonly buffer A { A_ELEM a[]; };
-layout(std430, binding = 1) readonly buffer B { B_ELEM b[]; };
-layout(std430, binding = 2) buffer C { C_ELEM c[]; };
+layout(std430, binding = 0) restrict readonly buffer A { A_ELEM a[]; };
+layout(std430, binding = 1) restrict readonly buffer B { B_ELEM b[]; };
+layout(std430, binding = 2) restrict buffer C { C_ELEM c[]; };
 uniform uint M;
 uniform uint N;
 uniform uint K;
@@ -243,6 +245,35 @@ void main() {
         if (more) {
             load_slice(row0, col0, k_start + (s + 1u) * uint(BK));
         }
+#if FRAG
+        // The fragments of step k + 1 are read from shared memory while step k multiplies.
+        vec4 p[2][TM / 4];
+        vec4 q[2][TN / 4];
+        for (int i = 0; i < TM / 4; ++i) {
+            p[0][i] = tile_p[buf][0][uint(i * TY) + ty];
+        }
+        for (int j = 0; j < TN / 4; ++j) {
+            q[0][j] = tile_q[buf][0][uint(j * TX) + tx];
+        }
+        for (int k = 0; k < BK; ++k) {
+            int cur = k & 1;
+            if (k + 1 < BK) {
+                for (int i = 0; i < TM / 4; ++i) {
+                    p[cur ^ 1][i] = tile_p[buf][k + 1][uint(i * TY) + ty];
+                }
+                for (int j = 0; j < TN / 4; ++j) {
+                    q[cur ^ 1][j] = tile_q[buf][k + 1][uint(j * TX) + tx];
+                }
+            }
+            for (int i = 0; i < TM / 4; ++i) {
+                for (int r = 0; r < 4; ++r) {
+                    for (int j = 0; j < TN / 4; ++j) {
+                        acc[i * 4 + r][j] = fma(vec4(p[cur][i][r]), q[cur][j], acc[i * 4 + r][j]);
+                    }
+                }
+            }
+        }
+#else
         for (int k = 0; k < BK; ++k) {
             vec4 p[TM / 4];
             vec4 q[TN / 4];
@@ -260,6 +291,7 @@ void main() {
                 }
             }
         }
+#endif
         if (more) {
             store_slice(buf ^ 1);
         }

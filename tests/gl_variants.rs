@@ -41,12 +41,14 @@ fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
     let split = |v: GemmVariant, split| GemmVariant { split, ..v };
     vec![
         gemm(128, 128, 8, 8, 8, va, vb),
+        GemmVariant { frag: 1, ..gemm(128, 64, 16, 8, 8, va, vb) },
         warp(gemm(64, 128, 16, 4, 8, va, vb)),
         GemmVariant { unroll: 0, ..gemm(64, 64, 16, 4, 4, va, vb) },
         gemm(64, 32, 16, 8, 4, va, vb),
         warp(gemm(32, 64, 8, 4, 8, va, vb)),
         split(gemm(64, 64, 16, 4, 4, va, vb), 2),
         split(warp(gemm(32, 64, 16, 4, 4, va, vb)), 3),
+        GemmVariant { frag: 1, ..split(gemm(64, 64, 16, 4, 4, va, vb), 2) },
         GemmVariant::SAFE,
     ]
 }

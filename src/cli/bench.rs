@@ -165,6 +165,8 @@ pub struct Options {
     pub peers: bool,
     pub quick: bool,
     pub startup: bool,
+    /// Also write the JSON report here.
+    pub json_out: Option<std::path::PathBuf>,
 }
 
 /// Prints one progress line (stderr), with the time since the bench started.
@@ -173,7 +175,7 @@ fn step(started: Instant, what: &str) {
 }
 
 pub fn run(options: Options) -> CliResult<ExitCode> {
-    let Options { json, repeats, peers, quick, startup } = options;
+    let Options { json, repeats, peers, quick, startup, json_out } = options;
     let bench_started = Instant::now();
     let backend = Runtime::from_env()?;
     let scratch = tempfile::tempdir()?;
@@ -262,6 +264,10 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     };
     let all_correct = report.scenarios.iter().flat_map(|s| &s.runs).all(|r| r.correct)
         && report.throughput.iter().all(|t| t.correct == "yes");
+    if let Some(path) = &json_out {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .map_err(|err| format!("cannot write the JSON report to {}: {err}", path.display()))?;
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -74,6 +74,9 @@ enum Command {
         /// Skip the fresh-process startup scenarios; throughput only.
         #[arg(long)]
         no_startup: bool,
+        /// Also write the JSON report to this file.
+        #[arg(long)]
+        json_out: Option<std::path::PathBuf>,
     },
     /// Times every variant of a suite kernel for a problem on this GPU and keeps the fastest in
     /// the cache dir; later runs use it. Without a kernel, tunes the benchmark's problems.
@@ -143,9 +146,14 @@ pub fn run() -> CliResult<ExitCode> {
     match Cli::parse().command {
         Command::Info { json } => info::run(json),
         Command::Run { kernel, sizes, seed } => run::run(&kernel, &sizes, seed),
-        Command::Bench { json, repeats, peers, quick, no_startup } => {
-            bench::run(bench::Options { json, repeats: repeats.max(1), peers, quick, startup: !no_startup })
-        }
+        Command::Bench { json, repeats, peers, quick, no_startup, json_out } => bench::run(bench::Options {
+            json,
+            repeats: repeats.max(1),
+            peers,
+            quick,
+            startup: !no_startup,
+            json_out,
+        }),
         Command::Tune { kernel, sizes, force, quick, json } => {
             tune::run(kernel.as_deref(), &sizes, force, quick, json)
         }

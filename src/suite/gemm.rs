@@ -28,6 +28,8 @@ pub struct GemmVariant {
     pub warp: u32,
     /// 1: ask the compiler to unroll every constant loop.
     pub unroll: u32,
+    /// 1: read the next step's fragments from shared memory while this step multiplies.
+    pub frag: u32,
     /// Split-K: parts of the shared dimension run by separate workgroups, added atomically
     /// (needs float atomics: `GL_NV_shader_atomic_float`); 1: no split.
     pub split: u32,
@@ -44,7 +46,7 @@ pub struct GemmShape {
     pub vec_b: bool,
 }
 
-const DEFINES: [&str; 10] = ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT"];
+const DEFINES: [&str; 11] = ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG"];
 
 impl GemmVariant {
     pub fn threads(&self) -> u32 {
@@ -59,7 +61,7 @@ impl GemmVariant {
     /// Whether the shader's index arithmetic holds for these numbers (every invocation loads
     /// whole chunks, tiles split evenly).
     pub fn well_formed(&self) -> bool {
-        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, split } = *self;
+        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, frag, split } = *self;
         let threads = self.threads();
         let warp_ok = match warp {
             0 => true,
@@ -80,6 +82,7 @@ impl GemmVariant {
             && (bk * bn) % (threads * vb) == 0
             && warp_ok
             && unroll <= 1
+            && frag <= 1
             && (1..=16).contains(&split)
     }
 
@@ -97,7 +100,7 @@ impl GemmVariant {
     /// The spec of kernel `name` built from the core with these numbers (its bindings still to
     /// be added; a split variant takes the scalar `phase` after them).
     pub fn spec(&self, name: &str, conv: bool) -> KernelSpec {
-        let values = [
+        let values: [u32; DEFINES.len()] = [
             self.bm,
             self.bn,
             self.bk,
@@ -108,6 +111,7 @@ impl GemmVariant {
             self.warp,
             self.unroll,
             self.split,
+            self.frag,
         ];
         let mut spec = KernelSpec::new(name, [self.threads(), 1, 1]).glsl(SOURCE);
         for (define, value) in DEFINES.iter().zip(values) {
@@ -131,6 +135,7 @@ impl GemmVariant {
             vb: value("VB")?,
             warp: value("WARP")?,
             unroll: value("UNROLL")?,
+            frag: value("FRAG")?,
             split: value("SPLIT")?,
         };
         (variant.well_formed() && spec.workgroup_size == [variant.threads(), 1, 1]).then_some(variant)
@@ -184,8 +189,9 @@ impl GemmVariant {
                 for (tm, tn) in [(8, 8), (8, 4), (4, 8), (4, 4)] {
                     for warp in [0, 1] {
                         for &split in splits {
-                            let variant = Self { bm, bn, bk, tm, tn, va: 1, vb: 1, warp, unroll: 1, split }
-                                .widest(shape);
+                            let variant =
+                                Self { bm, bn, bk, tm, tn, va: 1, vb: 1, warp, unroll: 1, frag: 0, split }
+                                    .widest(shape);
                             if variant.fits(limits, shape) {
                                 out.push(variant);
                             }
@@ -194,13 +200,20 @@ impl GemmVariant {
                 }
             }
         }
-        // Whether unrolling pays is the compiler's business: probe it on the usual winners.
+        // Whether unrolling and fragment double buffering pay is the compiler's business: probe
+        // them on the big-tile shapes that usually win.
         for probe in [Self::BIG, Self::MEDIUM] {
             let variant = Self { unroll: 0, ..probe }.widest(shape);
             if variant.fits(limits, shape) {
                 out.push(variant);
             }
         }
+        let mut fragged: Vec<Self> = out
+            .iter()
+            .filter(|v| v.bm * v.bn >= 64 * 128 && v.tm * v.tn >= 32 && v.unroll == 1)
+            .map(|v| Self { frag: 1, ..*v })
+            .collect();
+        out.append(&mut fragged);
         out
     }
 
@@ -231,10 +244,10 @@ impl GemmVariant {
 
     /// Fits every GL 4.3 device (64 invocations, 8.5 KiB of shared memory) and any problem.
     pub const SAFE: Self =
-        Self { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, va: 1, vb: 1, warp: 0, unroll: 1, split: 1 };
+        Self { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, va: 1, vb: 1, warp: 0, unroll: 1, frag: 0, split: 1 };
     /// 128×128 tiles, 8×8 outputs per invocation: big problems on big GPUs.
     pub const BIG: Self =
-        Self { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, va: 4, vb: 4, warp: 0, unroll: 1, split: 1 };
+        Self { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, va: 4, vb: 4, warp: 0, unroll: 1, frag: 0, split: 1 };
     /// 128×128 tiles with 512 invocations, 8×4 outputs each.
     pub const MEDIUM: Self = Self { bk: 16, tn: 4, ..Self::BIG };
 }
@@ -253,6 +266,9 @@ impl fmt::Display for GemmVariant {
         }
         if self.unroll == 0 {
             write!(f, " no-unroll")?;
+        }
+        if self.frag == 1 {
+            write!(f, " frag")?;
         }
         if self.split > 1 {
             write!(f, " split{}", self.split)?;
