@@ -168,7 +168,7 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
     let mut warmed = false;
     let mut timings = Vec::new();
     let mut rejected = Vec::new();
-    let gpu_timer = backend.measures_gpu_time();
+    let mut gpu_timed = true;
     // Compile them all at once where the driver compiles in parallel; if one fails, each is
     // asked for (and its failure recorded) below.
     let specs: Vec<KernelSpec> = variants.iter().map(|(_, spec)| spec.clone()).collect();
@@ -199,6 +199,7 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
             timing::warm(backend, &program, case, &sets, Duration::from_millis(20))?;
         }
         let timing = timing::time(backend, &program, case, &sets, options.runs, options.budget)?;
+        gpu_timed &= timing.gpu.is_some();
         timings.push((label.clone(), timing.best().as_secs_f64() * 1e3));
     }
     timings.sort_by(|a, b| a.1.total_cmp(&b.1));
@@ -215,7 +216,7 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
     let choice = Choice {
         variant,
         ms,
-        timer: if gpu_timer { "gpu" } else { "wall" }.into(),
+        timer: if gpu_timed { "gpu" } else { "wall" }.into(),
         candidates: timings.len(),
     };
     Ok(Outcome { key: key(case), choice, timings, rejected })
