@@ -27,7 +27,8 @@ pub enum KernelError {
 }
 
 /// The languages kernel sources come in; each backend consumes one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum SourceLanguage {
     Glsl,
     OpenCl,

@@ -273,8 +273,9 @@ fn sgemm_dispatch() {
             gfx: Gfx::Gfx11,
             blob: &aot_blob("sgemm", "gfx1100"),
             entry: "sgemm",
-            workgroup: [16, 16, 1],
-            groups: [4, 3, 1],
+            // The GEMM core's portable variant: 32x32 tiles of C, 64 work-items each.
+            workgroup: [64, 1, 1],
+            groups: [2, 2, 1],
             args: &[
                 Expect::Buffer(floats(&case.a)),
                 Expect::Buffer(floats(&case.b)),
@@ -286,7 +287,11 @@ fn sgemm_dispatch() {
         },
     );
     let kd = CodeObject::parse(&aot_blob("sgemm", "gfx1100")).unwrap().kernel("sgemm").unwrap().descriptor;
-    assert_eq!(kd.group_segment_fixed_size, 2 * 16 * 16 * 4, "two 16x16 float tiles of LDS");
+    assert_eq!(
+        kd.group_segment_fixed_size,
+        2 * 16 * 32 * 4,
+        "16-deep slices of a 32-row and a 32-column tile in LDS"
+    );
 }
 
 #[test]
@@ -303,8 +308,9 @@ fn conv2d_dispatch() {
             gfx: Gfx::Gfx11,
             blob: &aot_blob("conv2d", "gfx1100"),
             entry: "conv2d",
-            workgroup: [16, 16, 1],
-            groups: [2, 2, 8],
+            // Implicit GEMM: 32 output channels by 32 output pixels (of N·H·W = 680) per group.
+            workgroup: [64, 1, 1],
+            groups: [22, 1, 1],
             args: &[
                 Expect::Buffer(floats(&case.input)),
                 Expect::Buffer(floats(&case.weights)),

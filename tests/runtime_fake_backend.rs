@@ -185,6 +185,7 @@ fn harness(token: u64) -> Harness {
             limits: limits(),
             persists_programs: false,
             parallel_compile: false,
+            languages: vec![SourceLanguage::Glsl],
         },
         token,
         timeline: timeline.clone(),

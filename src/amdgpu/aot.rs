@@ -19,15 +19,15 @@ pub struct SuiteKernel {
     pub name: &'static str,
     /// Source file under `shaders/`.
     pub file: &'static str,
-    /// `-D` definitions (the suite's sgemm uses 16×16 tiles).
+    /// `-D` definitions (sgemm and conv2d share one GEMM core).
     pub defines: &'static [(&'static str, &'static str)],
 }
 
 /// The suite's OpenCL C kernels.
 pub const SUITE: &[SuiteKernel] = &[
     SuiteKernel { name: "saxpy", file: "saxpy.cl", defines: &[] },
-    SuiteKernel { name: "sgemm", file: "sgemm.cl", defines: &[("TILE", "16")] },
-    SuiteKernel { name: "conv2d", file: "conv2d.cl", defines: &[] },
+    SuiteKernel { name: "sgemm", file: "gemm.cl", defines: &[("CONV", "0")] },
+    SuiteKernel { name: "conv2d", file: "gemm.cl", defines: &[("CONV", "1")] },
 ];
 
 /// Targets blobs are built for.

@@ -27,7 +27,7 @@ use crate::cache::{Blob, LoadFailure};
 use crate::hal::{
     self, Api, BufferUsage, Command, Compiled, DeviceInfo, Limits, Prepared, ProgramInterface, ScalarValue,
 };
-use crate::kernel::KernelSpec;
+use crate::kernel::{KernelSpec, SourceLanguage};
 use crate::{Error, ErrorKind, Result};
 
 /// Names one backend built on [`AmdgpuDevice`].
@@ -134,6 +134,7 @@ impl<F: Flavor> AmdgpuDevice<F> {
             limits: limits(&gpu),
             persists_programs: true,
             parallel_compile: false,
+            languages: vec![SourceLanguage::CodeObject, SourceLanguage::OpenCl],
         };
         tracing::info!(backend = F::NAME, device = %info.name, "amdgpu backend ready");
         Ok(Self {

@@ -1,5 +1,9 @@
 //! `sparkle bench`: time to first correct result of the whole suite under four cache scenarios,
-//! each measured in a fresh process, and per-kernel throughput with warm programs.
+//! each measured in a fresh process, and per-kernel throughput with warm programs: the GPU warmed
+//! with ≥ 0.5 s of continuous work first, each dispatch timed on the GPU (timer queries) and as
+//! dispatch + wait, medians of many runs, inputs that would sit in cache rotated, the GPU clock
+//! read where the driver exposes it, and — with `--peers` — PyTorch (cuBLAS/cuDNN) at the same
+//! sizes on the same GPU in the same run.
 //!
 //! Scenarios (median of `--repeats` runs each):
 //! - `cold`: empty Sparkle cache, empty driver shader cache;
@@ -15,7 +19,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sparkle::cache::{CacheConfig, CacheStats};
-use sparkle::suite::{self, Case};
+use sparkle::suite::{self, timing, Case};
 use sparkle::{BackendChoice, Runtime};
 
 use super::{table, CliResult};
@@ -98,11 +102,46 @@ struct Scenario {
 #[derive(Serialize)]
 struct Throughput {
     case: String,
+    /// `kernel shape`, as peers and tuning key problems.
+    key: String,
+    variant: String,
+    /// `tuned` (a stored `sparkle tune` choice) or `default`.
+    choice: &'static str,
     iterations: usize,
-    median_ms: f64,
+    /// Median GPU time of one dispatch (timer queries); `None` where the device cannot measure.
+    gpu_ms: Option<f64>,
+    /// Median dispatch + wait on the host.
+    wall_ms: f64,
+    /// Throughput from the GPU time (wall time where there is none).
     gflops: f64,
     gbytes_per_s: f64,
+    /// Copies of the inputs rotated through.
+    input_copies: usize,
+    /// The SM clock right after timing, MHz, where the driver exposes it.
+    clock_mhz: Option<f64>,
     correct: String,
+    peer: Option<Peer>,
+}
+
+/// PyTorch's figure for the same problem.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Peer {
+    key: String,
+    what: String,
+    ms: f64,
+    /// Our throughput over the peer's (peer time / our time).
+    #[serde(default)]
+    ratio: f64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct PeerReport {
+    #[serde(default)]
+    device: String,
+    #[serde(default)]
+    torch: String,
+    #[serde(default)]
+    results: Vec<Peer>,
 }
 
 #[derive(Serialize)]
@@ -110,16 +149,38 @@ struct Report {
     device: String,
     backend: String,
     details: Vec<(String, String)>,
+    /// From `nvidia-smi` where present: driver version, maximum SM clock.
+    gpu: Vec<(String, String)>,
     scenarios: Vec<Scenario>,
     warm_over_cold: f64,
     warm_over_driver_cache: f64,
     throughput: Vec<Throughput>,
+    peers: Option<PeerReport>,
 }
 
-pub fn run(json: bool, repeats: usize) -> CliResult<ExitCode> {
+/// What `sparkle bench` was asked for.
+pub struct Options {
+    pub json: bool,
+    pub repeats: usize,
+    pub peers: bool,
+    pub quick: bool,
+    pub startup: bool,
+    /// Also write the JSON report here.
+    pub json_out: Option<std::path::PathBuf>,
+}
+
+/// Prints one progress line (stderr), with the time since the bench started.
+fn step(started: Instant, what: &str) {
+    eprintln!("[{:7.1} s] {what}", started.elapsed().as_secs_f64());
+}
+
+pub fn run(options: Options) -> CliResult<ExitCode> {
+    let Options { json, repeats, peers, quick, startup, json_out } = options;
+    let bench_started = Instant::now();
     let backend = Runtime::from_env()?;
     let scratch = tempfile::tempdir()?;
-    let progress = progress_bar(4 * repeats as u64 + suite::bench_cases(1).len() as u64);
+    let repeats = if startup { repeats } else { 0 };
+    let progress = progress_bar(4 * repeats as u64);
 
     // The first cold run's directories are the hot ones of the later scenarios.
     let hot_sparkle = scratch.path().join("hot-sparkle");
@@ -147,35 +208,66 @@ pub fn run(json: bool, repeats: usize) -> CliResult<ExitCode> {
         warm_driver_cold.push(spawn_child(Some(&hot_sparkle), &fresh("wd", i))?);
         progress.inc(1);
     }
-    let scenarios = vec![
-        scenario("cold", "empty Sparkle cache, empty driver cache", cold),
-        scenario("driver-cache", "no Sparkle cache, driver shader cache hot", driver_cache),
-        scenario("warm", "Sparkle cache hot, driver shader cache hot", warm),
-        scenario("warm-driver-cold", "Sparkle cache hot, driver shader cache empty", warm_driver_cold),
-    ];
-    let warm_over_cold = scenarios[2].median_suite_ms / scenarios[0].median_suite_ms;
-    let warm_over_driver_cache = scenarios[2].median_suite_ms / scenarios[1].median_suite_ms;
-
-    let mut throughput = Vec::new();
-    for case in suite::bench_cases(1) {
-        progress.set_message(case.describe());
-        throughput.push(measure_throughput(&backend, case.as_ref())?);
-        progress.inc(1);
+    if startup {
+        step(bench_started, "startup scenarios done");
     }
+    let scenarios = if !startup {
+        Vec::new()
+    } else {
+        vec![
+            scenario("cold", "empty Sparkle cache, empty driver cache", cold),
+            scenario("driver-cache", "no Sparkle cache, driver shader cache hot", driver_cache),
+            scenario("warm", "Sparkle cache hot, driver shader cache hot", warm),
+            scenario("warm-driver-cold", "Sparkle cache hot, driver shader cache empty", warm_driver_cold),
+        ]
+    };
+    let ratio = |a: usize, b: usize| match (scenarios.get(a), scenarios.get(b)) {
+        (Some(a), Some(b)) => a.median_suite_ms / b.median_suite_ms,
+        _ => f64::NAN,
+    };
+    let warm_over_cold = ratio(2, 0);
+    let warm_over_driver_cache = ratio(2, 1);
     progress.finish_and_clear();
+
+    let cases = suite::bench_cases(1, quick);
+    let mut throughput = Vec::new();
+    for case in &cases {
+        step(bench_started, &format!("timing {}", case.describe()));
+        throughput.push(measure_throughput(&backend, case.as_ref())?);
+    }
+    let peers = if peers {
+        step(bench_started, "running the peers (PyTorch)");
+        let report = run_peers(&cases)?;
+        for t in &mut throughput {
+            if let Some(peer) = report.results.iter().find(|p| p.key == t.key) {
+                let ours = t.gpu_ms.unwrap_or(t.wall_ms);
+                t.peer = Some(Peer { ratio: peer.ms / ours, ..peer.clone() });
+            }
+        }
+        Some(report)
+    } else {
+        None
+    };
+    step(bench_started, "done");
 
     let info = backend.info();
     let report = Report {
         device: info.name.clone(),
         backend: info.backend.to_string(),
         details: info.details.clone(),
+        gpu: gpu_facts(),
         scenarios,
         warm_over_cold,
         warm_over_driver_cache,
         throughput,
+        peers,
     };
     let all_correct = report.scenarios.iter().flat_map(|s| &s.runs).all(|r| r.correct)
         && report.throughput.iter().all(|t| t.correct == "yes");
+    if let Some(path) = &json_out {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .map_err(|err| format!("cannot write the JSON report to {}: {err}", path.display()))?;
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -241,29 +333,97 @@ fn scenario(name: &'static str, description: &'static str, runs: Vec<ChildReport
     }
 }
 
-/// Dispatch + wait, repeated on warm buffers: at least 3 times, up to 50 or one second.
+/// Warm-up, then GPU-timed and wall-timed medians of single dispatches of the variant the
+/// suite picks for this GPU (tuned, else the default), checked against the CPU first.
 fn measure_throughput(backend: &Runtime, case: &dyn Case) -> CliResult<Throughput> {
-    let program = backend.program(&case.spec())?;
-    let verdict = suite::run_and_verify(backend, &program, case)?;
-    let buffers = case.upload(backend)?;
-    let mut times = Vec::new();
-    let started = Instant::now();
-    while times.len() < 3 || (times.len() < 50 && started.elapsed() < Duration::from_secs(1)) {
-        let t = Instant::now();
-        case.dispatch(backend, &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
-        times.push(t.elapsed());
-    }
-    times.sort();
-    let median = times[times.len() / 2].as_secs_f64();
+    let tuned = suite::tuning::Tuning::load(backend).and_then(|t| t.spec_for(backend, case));
+    let choice = if tuned.is_some() { "tuned" } else { "default" };
+    let spec = suite::chosen_spec(backend, case);
+    let variant = suite::variants_for(backend, case)
+        .into_iter()
+        .find(|(_, s)| *s == spec)
+        .map_or_else(|| "default".to_owned(), |(label, _)| label);
+    let program = backend.program(&spec)?;
+    let fresh = case.upload(backend)?;
+    case.dispatch(backend, &program, &fresh)?.wait(suite::DISPATCH_TIMEOUT)?;
+    let verdict = suite::verify_sampled(case, &case.download(backend, &fresh)?, 20_000);
+    drop(fresh);
+    let copies = timing::copies_for(case);
+    let sets = timing::upload_copies(backend, case, copies)?;
+    timing::warm(backend, &program, case, &sets, Duration::from_millis(600))?;
+    let timed = timing::time(backend, &program, case, &sets, 30, Duration::from_secs(2))?;
+    let clock_mhz = smi(&["clocks.sm"]).and_then(|v| v.first().and_then(|c| c.parse().ok()));
+    let seconds = timed.best().as_secs_f64();
     let work = case.work();
     Ok(Throughput {
         case: case.describe(),
-        iterations: times.len(),
-        median_ms: median * 1e3,
-        gflops: work.flops / median / 1e9,
-        gbytes_per_s: work.bytes / median / 1e9,
+        key: suite::tuning::key(case),
+        variant,
+        choice,
+        iterations: timed.runs,
+        gpu_ms: timed.gpu.map(|d| d.as_secs_f64() * 1e3),
+        wall_ms: timed.wall.as_secs_f64() * 1e3,
+        gflops: work.flops / seconds / 1e9,
+        gbytes_per_s: work.bytes / seconds / 1e9,
+        input_copies: copies,
+        clock_mhz,
         correct: if verdict.passed() { "yes".into() } else { verdict.to_string() },
+        peer: None,
     })
+}
+
+/// `nvidia-smi --query-gpu=<fields>` of the first GPU; `None` where there is no NVIDIA tool.
+fn smi(fields: &[&str]) -> Option<Vec<String>> {
+    let output = Command::new("nvidia-smi")
+        .arg(format!("--query-gpu={}", fields.join(",")))
+        .arg("--format=csv,noheader,nounits")
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text.lines().next()?;
+    Some(line.split(',').map(|v| v.trim().to_owned()).collect())
+}
+
+fn gpu_facts() -> Vec<(String, String)> {
+    let names = ["name", "driver_version", "clocks.max.sm", "memory.total"];
+    match smi(&names) {
+        Some(values) => names.iter().map(|n| n.to_string()).zip(values).collect(),
+        None => {
+            vec![("clock".into(), "unavailable (no nvidia-smi; the driver exposes no clock here)".into())]
+        }
+    }
+}
+
+/// Runs the peers script on the same problems and reads its JSON.
+fn run_peers(cases: &[Box<dyn Case>]) -> CliResult<PeerReport> {
+    let script = std::env::var_os("SPARKLE_PEERS_SCRIPT")
+        .map_or_else(|| std::path::PathBuf::from("scripts/peers.py"), std::path::PathBuf::from);
+    if !script.exists() {
+        return Err(format!(
+            "the peers script {} is not there; run from the repository root or set SPARKLE_PEERS_SCRIPT",
+            script.display()
+        )
+        .into());
+    }
+    let mut command = Command::new("python3");
+    command.arg(&script);
+    for case in cases {
+        command.arg(suite::tuning::key(case.as_ref()));
+    }
+    let output = command.output().map_err(|err| format!("cannot run python3 for the peers: {err}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "the peers script failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )
+        .into());
+    }
+    Ok(serde_json::from_slice(&output.stdout)
+        .map_err(|err| format!("the peers script printed no report ({err})"))?)
 }
 
 fn print_report(report: &Report) {
@@ -271,6 +431,61 @@ fn print_report(report: &Report) {
     for (name, value) in &report.details {
         println!("  {name}: {value}");
     }
+    if !report.scenarios.is_empty() {
+        print_scenarios(report);
+    }
+    for (name, value) in &report.gpu {
+        println!("  {name}: {value}");
+    }
+    println!(
+        "\nThroughput with warm programs after ≥ 0.5 s of warm-up (median GPU time per dispatch from timer \
+         queries; wall = dispatch + wait; GFLOP/s and GB/s from GPU time):"
+    );
+    let rows: Vec<Vec<String>> = report
+        .throughput
+        .iter()
+        .map(|t| {
+            let peer = t.peer.as_ref();
+            vec![
+                t.case.clone(),
+                format!("{} ({})", t.variant, t.choice),
+                t.gpu_ms.map_or_else(|| "n/a".into(), |ms| format!("{ms:.4}")),
+                format!("{:.4}", t.wall_ms),
+                format!("{:.1}", t.gflops),
+                format!("{:.1}", t.gbytes_per_s),
+                t.clock_mhz.map_or_else(|| "n/a".into(), |c| format!("{c:.0}")),
+                peer.map_or_else(String::new, |p| format!("{} {:.4} ms", p.what, p.ms)),
+                peer.map_or_else(String::new, |p| format!("{:.0}%", p.ratio * 100.0)),
+                format!("{}x{}", t.iterations, t.input_copies),
+                t.correct.clone(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table::render(
+            &[
+                "kernel",
+                "variant",
+                "GPU ms",
+                "wall ms",
+                "GFLOP/s",
+                "GB/s",
+                "SM MHz",
+                "peer",
+                "ours/peer",
+                "runs x copies",
+                "correct"
+            ],
+            &rows
+        )
+    );
+    if let Some(peers) = &report.peers {
+        println!("Peers: PyTorch {} on {} (FP32, TF32 off, CUDA events, medians)", peers.torch, peers.device);
+    }
+}
+
+fn print_scenarios(report: &Report) {
     println!("\nTime to first correct result of the whole suite (fresh process each run, median):");
     let rows: Vec<Vec<String>> = report
         .scenarios
@@ -300,21 +515,4 @@ fn print_report(report: &Report) {
             println!("  {verdict}");
         }
     }
-
-    println!("\nThroughput with warm programs (median dispatch + wait):");
-    let rows: Vec<Vec<String>> = report
-        .throughput
-        .iter()
-        .map(|t| {
-            vec![
-                t.case.clone(),
-                format!("{:.3}", t.median_ms),
-                format!("{:.1}", t.gflops),
-                format!("{:.1}", t.gbytes_per_s),
-                t.iterations.to_string(),
-                t.correct.clone(),
-            ]
-        })
-        .collect();
-    print!("{}", table::render(&["kernel", "ms", "GFLOP/s", "GB/s", "runs", "correct"], &rows));
 }

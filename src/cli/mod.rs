@@ -6,6 +6,7 @@ mod info;
 mod pipeline;
 mod run;
 mod table;
+mod tune;
 
 use std::process::ExitCode;
 
@@ -64,6 +65,35 @@ enum Command {
         /// Repetitions of each cache scenario (the median is reported).
         #[arg(long, default_value_t = 3)]
         repeats: usize,
+        /// Also run PyTorch (cuBLAS/cuDNN) at the same sizes on the same GPU, through
+        /// `python3 scripts/peers.py` (or SPARKLE_PEERS_SCRIPT), and print the ratios.
+        #[arg(long)]
+        peers: bool,
+        /// Small problem sizes (for CPU renderers).
+        #[arg(long)]
+        quick: bool,
+        /// Skip the fresh-process startup scenarios; throughput only.
+        #[arg(long)]
+        no_startup: bool,
+        /// Also write the JSON report to this file.
+        #[arg(long)]
+        json_out: Option<std::path::PathBuf>,
+    },
+    /// Times every variant of a suite kernel for a problem on this GPU and keeps the fastest in
+    /// the cache dir; later runs use it. Without a kernel, tunes the benchmark's problems.
+    Tune {
+        /// saxpy, sgemm or conv2d (all benchmark problems if omitted).
+        kernel: Option<String>,
+        /// saxpy: N · sgemm: M [N [K]] · conv2d: N [C [H [W [K]]]].
+        sizes: Vec<usize>,
+        /// Tune again even if a choice is stored.
+        #[arg(long)]
+        force: bool,
+        /// The benchmark's small problems (with no kernel given).
+        #[arg(long)]
+        quick: bool,
+        #[arg(long)]
+        json: bool,
     },
     /// conv2d over a stream of batches: synchronous vs pipelined, with each stage alone.
     BenchPipeline(pipeline::Options),
@@ -119,7 +149,17 @@ pub fn run() -> CliResult<ExitCode> {
     match Cli::parse().command {
         Command::Info { json } => info::run(json),
         Command::Run { kernel, sizes, seed } => run::run(&kernel, &sizes, seed),
-        Command::Bench { json, repeats } => bench::run(json, repeats.max(1)),
+        Command::Bench { json, repeats, peers, quick, no_startup, json_out } => bench::run(bench::Options {
+            json,
+            repeats: repeats.max(1),
+            peers,
+            quick,
+            startup: !no_startup,
+            json_out,
+        }),
+        Command::Tune { kernel, sizes, force, quick, json } => {
+            tune::run(kernel.as_deref(), &sizes, force, quick, json)
+        }
         Command::BenchPipeline(options) => pipeline::run(options),
         Command::Cache { action } => cache::run(action),
         Command::BenchChild { no_cache } => bench::child(no_cache),

@@ -21,7 +21,7 @@ pub fn run(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
 
     let before = runtime.cache_stats();
     let started = Instant::now();
-    let program = runtime.program(&case.spec())?;
+    let program = runtime.program(&suite::chosen_spec(&runtime, case.as_ref()))?;
     let program_time = started.elapsed();
     let after = runtime.cache_stats();
     let origin = if after.disk_hits > before.disk_hits {

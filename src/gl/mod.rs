@@ -72,6 +72,7 @@ impl GlDevice {
             limits: probe.limits.clone(),
             persists_programs: probe.persists_programs(),
             parallel_compile: probe.parallel_compile,
+            languages: vec![SourceLanguage::Glsl],
         };
         tracing::info!(device = %info.name, version = %probe.version, "gl backend ready");
         Ok(Self { live: thread.acquire(), probe, info })
@@ -79,6 +80,23 @@ impl GlDevice {
 
     fn thread(&self) -> &GlThread {
         self.live.thread()
+    }
+
+    /// Queues the commands on the GL thread; `timed` measures them with a timer query.
+    fn post(&self, commands: &[Command<'_, Gl>], timed: bool) -> Result<u64> {
+        let mut steps: Vec<Step> = commands.iter().map(step).collect();
+        if commands.iter().any(touches_mapped_buffer) {
+            // Host writes through the mapping reach the GPU before the commands, and shader
+            // writes reach the mapping before the fence.
+            steps.insert(0, Step::ClientMappedBarrier);
+            steps.push(Step::ClientMappedBarrier);
+        }
+        let timeline = self.thread().timeline().clone();
+        let fence = self.thread().post_ordered(
+            || timeline.issue(),
+            move |state, fence| submit::execute(state, fence, steps, timed),
+        )?;
+        Ok(fence)
     }
 }
 
@@ -166,18 +184,19 @@ impl hal::Device<Gl> for GlDevice {
     }
 
     fn submit(&self, commands: &[Command<'_, Gl>]) -> Result<u64> {
-        let mut steps: Vec<Step> = commands.iter().map(step).collect();
-        if commands.iter().any(touches_mapped_buffer) {
-            // Host writes through the mapping reach the GPU before the commands, and shader
-            // writes reach the mapping before the fence.
-            steps.insert(0, Step::ClientMappedBarrier);
-            steps.push(Step::ClientMappedBarrier);
-        }
-        let timeline = self.thread().timeline().clone();
-        let fence = self
-            .thread()
-            .post_ordered(|| timeline.issue(), move |state, fence| submit::execute(state, fence, steps))?;
-        Ok(fence)
+        self.post(commands, false)
+    }
+
+    fn measures_gpu_time(&self) -> bool {
+        true
+    }
+
+    fn submit_timed(&self, commands: &[Command<'_, Gl>]) -> Result<u64> {
+        self.post(commands, true)
+    }
+
+    fn take_gpu_time(&self, fence: u64) -> Option<Duration> {
+        self.thread().take_gpu_time(fence)
     }
 
     fn completed(&self) -> u64 {

@@ -1,7 +1,8 @@
 //! Submissions on the GL thread: the recorded commands, owned so they can travel there, run as
 //! GL calls (`glBindBufferRange`, uniforms, `glDispatchCompute`, `glCopyBufferSubData`,
 //! `glMemoryBarrier`), ended by a barrier and a fence; and the polling of those fences, in
-//! order, that signals the device's timeline.
+//! order, that signals the device's timeline. A timed submission is wrapped in a
+//! `GL_TIME_ELAPSED` query whose result is read once its fence has signalled.
 
 use std::time::Duration;
 
@@ -14,6 +15,9 @@ use crate::hal::ScalarValue;
 /// Barriers that make shader and copy writes visible to later shaders, copies and reads.
 const ALL_BARRIERS: u32 =
     glow::SHADER_STORAGE_BARRIER_BIT | glow::BUFFER_UPDATE_BARRIER_BIT | glow::UNIFORM_BARRIER_BIT;
+
+/// GPU times kept for submissions whose owner has not read them yet, at most.
+const UNREAD_TIMES: usize = 1024;
 
 /// One recorded command with the GL names it needs.
 pub(crate) enum Step {
@@ -42,12 +46,19 @@ pub(crate) enum Step {
 pub(crate) struct Pending {
     fence: u64,
     sync: Option<glow::NativeFence>,
+    /// The `GL_TIME_ELAPSED` query around the submission's commands, if it is timed.
+    query: Option<glow::NativeQuery>,
 }
 
-/// Runs a submission's steps and fences it.
-pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>) {
+/// Runs a submission's steps and fences it; `timed` wraps them in a timer query.
+pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, timed: bool) {
     state.take_error();
+    let query = if timed { begin_timer(state) } else { None };
     let outcome = run(state, &steps);
+    if query.is_some() {
+        // SAFETY: the context is current on the GL thread and a TIME_ELAPSED query is active.
+        unsafe { state.gl().end_query(glow::TIME_ELAPSED) };
+    }
     let sync = match outcome {
         Ok(()) => {
             // SAFETY: the context is current on the GL thread.
@@ -75,7 +86,53 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>) {
             None
         }
     };
-    state.pending.push_back(Pending { fence, sync });
+    state.pending.push_back(Pending { fence, sync, query });
+}
+
+/// Starts a `GL_TIME_ELAPSED` query; `None` (and a warning) if the driver has no timer queries,
+/// so the submission runs untimed and reports no GPU time rather than a wrong one.
+fn begin_timer(state: &GlState) -> Option<glow::NativeQuery> {
+    // SAFETY: the context is current on the GL thread.
+    let query = unsafe { state.gl().create_query() };
+    let query = match query {
+        Ok(query) => query,
+        Err(reason) => {
+            tracing::warn!(%reason, "glGenQueries failed: this submission reports no GPU time");
+            return None;
+        }
+    };
+    // SAFETY: as above; no other TIME_ELAPSED query is active (submissions run one at a time).
+    unsafe { state.gl().begin_query(glow::TIME_ELAPSED, query) };
+    if let Err(error) = state.check("glBeginQuery(GL_TIME_ELAPSED)") {
+        tracing::warn!(%error, "timer queries do not work here: this submission reports no GPU time");
+        // SAFETY: as above; the query is deleted once.
+        unsafe { state.gl().delete_query(query) };
+        return None;
+    }
+    Some(query)
+}
+
+/// Reads a finished timer query (its submission's fence has signalled, so the result is
+/// available) and deletes it.
+fn read_timer(state: &GlState, fence: u64, query: glow::NativeQuery) {
+    // SAFETY: the context is current on the GL thread and `query` is a live, ended query.
+    let nanos = unsafe {
+        let available = state.gl().get_query_parameter_u32(query, glow::QUERY_RESULT_AVAILABLE);
+        let nanos = (available != 0).then(|| state.gl().get_query_parameter_u64(query, glow::QUERY_RESULT));
+        state.gl().delete_query(query);
+        nanos
+    };
+    match nanos {
+        Some(nanos) => {
+            let mut times = state.gpu_times.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Times nobody took (their submissions were dropped unread) must not pile up.
+            if times.len() >= UNREAD_TIMES {
+                times.retain(|&older, _| older + UNREAD_TIMES as u64 > fence);
+            }
+            times.insert(fence, Duration::from_nanos(nanos));
+        }
+        None => tracing::warn!(fence, "a timer query had no result after its fence: no GPU time reported"),
+    }
 }
 
 fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
@@ -138,8 +195,12 @@ fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
 pub(crate) fn poll(state: &mut GlState, slice: Duration) {
     let mut wait_ns = slice.as_nanos().min(i32::MAX as u128) as i32;
     while let Some(front) = state.pending.front() {
-        let fence = front.fence;
+        let (fence, query) = (front.fence, front.query);
         let Some(sync) = front.sync else {
+            if let Some(query) = query {
+                // SAFETY: the context is current on the GL thread; the query is deleted once.
+                unsafe { state.gl().delete_query(query) };
+            }
             state.pending.pop_front();
             state.timeline.signal(fence);
             continue;
@@ -161,6 +222,9 @@ pub(crate) fn poll(state: &mut GlState, slice: Duration) {
         }
         // SAFETY: as above; the fence is deleted once and forgotten.
         unsafe { state.gl().delete_sync(sync) };
+        if let Some(query) = query {
+            read_timer(state, fence, query);
+        }
         state.pending.pop_front();
         state.timeline.signal(fence);
     }

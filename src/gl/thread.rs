@@ -24,7 +24,7 @@
 //! A job that panics (a bug, or a driver string GL cannot take) is caught: its caller gets an
 //! error and the thread goes on serving later jobs.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, Once, PoisonError};
@@ -68,6 +68,8 @@ pub(crate) struct GlState {
     /// Submitted work not known to be complete, in submission order.
     pub pending: VecDeque<Pending>,
     pub timeline: Arc<Timeline>,
+    /// GPU time of timed submissions that completed, by fence, until the runtime takes it.
+    pub gpu_times: Arc<Mutex<HashMap<u64, Duration>>>,
 }
 
 impl GlState {
@@ -122,6 +124,7 @@ struct Shared {
     /// GL objects and devices alive on this thread's context.
     live: AtomicUsize,
     timeline: Arc<Timeline>,
+    gpu_times: Arc<Mutex<HashMap<u64, Duration>>>,
     /// Identifies the context: objects made on another one are refused.
     token: u64,
 }
@@ -199,6 +202,7 @@ impl GlThread {
             progress: Condvar::new(),
             live: AtomicUsize::new(0),
             timeline: Arc::new(Timeline::new()),
+            gpu_times: Arc::default(),
             token: NEXT_TOKEN.fetch_add(1, Ordering::Relaxed),
         });
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
@@ -227,7 +231,8 @@ impl GlThread {
                     }
                 };
                 let timeline = thread_shared.timeline.clone();
-                serve(&thread_shared, GlState { context, pending: VecDeque::new(), timeline });
+                let gpu_times = thread_shared.gpu_times.clone();
+                serve(&thread_shared, GlState { context, pending: VecDeque::new(), timeline, gpu_times });
             })
             .map_err(|err| GlError::NoContext(format!("could not start the GL thread: {err}")))?;
         let (probe, device_index) = ready_rx.recv().map_err(|_| GlError::ThreadGone)??;
@@ -241,6 +246,11 @@ impl GlThread {
 
     pub fn timeline(&self) -> &Arc<Timeline> {
         &self.shared.timeline
+    }
+
+    /// Removes and returns the GPU time measured for the timed submission `fence`.
+    pub fn take_gpu_time(&self, fence: u64) -> Option<Duration> {
+        self.shared.gpu_times.lock().unwrap_or_else(PoisonError::into_inner).remove(&fence)
     }
 
     /// Queues `job` without waiting. A stopped thread (process exit) drops it unrun.

@@ -15,6 +15,7 @@
 //! | [`Device::write_buffer`] / [`Device::read_buffer`] | `glBufferSubData` / `glGetBufferSubData` | memcpy through the CPU mapping |
 //! | [`Device::submit`] | `glDispatchCompute`, `glCopyBufferSubData`, `glMemoryBarrier`, `glFenceSync` on the GL thread | PM4 IB + BO list → CS ioctl |
 //! | [`Device::completed`] / [`Device::wait`] | `glClientWaitSync` on the GL thread | WAIT_CS on the sequence number |
+//! | [`Device::submit_timed`] / [`Device::take_gpu_time`] (optional) | `GL_TIME_ELAPSED` query around the commands, read after the fence | not yet (default: unsupported) |
 
 mod timeline;
 
@@ -25,7 +26,7 @@ use serde::Serialize;
 pub use timeline::Timeline;
 
 use crate::cache::{Blob, GpuId, LoadFailure};
-use crate::kernel::{KernelSpec, ScalarType};
+use crate::kernel::{KernelSpec, ScalarType, SourceLanguage};
 use crate::Result;
 
 /// A backend's types. Objects of one backend never reach another: the runtime checks which
@@ -67,6 +68,8 @@ pub struct DeviceInfo {
     pub persists_programs: bool,
     /// Whether the driver compiles on its own threads, so many compiles can be started at once.
     pub parallel_compile: bool,
+    /// The kernel source languages this backend takes, in the order it prefers them.
+    pub languages: Vec<SourceLanguage>,
 }
 
 /// How a buffer will be used; backends may pick memory placement from it.
@@ -209,4 +212,24 @@ pub trait Device<A: Api>: Send + Sync + 'static {
     /// Waits until `fence` completed (`Ok(true)`), or `timeout` passed (`Ok(false)`). A
     /// submission that failed on the device returns its error.
     fn wait(&self, fence: u64, timeout: Duration) -> Result<bool>;
+
+    /// Whether [`submit_timed`](Self::submit_timed) measures the GPU time of a submission. An
+    /// optional capability: the defaults below say "unsupported".
+    fn measures_gpu_time(&self) -> bool {
+        false
+    }
+
+    /// [`submit`](Self::submit), also measuring the time the device spends on the commands
+    /// (from the first starting to the last finishing), to be read with
+    /// [`take_gpu_time`](Self::take_gpu_time) once the fence completed.
+    fn submit_timed(&self, commands: &[Command<'_, A>]) -> Result<u64> {
+        self.submit(commands)
+    }
+
+    /// The GPU time of the timed submission `fence`, once it completed; `None` if it was not
+    /// timed, is not complete, the device cannot measure, or it was taken already.
+    fn take_gpu_time(&self, fence: u64) -> Option<Duration> {
+        let _ = fence;
+        None
+    }
 }

@@ -4,7 +4,7 @@
 //! timeout.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::device::DynDevice;
@@ -184,9 +184,31 @@ pub struct Submission {
     pub(crate) device: Arc<dyn DynDevice>,
     pub(crate) fence: u64,
     pub(crate) what: String,
+    /// Submitted with [`Runtime::submit_timed`](super::Runtime::submit_timed) on a device that
+    /// measures GPU time.
+    pub(crate) timed: bool,
+    /// The measured GPU time, once taken from the device.
+    pub(crate) gpu_time: OnceLock<Option<Duration>>,
 }
 
 impl Submission {
+    /// The time the GPU spent on this submission's commands, measured by the device (GL:
+    /// `GL_TIME_ELAPSED`). `None` until the work completed, and always `None` when it was not
+    /// submitted with [`Runtime::submit_timed`](super::Runtime::submit_timed) or the device
+    /// cannot measure.
+    pub fn gpu_time(&self) -> Option<Duration> {
+        if !self.timed {
+            return None;
+        }
+        if let Some(time) = self.gpu_time.get() {
+            return *time;
+        }
+        if !self.is_done() {
+            return None;
+        }
+        *self.gpu_time.get_or_init(|| self.device.take_gpu_time(self.fence))
+    }
+
     /// The fence value: submissions of one device complete in increasing order.
     pub fn fence(&self) -> u64 {
         self.fence
@@ -207,6 +229,15 @@ impl Submission {
                 ErrorKind::Timeout,
                 format!("{} did not finish within {} ms", self.what, timeout.as_millis()),
             ))
+        }
+    }
+}
+
+impl Drop for Submission {
+    fn drop(&mut self) {
+        // A measured time nobody read would otherwise stay with the device.
+        if self.timed && self.gpu_time.get().is_none() && self.is_done() {
+            let _ = self.device.take_gpu_time(self.fence);
         }
     }
 }

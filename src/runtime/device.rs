@@ -39,7 +39,9 @@ pub(crate) trait DynDevice: Send + Sync {
     fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8], timeout: Duration) -> Result<()>;
     fn program(&self, kernel: &KernelSpec) -> Result<Program>;
     fn warm_up(&self, kernels: &[KernelSpec]) -> Result<Vec<Program>>;
-    fn submit(&self, commands: Commands) -> Result<u64>;
+    fn submit(&self, commands: Commands, timed: bool) -> Result<u64>;
+    fn measures_gpu_time(&self) -> bool;
+    fn take_gpu_time(&self, fence: u64) -> Option<Duration>;
     fn completed(&self) -> u64;
     fn wait(&self, fence: u64, timeout: Duration) -> Result<bool>;
     fn cache_stats(&self) -> CacheStats;
@@ -214,7 +216,7 @@ impl<A: Api> DynDevice for Core<A> {
         kernels.iter().zip(handles).map(|(kernel, handle)| self.wrap(kernel, handle?)).collect()
     }
 
-    fn submit(&self, commands: Commands) -> Result<u64> {
+    fn submit(&self, commands: Commands, timed: bool) -> Result<u64> {
         self.retire();
         let token = self.token();
         let mut hal_commands: Vec<Command<'_, A>> = Vec::with_capacity(commands.list.len());
@@ -253,7 +255,11 @@ impl<A: Api> DynDevice for Core<A> {
         }
         // Holding the list while submitting keeps fences and buffer marks in submission order.
         let mut in_flight = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
-        let fence = self.device.submit(&hal_commands)?;
+        let fence = if timed && self.device.measures_gpu_time() {
+            self.device.submit_timed(&hal_commands)?
+        } else {
+            self.device.submit(&hal_commands)?
+        };
         drop(hal_commands);
         let mut buffers = Vec::new();
         let mut programs = Vec::new();
@@ -276,6 +282,14 @@ impl<A: Api> DynDevice for Core<A> {
         }
         in_flight.push_back(InFlight { fence, _buffers: buffers, _programs: programs });
         Ok(fence)
+    }
+
+    fn measures_gpu_time(&self) -> bool {
+        self.device.measures_gpu_time()
+    }
+
+    fn take_gpu_time(&self, fence: u64) -> Option<Duration> {
+        self.device.take_gpu_time(fence)
     }
 
     fn completed(&self) -> u64 {

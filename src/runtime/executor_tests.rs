@@ -234,6 +234,7 @@ fn runtime() -> (Runtime, Arc<Gpu>) {
             },
             persists_programs: false,
             parallel_compile: false,
+            languages: vec![SourceLanguage::Glsl],
         },
         gpu: gpu.clone(),
     };

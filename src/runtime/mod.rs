@@ -15,7 +15,7 @@ mod registry;
 mod validate;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 pub use commands::{Commands, Submission};
@@ -167,6 +167,23 @@ impl Runtime {
     /// Submits `commands`; returns at once. The work's writes are visible to buffer reads once
     /// it completed (reads wait for it by themselves).
     pub fn submit(&self, commands: Commands) -> Result<Submission> {
+        self.submit_with(commands, false)
+    }
+
+    /// Whether this device can measure GPU time ([`submit_timed`](Self::submit_timed)).
+    pub fn measures_gpu_time(&self) -> bool {
+        self.device.measures_gpu_time()
+    }
+
+    /// [`submit`](Self::submit), also measuring the time the GPU spends on the commands, which
+    /// [`Submission::gpu_time`] reports once the work completed. On a device that cannot
+    /// measure (see [`measures_gpu_time`](Self::measures_gpu_time)) it submits untimed and
+    /// `gpu_time` gives `None`.
+    pub fn submit_timed(&self, commands: Commands) -> Result<Submission> {
+        self.submit_with(commands, true)
+    }
+
+    fn submit_with(&self, commands: Commands, timed: bool) -> Result<Submission> {
         if !Arc::ptr_eq(&commands.device, &self.device) {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -180,8 +197,9 @@ impl Runtime {
             ));
         }
         let what = format!("the submission of {}", commands.describe());
-        let fence = self.device.submit(commands)?;
-        Ok(Submission { device: self.device.clone(), fence, what })
+        let timed = timed && self.device.measures_gpu_time();
+        let fence = self.device.submit(commands, timed)?;
+        Ok(Submission { device: self.device.clone(), fence, what, timed, gpu_time: OnceLock::new() })
     }
 
     /// Records and submits one dispatch; returns at once.

@@ -1,22 +1,32 @@
-//! conv2d: 3×3 kernel, stride 1, zero padding 1, NCHW, with bias.
+//! conv2d: 3×3 kernel, stride 1, zero padding 1, NCHW, with bias — an implicit GEMM on the
+//! register-blocked core ([`super::gemm`]): the weights are the K×(C·9) left matrix, the input
+//! is gathered as the (C·9)×(N·H·W) right matrix without being copied.
 //!
 //! Tolerance: each output is a dot product of up to `9·C` terms plus the bias, so as for sgemm
 //! we allow `(9·C + 1)·ε·(|bias| + Σ|in·w|)` (plus 1e-30) against an f64 reference.
 
 use crate::hal::BufferUsage;
 use crate::kernel::{Access, KernelSpec, ScalarType};
-use crate::runtime::{Arg, Buffer, Program, Runtime, Submission};
+use crate::runtime::{Arg, Buffer, Program, Runtime};
 use crate::Result;
 
-use super::{groups_for, random_floats, Case, Work};
+use super::gemm::{GemmShape, GemmVariant};
+use super::sgemm::{program_variant, record_gemm, with_phase};
+use super::{random_floats, Case, Work};
+use crate::hal::{DeviceInfo, Limits};
+use crate::runtime::Commands;
 
 pub const NAME: &str = "conv2d";
-const WORKGROUP: [u32; 3] = [16, 16, 1];
 
+/// The kernel with the variant that fits any problem and device.
 pub fn spec() -> KernelSpec {
-    let spec = KernelSpec::new(NAME, WORKGROUP)
-        .glsl(include_str!("../../shaders/conv2d.comp"))
-        .opencl(NAME, include_str!("../../shaders/conv2d.cl"))
+    with_opencl_sources!(variant_spec(&GemmVariant::SAFE), "conv2d", "gemm.cl")
+}
+
+/// The kernel built with `variant` (same bindings as [`spec`]).
+pub fn variant_spec(variant: &GemmVariant) -> KernelSpec {
+    let spec = variant
+        .spec(NAME, true)
         .storage("inp", Access::ReadOnly)
         .storage("w", Access::ReadOnly)
         .storage("bias", Access::ReadOnly)
@@ -26,23 +36,13 @@ pub fn spec() -> KernelSpec {
         .scalar("H", ScalarType::U32)
         .scalar("W_", ScalarType::U32)
         .scalar("K", ScalarType::U32);
-    // The code objects `cargo run -p sparkle-tools --bin aot` builds, so that the suite runs on
-    // amdgpu without a compiler.
-    #[cfg(feature = "amdgpu")]
-    let spec = spec
-        .code_object(NAME, "gfx1030", include_bytes!("../../shaders/aot/gfx1030/conv2d.co"))
-        .code_object(NAME, "gfx1100", include_bytes!("../../shaders/aot/gfx1100/conv2d.co"))
-        .code_object(NAME, "gfx1101", include_bytes!("../../shaders/aot/gfx1101/conv2d.co"))
-        .code_object(NAME, "gfx1102", include_bytes!("../../shaders/aot/gfx1102/conv2d.co"));
-    spec
+    with_phase(variant, spec)
 }
 
-/// The workgroups a dispatch of `shape` needs: x over the width, y over the height, z over
-/// batch × output channels.
-pub(crate) fn groups(shape: Shape) -> [u32; 3] {
-    let Shape { n, h, w, k, .. } = shape;
-    let z = (n as u64 * k as u64).min(u64::from(u32::MAX)) as u32;
-    [groups_for(w, WORKGROUP[0]), groups_for(h, WORKGROUP[1]), z]
+/// The implicit GEMM of `shape`: output channels × output pixels, C·9 deep.
+pub fn gemm_shape(shape: Shape) -> GemmShape {
+    let Shape { n, c, h, w, k } = shape;
+    GemmShape { gm: k, gn: n * h * w, gk: c * 9, vec_a: c % 4 == 0, vec_b: (h * w) % 4 == 0 }
 }
 
 /// Batch, input channels, height, width, output channels.
@@ -75,9 +75,61 @@ impl Conv2d {
     }
 }
 
+impl Conv2d {
+    /// One output element of the f64 reference and its tolerance.
+    fn reference_at(&self, index: usize) -> (f64, f64) {
+        let Shape { c, h, w, k, .. } = self.shape;
+        let (x, y) = (index % w, (index / w) % h);
+        let (o, b) = ((index / (w * h)) % k, index / (w * h * k));
+        let gamma = (9 * c + 1) as f64 * f64::from(f32::EPSILON);
+        let bias = f64::from(self.bias[o]);
+        let (mut sum, mut magnitude) = (bias, bias.abs());
+        for ci in 0..c {
+            for dy in 0..3 {
+                for dx in 0..3 {
+                    let (iy, ix) = ((y + dy).wrapping_sub(1), (x + dx).wrapping_sub(1));
+                    if iy >= h || ix >= w {
+                        continue;
+                    }
+                    let input = f64::from(self.input[((b * c + ci) * h + iy) * w + ix]);
+                    let weight = f64::from(self.weights[(o * c + ci) * 9 + dy * 3 + dx]);
+                    sum += input * weight;
+                    magnitude += (input * weight).abs();
+                }
+            }
+        }
+        (sum, gamma * magnitude + 1e-30)
+    }
+}
+
 impl Case for Conv2d {
     fn spec(&self) -> KernelSpec {
         spec()
+    }
+
+    fn default_spec(&self, info: &DeviceInfo) -> KernelSpec {
+        variant_spec(&GemmVariant::default_for(info, &gemm_shape(self.shape)))
+    }
+
+    fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)> {
+        GemmVariant::candidates(limits, &gemm_shape(self.shape))
+            .iter()
+            .map(|v| (v.to_string(), variant_spec(v)))
+            .collect()
+    }
+
+    fn shape_key(&self) -> String {
+        let Shape { n, c, h, w, k } = self.shape;
+        format!("{n}x{c}x{h}x{w}x{k}")
+    }
+
+    fn reference_sample(&self, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
+        indices.iter().map(|&i| self.reference_at(i)).unzip()
+    }
+
+    fn outputs(&self) -> usize {
+        let Shape { n, h, w, k, .. } = self.shape;
+        n * k * h * w
     }
 
     fn describe(&self) -> String {
@@ -95,10 +147,14 @@ impl Case for Conv2d {
         ])
     }
 
-    fn dispatch(&self, backend: &Runtime, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
+    fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()> {
         let Shape { n, c, h, w, k } = self.shape;
-        backend.dispatch(
+        let variant = program_variant(program)?;
+        record_gemm(
+            commands,
             program,
+            &variant,
+            &gemm_shape(self.shape),
             &[
                 Arg::Buffer(&buffers[0]),
                 Arg::Buffer(&buffers[1]),
@@ -110,7 +166,6 @@ impl Case for Conv2d {
                 Arg::U32(w as u32),
                 Arg::U32(k as u32),
             ],
-            groups(self.shape),
         )
     }
 
@@ -119,37 +174,7 @@ impl Case for Conv2d {
     }
 
     fn reference(&self) -> (Vec<f64>, Vec<f64>) {
-        let Shape { n, c, h, w, k } = self.shape;
-        let gamma = (9 * c + 1) as f64 * f64::from(f32::EPSILON);
-        let mut want = Vec::with_capacity(n * k * h * w);
-        let mut tolerance = Vec::with_capacity(n * k * h * w);
-        for b in 0..n {
-            for o in 0..k {
-                for y in 0..h {
-                    for x in 0..w {
-                        let bias = f64::from(self.bias[o]);
-                        let (mut sum, mut magnitude) = (bias, bias.abs());
-                        for ci in 0..c {
-                            for dy in 0..3 {
-                                for dx in 0..3 {
-                                    let (iy, ix) = ((y + dy).wrapping_sub(1), (x + dx).wrapping_sub(1));
-                                    if iy >= h || ix >= w {
-                                        continue;
-                                    }
-                                    let input = f64::from(self.input[((b * c + ci) * h + iy) * w + ix]);
-                                    let weight = f64::from(self.weights[(o * c + ci) * 9 + dy * 3 + dx]);
-                                    sum += input * weight;
-                                    magnitude += (input * weight).abs();
-                                }
-                            }
-                        }
-                        want.push(sum);
-                        tolerance.push(gamma * magnitude + 1e-30);
-                    }
-                }
-            }
-        }
-        (want, tolerance)
+        (0..self.outputs()).map(|i| self.reference_at(i)).unzip()
     }
 
     fn work(&self) -> Work {
@@ -329,8 +354,12 @@ impl crate::runtime::Stage for Conv2dStage {
         if let Some((staging_in, _)) = &set.staging {
             commands.copy(staging_in, 0, &set.input, 0, (set.images * c * h * w * 4) as u64)?;
         }
-        commands.dispatch(
+        let variant = program_variant(&self.program)?;
+        record_gemm(
+            commands,
             &self.program,
+            &variant,
+            &gemm_shape(shape),
             &[
                 Arg::Buffer(&set.input),
                 Arg::Buffer(&self.weights),
@@ -342,7 +371,6 @@ impl crate::runtime::Stage for Conv2dStage {
                 Arg::U32(w as u32),
                 Arg::U32(k as u32),
             ],
-            groups(shape),
         )?;
         if let Some((_, staging_out)) = &set.staging {
             commands.copy(&set.output, 0, staging_out, 0, (set.images * k * h * w * 4) as u64)?;

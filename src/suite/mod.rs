@@ -1,19 +1,57 @@
-//! The built-in kernel suite — saxpy, tiled sgemm, conv2d — as ordinary user kernels: each is a
-//! [`KernelSpec`] plus a problem of some size with random inputs, a CPU reference computed in
-//! f64, and a per-element error bound. The `sparkle` command runs and benchmarks these.
+//! The built-in kernel suite — saxpy, sgemm, conv2d — as ordinary user kernels: each is a
+//! family of [`KernelSpec`] variants (defines chosen per problem and device, the winner of
+//! `sparkle tune` when there is one) plus a problem of some size with random inputs, a CPU
+//! reference computed in f64, and a per-element error bound. The `sparkle` command runs, tunes
+//! and benchmarks these.
+
+/// Adds a suite kernel's OpenCL C (`shaders/<file>`) and, with the amdgpu backend, the code
+/// objects built ahead of time from it (`shaders/aot/<target>/<name>.co`, by `cargo run -p
+/// sparkle-tools --bin aot`), so that the suite runs on amdgpu without a compiler. They compute
+/// what the GLSL's portable variant computes, over the same grid, with the same bindings.
+macro_rules! with_opencl_sources {
+    ($spec:expr, $name:literal, $file:literal) => {{
+        let spec = $spec.opencl($name, include_str!(concat!("../../shaders/", $file)));
+        #[cfg(feature = "amdgpu")]
+        let spec = spec
+            .code_object(
+                $name,
+                "gfx1030",
+                include_bytes!(concat!("../../shaders/aot/gfx1030/", $name, ".co")),
+            )
+            .code_object(
+                $name,
+                "gfx1100",
+                include_bytes!(concat!("../../shaders/aot/gfx1100/", $name, ".co")),
+            )
+            .code_object(
+                $name,
+                "gfx1101",
+                include_bytes!(concat!("../../shaders/aot/gfx1101/", $name, ".co")),
+            )
+            .code_object(
+                $name,
+                "gfx1102",
+                include_bytes!(concat!("../../shaders/aot/gfx1102/", $name, ".co")),
+            );
+        spec
+    }};
+}
 
 mod check;
 pub mod conv2d;
+pub mod gemm;
 pub mod saxpy;
 pub mod sgemm;
+pub mod timing;
+pub mod tuning;
 
 use std::time::Duration;
 
 pub use check::{verify, Mismatch, Verdict};
 
-use crate::hal::Limits;
+use crate::hal::{DeviceInfo, Limits};
 use crate::kernel::KernelSpec;
-use crate::runtime::{Buffer, Program, Runtime, Submission};
+use crate::runtime::{Buffer, Commands, Program, Runtime, Submission};
 use crate::Result;
 
 /// How long a suite dispatch may take before it is reported as hung.
@@ -21,18 +59,35 @@ pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One problem instance of a suite kernel.
 pub trait Case: Send + Sync {
-    /// The kernel this case runs (the same spec for every size).
+    /// The kernel's variant that runs any problem on any device (the module's `spec()`).
     fn spec(&self) -> KernelSpec;
+    /// The variant to run on `info`'s device without tuning.
+    fn default_spec(&self, info: &DeviceInfo) -> KernelSpec;
+    /// Every variant worth timing for this problem on a device with `limits`, with its label.
+    fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)>;
+    /// The problem's sizes, as tuning results are keyed (`4096x4096x4096`).
+    fn shape_key(&self) -> String;
     /// e.g. `sgemm 257x129x65`.
     fn describe(&self) -> String;
     /// Uploads the inputs and allocates the outputs.
     fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>>;
-    /// Dispatches over buffers from [`upload`](Self::upload).
-    fn dispatch(&self, backend: &Runtime, program: &Program, buffers: &[Buffer]) -> Result<Submission>;
+    /// Records a dispatch over buffers from [`upload`](Self::upload) with any variant's program.
+    fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()>;
+    /// Dispatches over buffers from [`upload`](Self::upload), as one submission.
+    fn dispatch(&self, backend: &Runtime, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
+        let mut commands = backend.commands();
+        self.record(&mut commands, program, buffers)?;
+        backend.submit(commands)
+    }
     /// Reads the result back.
     fn download(&self, backend: &Runtime, buffers: &[Buffer]) -> Result<Vec<f32>>;
     /// The CPU result and, per element, the largest error that still counts as correct.
     fn reference(&self) -> (Vec<f64>, Vec<f64>);
+    /// [`reference`](Self::reference) at the output elements `indices` only, for problems too
+    /// big to check in full on the CPU.
+    fn reference_sample(&self, indices: &[usize]) -> (Vec<f64>, Vec<f64>);
+    /// Output elements.
+    fn outputs(&self) -> usize;
     /// Floating-point operations and bytes moved by one dispatch, for throughput figures.
     fn work(&self) -> Work;
 }
@@ -71,7 +126,7 @@ pub fn case(
             let n = size(0, 1 << 20);
             fits.index("N", n)?;
             fits.buffer("x and y", &[n])?;
-            fits.groups([n.div_ceil(saxpy::WORKGROUP as usize), 1, 1])?;
+            fits.groups([n.div_ceil(saxpy::SaxpyVariant::SAFE.elements_per_group() as usize), 1, 1])?;
             Ok(Box::new(saxpy::Saxpy::random(n, seed)))
         }
         sgemm::NAME if sizes.len() <= 3 => {
@@ -83,7 +138,7 @@ pub fn case(
             fits.buffer("A", &[m, k])?;
             fits.buffer("B", &[k, n])?;
             fits.buffer("C", &[m, n])?;
-            let tile = sgemm::TILE as usize;
+            let tile = gemm::GemmVariant::SAFE.bm as usize;
             fits.groups([n.div_ceil(tile), m.div_ceil(tile), 1])?;
             Ok(Box::new(sgemm::Sgemm::random(m, n, k, seed)))
         }
@@ -103,7 +158,8 @@ pub fn case(
             fits.buffer("the input", &[shape.n, shape.c, shape.h, shape.w])?;
             fits.buffer("the weights", &[shape.k, shape.c, 9])?;
             fits.buffer("the output", &[shape.n, shape.k, shape.h, shape.w])?;
-            fits.groups(conv2d::groups(shape).map(|g| g as usize))?;
+            let gemm = conv2d::gemm_shape(shape);
+            fits.groups(gemm::GemmVariant::SAFE.groups(&gemm).map(|g| g as usize))?;
             Ok(Box::new(conv2d::Conv2d::random(shape, seed)))
         }
         saxpy::NAME => Err("saxpy takes one size: N".into()),
@@ -154,13 +210,54 @@ impl Fits<'_> {
     }
 }
 
-/// The cases `sparkle bench` runs: one per kernel, sized to take a noticeable but short time.
-pub fn bench_cases(seed: u64) -> Vec<Box<dyn Case>> {
+/// The cases `sparkle bench` runs and compares with its peers: the sizes of the published
+/// targets (sgemm 1024 and 4096, the two conv2d shapes, saxpy at 64M floats), plus saxpy at 4M
+/// floats, whose inputs fit a 50 MB L2 cache and are therefore rotated. `quick` takes small
+/// sizes, for CPU renderers.
+pub fn bench_cases(seed: u64, quick: bool) -> Vec<Box<dyn Case>> {
+    use conv2d::{Conv2d, Shape};
+    if quick {
+        return vec![
+            Box::new(saxpy::Saxpy::random(1 << 20, seed)),
+            Box::new(sgemm::Sgemm::random(256, 256, 256, seed)),
+            Box::new(Conv2d::random(Shape { n: 1, c: 16, h: 28, w: 28, k: 16 }, seed)),
+        ];
+    }
     vec![
         Box::new(saxpy::Saxpy::random(1 << 22, seed)),
+        Box::new(saxpy::Saxpy::random(1 << 26, seed)),
         Box::new(sgemm::Sgemm::random(1024, 1024, 1024, seed)),
-        Box::new(conv2d::Conv2d::random(conv2d::Shape { n: 4, c: 32, h: 64, w: 64, k: 32 }, seed)),
+        Box::new(sgemm::Sgemm::random(4096, 4096, 4096, seed)),
+        Box::new(Conv2d::random(Shape { n: 32, c: 128, h: 28, w: 28, k: 128 }, seed)),
+        Box::new(Conv2d::random(Shape { n: 1, c: 64, h: 56, w: 56, k: 64 }, seed)),
     ]
+}
+
+/// The spec `case` runs on `backend`: the tuned winner for this GPU and problem if `sparkle
+/// tune` stored one, else the device class's default — either only if the backend takes its
+/// source language (the tuned variants are GLSL), else the portable [`Case::spec`].
+pub fn chosen_spec(backend: &Runtime, case: &dyn Case) -> KernelSpec {
+    tuning::Tuning::load(backend)
+        .and_then(|tuning| tuning.spec_for(backend, case))
+        .or_else(|| Some(case.default_spec(backend.info())))
+        .filter(|spec| takes(backend, spec))
+        .unwrap_or_else(|| case.spec())
+}
+
+/// The variants of `case` worth timing on `backend`: those in a language it takes, else just
+/// the portable spec.
+pub fn variants_for(backend: &Runtime, case: &dyn Case) -> Vec<(String, KernelSpec)> {
+    let variants: Vec<_> =
+        case.variants(&backend.info().limits).into_iter().filter(|(_, spec)| takes(backend, spec)).collect();
+    if variants.is_empty() {
+        vec![("portable".to_owned(), case.spec())]
+    } else {
+        variants
+    }
+}
+
+fn takes(backend: &Runtime, spec: &KernelSpec) -> bool {
+    spec.sources.iter().any(|source| backend.info().languages.contains(&source.language()))
 }
 
 /// Runs `case` once with `program` and checks it against the CPU.
@@ -170,6 +267,38 @@ pub fn run_and_verify(backend: &Runtime, program: &Program, case: &dyn Case) -> 
     let got = case.download(backend, &buffers)?;
     let (want, tolerance) = case.reference();
     Ok(verify(&got, &want, &tolerance))
+}
+
+/// Checks `got` (the whole output) at `samples` spread over it — every element when that is
+/// fewer — for problems too big for a full CPU reference. Always includes the first and last
+/// elements, where ragged edges are.
+pub fn verify_sampled(case: &dyn Case, got: &[f32], samples: usize) -> Verdict {
+    let outputs = case.outputs();
+    if got.len() != outputs {
+        return verify(got, &vec![0.0; outputs], &vec![0.0; outputs]);
+    }
+    let indices: Vec<usize> = if outputs <= samples {
+        (0..outputs).collect()
+    } else {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ outputs as u64;
+        let mut picks: Vec<usize> = (0..samples.saturating_sub(2))
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % outputs as u64) as usize
+            })
+            .collect();
+        picks.extend([0, outputs - 1]);
+        picks
+    };
+    let (want, tolerance) = case.reference_sample(&indices);
+    let picked: Vec<f32> = indices.iter().map(|&i| got[i]).collect();
+    let mut verdict = verify(&picked, &want, &tolerance);
+    if let Some(m) = verdict.mismatch.as_mut() {
+        m.index = indices[m.index];
+    }
+    verdict
 }
 
 /// Deterministic inputs in [-1, 1) (SplitMix64), so every run and every process sees the same.

@@ -5,31 +5,101 @@
 
 use crate::hal::BufferUsage;
 use crate::kernel::{Access, KernelSpec, ScalarType};
-use crate::runtime::{Arg, Buffer, Program, Runtime, Submission};
+use crate::runtime::{Arg, Buffer, Program, Runtime};
 use crate::Result;
 
 use super::{groups_for, random_floats, Case, Work};
+use crate::hal::{DeviceInfo, Limits};
+use crate::runtime::Commands;
+use crate::{Error, ErrorKind};
 
 pub const NAME: &str = "saxpy";
-pub(crate) const WORKGROUP: u32 = 256;
 
+/// One compiled form of the kernel: `workgroup` invocations, each doing `per_thread` loads of
+/// `vec` elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SaxpyVariant {
+    pub workgroup: u32,
+    pub per_thread: u32,
+    pub vec: u32,
+}
+
+impl SaxpyVariant {
+    /// Works for any `n` on any device.
+    pub const SAFE: Self = Self { workgroup: 256, per_thread: 1, vec: 1 };
+
+    /// Elements one workgroup covers.
+    pub fn elements_per_group(&self) -> u32 {
+        self.workgroup * self.per_thread * self.vec
+    }
+
+    pub fn groups(&self, n: usize) -> [u32; 3] {
+        [groups_for(n, self.elements_per_group()), 1, 1]
+    }
+
+    fn fits(&self, limits: &Limits, n: usize) -> bool {
+        (self.vec == 1 || (self.vec == 4 && n % 4 == 0))
+            && self.workgroup <= limits.max_workgroup_invocations
+            && self.workgroup <= limits.max_workgroup_size[0]
+            && self.groups(n)[0] <= limits.max_workgroup_count[0]
+    }
+
+    pub fn candidates(limits: &Limits, n: usize) -> Vec<Self> {
+        let mut out = Vec::new();
+        for workgroup in [128, 256, 512, 1024] {
+            for per_thread in [1, 2, 4] {
+                for vec in [4, 1] {
+                    let v = Self { workgroup, per_thread, vec };
+                    if v.fits(limits, n) {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// vec4 loads where `n` allows, 4 loads in flight per invocation.
+    pub fn default_for(info: &DeviceInfo, n: usize) -> Self {
+        let v = Self { workgroup: 256, per_thread: 4, vec: if n % 4 == 0 { 4 } else { 1 } };
+        if v.fits(&info.limits, n) {
+            v
+        } else {
+            Self::SAFE
+        }
+    }
+
+    pub fn spec(&self) -> KernelSpec {
+        KernelSpec::new(NAME, [self.workgroup, 1, 1])
+            .glsl(include_str!("../../shaders/saxpy.comp"))
+            .define("VEC", self.vec)
+            .define("PER_THREAD", self.per_thread)
+            .storage("x", Access::ReadOnly)
+            .storage("y", Access::ReadWrite)
+            .scalar("a", ScalarType::F32)
+            .scalar("n", ScalarType::U32)
+    }
+
+    /// The variant a spec made by [`spec`](Self::spec) was built with.
+    pub fn from_spec(spec: &KernelSpec) -> Option<Self> {
+        let value = |name: &str| {
+            spec.defines.iter().rev().find(|(n, _)| n == name).and_then(|(_, v)| v.parse::<u32>().ok())
+        };
+        let v =
+            Self { workgroup: spec.workgroup_size[0], per_thread: value("PER_THREAD")?, vec: value("VEC")? };
+        (v.per_thread > 0 && (v.vec == 1 || v.vec == 4) && spec.workgroup_size[1..] == [1, 1]).then_some(v)
+    }
+}
+
+impl std::fmt::Display for SaxpyVariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "wg{} x{} v{}", self.workgroup, self.per_thread, self.vec)
+    }
+}
+
+/// The kernel with the variant that fits any problem and device.
 pub fn spec() -> KernelSpec {
-    let spec = KernelSpec::new(NAME, [WORKGROUP, 1, 1])
-        .glsl(include_str!("../../shaders/saxpy.comp"))
-        .opencl(NAME, include_str!("../../shaders/saxpy.cl"))
-        .storage("x", Access::ReadOnly)
-        .storage("y", Access::ReadWrite)
-        .scalar("a", ScalarType::F32)
-        .scalar("n", ScalarType::U32);
-    // The code objects `cargo run -p sparkle-tools --bin aot` builds, so that the suite runs on
-    // amdgpu without a compiler.
-    #[cfg(feature = "amdgpu")]
-    let spec = spec
-        .code_object(NAME, "gfx1030", include_bytes!("../../shaders/aot/gfx1030/saxpy.co"))
-        .code_object(NAME, "gfx1100", include_bytes!("../../shaders/aot/gfx1100/saxpy.co"))
-        .code_object(NAME, "gfx1101", include_bytes!("../../shaders/aot/gfx1101/saxpy.co"))
-        .code_object(NAME, "gfx1102", include_bytes!("../../shaders/aot/gfx1102/saxpy.co"));
-    spec
+    with_opencl_sources!(SaxpyVariant::SAFE.spec(), "saxpy", "saxpy.cl")
 }
 
 /// A saxpy problem of `x.len()` elements.
@@ -45,9 +115,36 @@ impl Saxpy {
     }
 }
 
+impl Saxpy {
+    fn reference_at(&self, i: usize) -> (f64, f64) {
+        let (a, x, y) = (f64::from(self.a), f64::from(self.x[i]), f64::from(self.y[i]));
+        (a * x + y, 2.0 * f64::from(f32::EPSILON) * ((a * x).abs() + y.abs()) + 1e-30)
+    }
+}
+
 impl Case for Saxpy {
     fn spec(&self) -> KernelSpec {
         spec()
+    }
+
+    fn default_spec(&self, info: &DeviceInfo) -> KernelSpec {
+        SaxpyVariant::default_for(info, self.x.len()).spec()
+    }
+
+    fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)> {
+        SaxpyVariant::candidates(limits, self.x.len()).iter().map(|v| (v.to_string(), v.spec())).collect()
+    }
+
+    fn shape_key(&self) -> String {
+        self.x.len().to_string()
+    }
+
+    fn reference_sample(&self, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
+        indices.iter().map(|&i| self.reference_at(i)).unzip()
+    }
+
+    fn outputs(&self) -> usize {
+        self.x.len()
     }
 
     fn describe(&self) -> String {
@@ -58,13 +155,30 @@ impl Case for Saxpy {
         Ok(vec![backend.upload(&self.x, BufferUsage::Input)?, backend.upload(&self.y, BufferUsage::InOut)?])
     }
 
-    fn dispatch(&self, backend: &Runtime, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
+    fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()> {
         let n = self.x.len();
-        backend.dispatch(
+        let variant = SaxpyVariant::from_spec(program.spec()).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "program `{}` is not a saxpy variant (defines VEC and PER_THREAD missing); build it \
+                     with SaxpyVariant::spec",
+                    program.name()
+                ),
+            )
+        })?;
+        if variant.vec == 4 && n % 4 != 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("saxpy variant {variant} needs n to be a multiple of 4, but n = {n}"),
+            ));
+        }
+        commands.dispatch(
             program,
             &[Arg::Buffer(&buffers[0]), Arg::Buffer(&buffers[1]), Arg::F32(self.a), Arg::U32(n as u32)],
-            [groups_for(n, WORKGROUP), 1, 1],
-        )
+            variant.groups(n),
+        )?;
+        Ok(())
     }
 
     fn download(&self, backend: &Runtime, buffers: &[Buffer]) -> Result<Vec<f32>> {
@@ -72,15 +186,7 @@ impl Case for Saxpy {
     }
 
     fn reference(&self) -> (Vec<f64>, Vec<f64>) {
-        let a = f64::from(self.a);
-        self.x
-            .iter()
-            .zip(&self.y)
-            .map(|(&x, &y)| {
-                let (x, y) = (f64::from(x), f64::from(y));
-                (a * x + y, 2.0 * f64::from(f32::EPSILON) * ((a * x).abs() + y.abs()) + 1e-30)
-            })
-            .unzip()
+        (0..self.x.len()).map(|i| self.reference_at(i)).unzip()
     }
 
     fn work(&self) -> Work {

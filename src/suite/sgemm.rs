@@ -1,4 +1,6 @@
-//! Tiled sgemm: `C = A·B`, row-major, any M, N, K.
+//! sgemm: `C = A·B`, row-major, any M, N, K, on the register-blocked GEMM core
+//! ([`super::gemm`]); the variant comes from the program's spec, so any variant of the core
+//! dispatches correctly.
 //!
 //! Tolerance: a K-term f32 dot product in any summation order is within `γ_K·Σ|a·b|` of the
 //! exact value, with `γ_K = K·ε/(1 − K·ε)`; we allow `K·ε·Σ|a_ik·b_kj|` (plus 1e-30), against a
@@ -6,35 +8,57 @@
 
 use crate::hal::BufferUsage;
 use crate::kernel::{Access, KernelSpec, ScalarType};
-use crate::runtime::{Arg, Buffer, Program, Runtime, Submission};
+use crate::runtime::{Arg, Buffer, Commands, Program, Runtime};
 use crate::Result;
 
-use super::{groups_for, random_floats, Case, Work};
+use super::gemm::{GemmShape, GemmVariant};
+use super::{random_floats, Case, Work};
+use crate::hal::{DeviceInfo, Limits};
+use crate::{Error, ErrorKind};
 
 pub const NAME: &str = "sgemm";
-/// The tile edge; also the workgroup's x and y size.
-pub const TILE: u32 = 16;
 
+/// The kernel with the variant that fits any problem and device.
 pub fn spec() -> KernelSpec {
-    let spec = KernelSpec::new(NAME, [TILE, TILE, 1])
-        .glsl(include_str!("../../shaders/sgemm.comp"))
-        .opencl(NAME, include_str!("../../shaders/sgemm.cl"))
-        .define("TILE", TILE)
+    with_opencl_sources!(variant_spec(&GemmVariant::SAFE), "sgemm", "gemm.cl")
+}
+
+/// The kernel built with `variant` (same bindings as [`spec`]).
+pub fn variant_spec(variant: &GemmVariant) -> KernelSpec {
+    let spec = variant
+        .spec(NAME, false)
         .storage("a", Access::ReadOnly)
         .storage("b", Access::ReadOnly)
         .storage("c", Access::ReadWrite)
         .scalar("M", ScalarType::U32)
         .scalar("N", ScalarType::U32)
         .scalar("K", ScalarType::U32);
-    // The code objects `cargo run -p sparkle-tools --bin aot` builds, so that the suite runs on
-    // amdgpu without a compiler.
-    #[cfg(feature = "amdgpu")]
-    let spec = spec
-        .code_object(NAME, "gfx1030", include_bytes!("../../shaders/aot/gfx1030/sgemm.co"))
-        .code_object(NAME, "gfx1100", include_bytes!("../../shaders/aot/gfx1100/sgemm.co"))
-        .code_object(NAME, "gfx1101", include_bytes!("../../shaders/aot/gfx1101/sgemm.co"))
-        .code_object(NAME, "gfx1102", include_bytes!("../../shaders/aot/gfx1102/sgemm.co"));
-    spec
+    with_phase(variant, spec)
+}
+
+/// A split variant's extra scalar: 0 fills the output, 1 adds the parts into it.
+pub(crate) fn with_phase(variant: &GemmVariant, spec: KernelSpec) -> KernelSpec {
+    if variant.split > 1 {
+        spec.scalar("phase", ScalarType::U32)
+    } else {
+        spec
+    }
+}
+
+/// Records the dispatches of one product: `args` plus the phase of each, for split variants.
+pub(crate) fn record_gemm(
+    commands: &mut Commands,
+    program: &Program,
+    variant: &GemmVariant,
+    shape: &GemmShape,
+    args: &[Arg<'_>],
+) -> Result<()> {
+    for (phase, groups) in variant.dispatches(shape) {
+        let mut all = args.to_vec();
+        all.extend(phase.map(Arg::U32));
+        commands.dispatch(program, &all, groups)?;
+    }
+    Ok(())
 }
 
 /// An sgemm problem: `a` is M×K, `b` is K×N.
@@ -50,11 +74,65 @@ impl Sgemm {
     pub fn random(m: usize, n: usize, k: usize, seed: u64) -> Self {
         Self { m, n, k, a: random_floats(m * k, seed), b: random_floats(k * n, seed ^ 0xB0B) }
     }
+
+    pub fn shape(&self) -> GemmShape {
+        GemmShape { gm: self.m, gn: self.n, gk: self.k, vec_a: self.k % 4 == 0, vec_b: self.n % 4 == 0 }
+    }
+
+    /// One output element of the f64 reference and its tolerance.
+    fn reference_at(&self, index: usize) -> (f64, f64) {
+        let (i, j) = (index / self.n, index % self.n);
+        let gamma = self.k as f64 * f64::from(f32::EPSILON);
+        let row = &self.a[i * self.k..(i + 1) * self.k];
+        let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
+        for (kk, &a) in row.iter().enumerate() {
+            let term = f64::from(a) * f64::from(self.b[kk * self.n + j]);
+            sum += term;
+            magnitude += term.abs();
+        }
+        (sum, gamma * magnitude + 1e-30)
+    }
+}
+
+/// The core variant a program of this kernel was built with.
+pub(crate) fn program_variant(program: &Program) -> Result<GemmVariant> {
+    GemmVariant::from_spec(program.spec()).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "program `{}` is not a variant of the GEMM core (its defines BM, BN, BK, TM, TN, VA, VB                  are missing or inconsistent); build it with sgemm::variant_spec or conv2d::variant_spec",
+                program.name()
+            ),
+        )
+    })
 }
 
 impl Case for Sgemm {
     fn spec(&self) -> KernelSpec {
         spec()
+    }
+
+    fn default_spec(&self, info: &DeviceInfo) -> KernelSpec {
+        variant_spec(&GemmVariant::default_for(info, &self.shape()))
+    }
+
+    fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)> {
+        GemmVariant::candidates(limits, &self.shape())
+            .iter()
+            .map(|v| (v.to_string(), variant_spec(v)))
+            .collect()
+    }
+
+    fn shape_key(&self) -> String {
+        format!("{}x{}x{}", self.m, self.n, self.k)
+    }
+
+    fn reference_sample(&self, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
+        indices.iter().map(|&i| self.reference_at(i)).unzip()
+    }
+
+    fn outputs(&self) -> usize {
+        self.m * self.n
     }
 
     fn describe(&self) -> String {
@@ -69,9 +147,13 @@ impl Case for Sgemm {
         ])
     }
 
-    fn dispatch(&self, backend: &Runtime, program: &Program, buffers: &[Buffer]) -> Result<Submission> {
-        backend.dispatch(
+    fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()> {
+        let variant = program_variant(program)?;
+        record_gemm(
+            commands,
             program,
+            &variant,
+            &self.shape(),
             &[
                 Arg::Buffer(&buffers[0]),
                 Arg::Buffer(&buffers[1]),
@@ -80,7 +162,6 @@ impl Case for Sgemm {
                 Arg::U32(self.n as u32),
                 Arg::U32(self.k as u32),
             ],
-            [groups_for(self.n, TILE), groups_for(self.m, TILE), 1],
         )
     }
 
@@ -89,23 +170,7 @@ impl Case for Sgemm {
     }
 
     fn reference(&self) -> (Vec<f64>, Vec<f64>) {
-        let gamma = self.k as f64 * f64::from(f32::EPSILON);
-        let mut want = Vec::with_capacity(self.m * self.n);
-        let mut tolerance = Vec::with_capacity(self.m * self.n);
-        for i in 0..self.m {
-            let row = &self.a[i * self.k..(i + 1) * self.k];
-            for j in 0..self.n {
-                let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
-                for (kk, &a) in row.iter().enumerate() {
-                    let term = f64::from(a) * f64::from(self.b[kk * self.n + j]);
-                    sum += term;
-                    magnitude += term.abs();
-                }
-                want.push(sum);
-                tolerance.push(gamma * magnitude + 1e-30);
-            }
-        }
-        (want, tolerance)
+        (0..self.m * self.n).map(|i| self.reference_at(i)).unzip()
     }
 
     fn work(&self) -> Work {

@@ -399,9 +399,10 @@ pub(crate) fn exec_sopc(w: &mut Wave, op: u8, s0: &Src, s1: &Src, word: u32) -> 
 pub(crate) fn exec_sopp(w: &mut Wave, op: u8, simm: u16, word: u32) -> ExecResult {
     let target = w.pc.wrapping_add((simm as i16 as i64 * 4) as u64);
     match op {
-        // s_nop, s_setkill, s_sleep, s_clause, s_delay_alu, s_waitcnt_depctr, s_waitcnt,
-        // s_wait_idle, s_wait_event, s_setprio, s_ttracedata, s_icache_inv: timing or caches only.
-        0 | 1 | 3 | 5 | 7 | 8 | 9 | 10 | 11 | 53 | 58 | 60 => {}
+        // s_nop, s_setkill, s_sleep, s_set_inst_prefetch_distance, s_clause, s_delay_alu,
+        // s_waitcnt_depctr, s_waitcnt, s_wait_idle, s_wait_event, s_setprio, s_ttracedata,
+        // s_icache_inv: timing, prefetch or caches only.
+        0 | 1 | 3 | 4 | 5 | 7 | 8 | 9 | 10 | 11 | 53 | 58 | 60 => {}
         17 => {
             if simm != 0 {
                 return Err(Fault::unsupported(format!(

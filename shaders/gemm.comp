@@ -1,0 +1,359 @@
+// Register-blocked GEMM core, shared by sgemm and conv2d (as an implicit GEMM):
+//   R[GM x GN] = P[GM x GK] · Q[GK x GN]
+// sgemm: P = A (M x K), Q = B (K x N), R = C, all row-major.
+// conv2d (CONV = 1): P = the weights as K x (C·9) row-major, Q = the input gathered on the fly
+// (row c·9 + dy·3 + dx, column n·H·W + y·W + x: the input pixel that output pixel meets through
+// that tap, zero in the padding), R[k][pixel] + bias[k] stored into the NCHW output.
+//
+// Each workgroup of THREADS = (BN/TN)·(BM/TM) invocations computes one BM x BN tile of R; each
+// invocation TM x TN outputs held in registers, as TM/4 x TN/4 blocks of 4x4 spread across the
+// tile so that shared-memory reads and global stores are contiguous across the invocations.
+// BK-deep slices of P (transposed) and Q go through two shared-memory buffers: the next slice is
+// loaded from global memory into registers while the current one is multiplied, then stored
+// into the other buffer, with one barrier per slice. The row of P's transposed slice is padded
+// by one vec4 against bank conflicts of the transposing stores.
+//
+// Defines: BM BN BK TM TN (TM, TN multiples of 4), VA (1 or 4: width of P loads; 4 needs GK to
+// be a multiple of 4), VB (1 or 4: width of Q loads and R stores; 4 needs GN a multiple of 4,
+// and for conv2d H·W a multiple of 4), CONV (0 or 1), WARP (0: invocations laid out row by row
+// over the tile; 1: each 32-wide subgroup covers an 8 x 4 patch of invocation positions, so
+// fewer distinct shared-memory vectors are read per instruction), FRAG (1: the next step's
+// fragments are read from shared memory into a second set of registers while this step
+// multiplies), UNROLL, SPLIT. Every load outside the matrices reads zero
+// and every store outside is skipped, so any size works.
+
+// UNROLL = 1: ask NVIDIA's compiler to unroll every constant loop (other compilers ignore it).
+#if UNROLL
+#pragma optionNV(unroll all)
+#endif
+// SPLIT > 1 (split-K): workgroup z takes one of SPLIT parts of the shared dimension and adds its
+// partial sums into the output with float atomics; a first dispatch with phase = 0 fills the
+// output with zero (sgemm) or the bias (conv2d). Needs GL_NV_shader_atomic_float.
+#extension GL_NV_shader_atomic_float : enable
+
+#define TX (BN / TN)
+#define TY (BM / TM)
+#define THREADS (TX * TY)
+#define A_CHUNKS (BM * BK / (THREADS * VA))
+#define B_CHUNKS (BK * BN / (THREADS * VB))
+#define A_PITCH (BM / 4 + 1)
+
+#if VA == 4
+#define A_ELEM vec4
+#else
+#define A_ELEM float
+#endif
+#if VB == 4
+#define B_ELEM vec4
+#else
+#define B_ELEM float
+#endif
+// Split-K adds scalars atomically, so its output is declared as floats.
+#if VB == 4 && SPLIT == 1
+#define VC 4
+#define C_ELEM vec4
+#else
+#define VC 1
+#define C_ELEM float
+#endif
+
+#if CONV
+layout(std430, binding = 0) restrict readonly buffer In { float inp[]; };
+layout(std430, binding = 1) restrict readonly buffer W { A_ELEM w[]; };
+layout(std430, binding = 2) restrict readonly buffer Bias { float bias[]; };
+layout(std430, binding = 3) restrict buffer Out { C_ELEM outp[]; };
+uniform uint N;
+uniform uint C;
+uniform uint H;
+uniform uint W_;
+uniform uint K;
+#define P_DATA w
+#else
+layout(std430, binding = 0) restrict readonly buffer A { A_ELEM a[]; };
+layout(std430, binding = 1) restrict readonly buffer B { B_ELEM b[]; };
+layout(std430, binding = 2) restrict buffer C { C_ELEM c[]; };
+uniform uint M;
+uniform uint N;
+uniform uint K;
+#define P_DATA a
+#endif
+#if SPLIT > 1
+uniform uint phase;
+#endif
+
+shared vec4 tile_p[2][BK][A_PITCH];
+shared vec4 tile_q[2][BK][BN / 4];
+
+uint GM;
+uint GN;
+uint GK;
+// Where this workgroup's part of the shared dimension ends (GK unless split).
+uint K_END;
+
+// What one invocation loads of one slice, kept in registers until it is stored.
+A_ELEM reg_p[A_CHUNKS];
+B_ELEM reg_q[B_CHUNKS];
+
+#if CONV
+uint HW;
+// Per Q chunk and pixel: the pixel's offset of channel 0 in the input, its y and x (-1 marks a
+// pixel past the end, whose loads are all zero).
+int pix_base[B_CHUNKS * VB];
+int pix_y[B_CHUNKS * VB];
+int pix_x[B_CHUNKS * VB];
+#endif
+
+void load_slice(uint row0, uint col0, uint k0) {
+    for (int i = 0; i < A_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint row = row0 + q / uint(BK / VA);
+        uint k = k0 + (q % uint(BK / VA)) * uint(VA);
+        bool inside = row < GM && k < K_END;
+        reg_p[i] = inside ? P_DATA[(row * GK + k) / uint(VA)] : A_ELEM(0.0);
+    }
+    for (int i = 0; i < B_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint k = k0 + q / uint(BN / VB);
+#if CONV
+        uint c = k / 9u;
+        uint tap = k - c * 9u;
+        int dy = int(tap / 3u) - 1;
+        int dx = int(tap % 3u) - 1;
+        int offset = int(c * HW) + dy * int(W_) + dx;
+        B_ELEM v = B_ELEM(0.0);
+        for (int j = 0; j < VB; ++j) {
+            int p = i * VB + j;
+            int y = pix_y[p] + dy;
+            int x = pix_x[p] + dx;
+            bool inside = k < K_END && pix_y[p] >= 0 && y >= 0 && y < int(H) && x >= 0 && x < int(W_);
+            float value = inside ? inp[pix_base[p] + offset] : 0.0;
+#if VB == 4
+            v[j] = value;
+#else
+            v = value;
+#endif
+        }
+        reg_q[i] = v;
+#else
+        uint col = col0 + (q % uint(BN / VB)) * uint(VB);
+        bool inside = k < K_END && col < GN;
+        reg_q[i] = inside ? b[(k * GN + col) / uint(VB)] : B_ELEM(0.0);
+#endif
+    }
+}
+
+void store_slice(int buf) {
+    for (int i = 0; i < A_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint row = q / uint(BK / VA);
+        uint k = (q % uint(BK / VA)) * uint(VA);
+#if VA == 4
+        for (int j = 0; j < 4; ++j) {
+            tile_p[buf][k + uint(j)][row / 4u][row % 4u] = reg_p[i][j];
+        }
+#else
+        tile_p[buf][k][row / 4u][row % 4u] = reg_p[i];
+#endif
+    }
+    for (int i = 0; i < B_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint k = q / uint(BN / VB);
+        uint col = (q % uint(BN / VB)) * uint(VB);
+#if VB == 4
+        tile_q[buf][k][col / 4u] = reg_q[i];
+#else
+        tile_q[buf][k][col / 4u][col % 4u] = reg_q[i];
+#endif
+    }
+}
+
+void main() {
+#if CONV
+    GM = K;
+    HW = H * W_;
+    GN = N * HW;
+    GK = C * 9u;
+#else
+    GM = M;
+    GN = N;
+    GK = K;
+#endif
+    uint row0 = gl_WorkGroupID.y * uint(BM);
+    uint col0 = gl_WorkGroupID.x * uint(BN);
+#if WARP
+    uint lane = gl_LocalInvocationIndex % 32u;
+    uint warp = gl_LocalInvocationIndex / 32u;
+    uint tx = (warp % uint(TX / 8)) * 8u + lane % 8u;
+    uint ty = (warp / uint(TX / 8)) * 4u + lane / 8u;
+#else
+    uint tx = gl_LocalInvocationIndex % uint(TX);
+    uint ty = gl_LocalInvocationIndex / uint(TX);
+#endif
+
+#if CONV
+    for (int i = 0; i < B_CHUNKS; ++i) {
+        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint col = col0 + (q % uint(BN / VB)) * uint(VB);
+        for (int j = 0; j < VB; ++j) {
+            uint pixel = col + uint(j);
+            int p = i * VB + j;
+            if (pixel < GN) {
+                uint n = pixel / HW;
+                uint rest = pixel - n * HW;
+                uint y = rest / W_;
+                pix_base[p] = int(n * C * HW + rest);
+                pix_y[p] = int(y);
+                pix_x[p] = int(rest - y * W_);
+            } else {
+                pix_base[p] = 0;
+                pix_y[p] = -1;
+                pix_x[p] = 0;
+            }
+        }
+    }
+#endif
+
+    vec4 acc[TM][TN / 4];
+    for (int i = 0; i < TM; ++i) {
+        for (int j = 0; j < TN / 4; ++j) {
+            acc[i][j] = vec4(0.0);
+        }
+    }
+
+    uint slices = (GK + uint(BK) - 1u) / uint(BK);
+    uint k_start = 0u;
+#if SPLIT > 1
+    if (phase == 0u) {
+        slices = 0u;
+    } else {
+        uint per_part = (slices + uint(SPLIT) - 1u) / uint(SPLIT);
+        uint first = min(gl_WorkGroupID.z * per_part, slices);
+        slices = min(first + per_part, slices) - first;
+        k_start = first * uint(BK);
+    }
+#endif
+    // Past the part's end, loads read zero as past GK.
+    K_END = min(GK, k_start + slices * uint(BK));
+    if (slices > 0u) {
+        load_slice(row0, col0, k_start);
+        store_slice(0);
+    }
+    barrier();
+    for (uint s = 0u; s < slices; ++s) {
+        int buf = int(s & 1u);
+        bool more = s + 1u < slices;
+        if (more) {
+            load_slice(row0, col0, k_start + (s + 1u) * uint(BK));
+        }
+#if FRAG
+        // The fragments of step k + 1 are read from shared memory while step k multiplies.
+        vec4 p[2][TM / 4];
+        vec4 q[2][TN / 4];
+        for (int i = 0; i < TM / 4; ++i) {
+            p[0][i] = tile_p[buf][0][uint(i * TY) + ty];
+        }
+        for (int j = 0; j < TN / 4; ++j) {
+            q[0][j] = tile_q[buf][0][uint(j * TX) + tx];
+        }
+        for (int k = 0; k < BK; ++k) {
+            int cur = k & 1;
+            if (k + 1 < BK) {
+                for (int i = 0; i < TM / 4; ++i) {
+                    p[cur ^ 1][i] = tile_p[buf][k + 1][uint(i * TY) + ty];
+                }
+                for (int j = 0; j < TN / 4; ++j) {
+                    q[cur ^ 1][j] = tile_q[buf][k + 1][uint(j * TX) + tx];
+                }
+            }
+            for (int i = 0; i < TM / 4; ++i) {
+                for (int r = 0; r < 4; ++r) {
+                    for (int j = 0; j < TN / 4; ++j) {
+                        acc[i * 4 + r][j] = fma(vec4(p[cur][i][r]), q[cur][j], acc[i * 4 + r][j]);
+                    }
+                }
+            }
+        }
+#else
+        for (int k = 0; k < BK; ++k) {
+            vec4 p[TM / 4];
+            vec4 q[TN / 4];
+            for (int i = 0; i < TM / 4; ++i) {
+                p[i] = tile_p[buf][k][uint(i * TY) + ty];
+            }
+            for (int j = 0; j < TN / 4; ++j) {
+                q[j] = tile_q[buf][k][uint(j * TX) + tx];
+            }
+            for (int i = 0; i < TM / 4; ++i) {
+                for (int r = 0; r < 4; ++r) {
+                    for (int j = 0; j < TN / 4; ++j) {
+                        acc[i * 4 + r][j] = fma(vec4(p[i][r]), q[j], acc[i * 4 + r][j]);
+                    }
+                }
+            }
+        }
+#endif
+        if (more) {
+            store_slice(buf ^ 1);
+        }
+        barrier();
+    }
+
+#if SPLIT > 1
+    // The bias (or zero) is written once, by phase 0; the parts only add.
+    bool adding = phase != 0u;
+#endif
+    for (int i = 0; i < TM / 4; ++i) {
+        for (int r = 0; r < 4; ++r) {
+            uint row = row0 + (uint(i * TY) + ty) * 4u + uint(r);
+            if (row >= GM) {
+                continue;
+            }
+#if CONV
+            float offset = bias[row];
+#else
+            float offset = 0.0;
+#endif
+#if SPLIT > 1
+            if (adding) {
+                offset = 0.0;
+            }
+#endif
+            for (int j = 0; j < TN / 4; ++j) {
+                uint col = col0 + (uint(j * TX) + tx) * 4u;
+                vec4 value = acc[i * 4 + r][j] + vec4(offset);
+#if VC == 4
+                if (col < GN) {
+#if CONV
+                    uint n = col / HW;
+                    outp[((n * K + row) * HW + (col - n * HW)) / 4u] = value;
+#else
+                    c[(row * GN + col) / 4u] = value;
+#endif
+                }
+#else
+                for (int e = 0; e < 4; ++e) {
+                    uint cc = col + uint(e);
+                    if (cc < GN) {
+#if CONV
+                        uint n = cc / HW;
+                        uint at = (n * K + row) * HW + (cc - n * HW);
+#if SPLIT > 1
+                        if (adding) { atomicAdd(outp[at], value[e]); } else { outp[at] = value[e]; }
+#else
+                        outp[at] = value[e];
+#endif
+#else
+                        uint at = row * GN + cc;
+#if SPLIT > 1
+                        if (adding) { atomicAdd(c[at], value[e]); } else { c[at] = value[e]; }
+#else
+                        c[at] = value[e];
+#endif
+#endif
+                    }
+                }
+#endif
+            }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! `sparkle tune [kernel] [sizes] [--force]`: times the variants of suite kernels on this GPU
+//! and keeps each problem's winner in the GPU's cache folder, where `bench` and every later
+//! process find it. A stored choice is kept unless `--force` asks to tune again.
+
+use std::process::ExitCode;
+
+use serde::Serialize;
+use sparkle::suite::{self, tuning, Case};
+use sparkle::Runtime;
+
+use super::{table, CliResult, UsageError};
+
+#[derive(Serialize)]
+struct Row {
+    problem: String,
+    variant: String,
+    ms: f64,
+    timer: String,
+    candidates: usize,
+    /// `tuned` now, or `stored` (kept from an earlier tune).
+    source: &'static str,
+    rejected: Vec<(String, String)>,
+}
+
+pub fn run(
+    kernel: Option<&str>,
+    sizes: &[usize],
+    force: bool,
+    quick: bool,
+    json: bool,
+) -> CliResult<ExitCode> {
+    let runtime = Runtime::from_env()?;
+    let cases: Vec<Box<dyn Case>> = match kernel {
+        Some(name) => {
+            if !suite::NAMES.contains(&name) {
+                return Err(Box::new(UsageError(format!(
+                    "no suite kernel is called `{name}`; the suite has {}",
+                    suite::NAMES.join(", ")
+                ))));
+            }
+            vec![suite::case(name, sizes, 1, &runtime.info().limits).map_err(UsageError)?]
+        }
+        None if sizes.is_empty() => suite::bench_cases(1, quick),
+        None => return Err(Box::new(UsageError("sizes need a kernel: sparkle tune sgemm 4096".into()))),
+    };
+    let Some(path) = tuning::Tuning::path(&runtime) else {
+        return Err("the program cache is memory-only here, so tuning results cannot be kept; \
+                    set SPARKLE_CACHE_DIR to a writable folder"
+            .into());
+    };
+    let stored = tuning::Tuning::load(&runtime).unwrap_or_default();
+    let mut rows = Vec::new();
+    for case in &cases {
+        let key = tuning::key(case.as_ref());
+        if let (false, Some(choice)) = (force, stored.choice(case.as_ref())) {
+            eprintln!("{key}: stored choice {} ({:.3} ms); --force tunes again", choice.variant, choice.ms);
+            rows.push(Row {
+                problem: key,
+                variant: choice.variant.clone(),
+                ms: choice.ms,
+                timer: choice.timer.clone(),
+                candidates: choice.candidates,
+                source: "stored",
+                rejected: Vec::new(),
+            });
+            continue;
+        }
+        let variants = suite::variants_for(&runtime, case.as_ref()).len();
+        eprintln!("{key}: timing {variants} variants…");
+        let started = std::time::Instant::now();
+        let outcome = tuning::tune(&runtime, case.as_ref(), tuning::Options::default())?;
+        tuning::Tuning::store(&runtime, &outcome.key, outcome.choice.clone())?;
+        eprintln!(
+            "{key}: {} wins at {:.3} ms ({} timed, {} rejected, {:.1} s)",
+            outcome.choice.variant,
+            outcome.choice.ms,
+            outcome.timings.len(),
+            outcome.rejected.len(),
+            started.elapsed().as_secs_f64()
+        );
+        for (label, ms) in outcome.timings.iter().take(5) {
+            eprintln!("    {label:<24} {ms:.3} ms");
+        }
+        rows.push(Row {
+            problem: key,
+            variant: outcome.choice.variant.clone(),
+            ms: outcome.choice.ms,
+            timer: outcome.choice.timer.clone(),
+            candidates: outcome.choice.candidates,
+            source: "tuned",
+            rejected: outcome.rejected,
+        });
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!("Tuning of {} kept in {}", runtime.info().name, path.display());
+        let table_rows: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.problem.clone(),
+                    r.variant.clone(),
+                    format!("{:.3}", r.ms),
+                    r.timer.clone(),
+                    r.candidates.to_string(),
+                    r.source.to_owned(),
+                ]
+            })
+            .collect();
+        print!("{}", table::render(&["problem", "variant", "ms", "timer", "timed", "source"], &table_rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,319 @@
+//! The register-blocked GEMM core (`shaders/gemm.comp`) that sgemm and conv2d share: its
+//! variants (tile sizes, outputs per invocation, vector widths), which of them a problem and a
+//! device can take, the spec each compiles to, and the grid it dispatches.
+
+use std::fmt;
+
+use crate::hal::{DeviceInfo, Limits};
+use crate::kernel::KernelSpec;
+
+use super::groups_for;
+
+pub(crate) const SOURCE: &str = include_str!("../../shaders/gemm.comp");
+
+/// One compiled form of the core: each invocation computes `tm`×`tn` outputs of a `bm`×`bn`
+/// tile, stepping through the shared dimension `bk` at a time; `va`/`vb` are the widths of the
+/// loads of the left matrix and of the right matrix (and of the stores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GemmVariant {
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    pub tm: u32,
+    pub tn: u32,
+    pub va: u32,
+    pub vb: u32,
+    /// 1: each 32-invocation subgroup covers an 8×4 patch of positions (fewer distinct
+    /// shared-memory reads per instruction); 0: positions row by row.
+    pub warp: u32,
+    /// 1: ask the compiler to unroll every constant loop.
+    pub unroll: u32,
+    /// 1: read the next step's fragments from shared memory while this step multiplies.
+    pub frag: u32,
+    /// Split-K: parts of the shared dimension run by separate workgroups, added atomically
+    /// (needs float atomics: `GL_NV_shader_atomic_float`); 1: no split.
+    pub split: u32,
+}
+
+/// The problem a variant runs: `gm`×`gn` outputs, `gk` deep. `vec_a`/`vec_b` say whether the
+/// problem allows 4-wide loads of the left and right matrix (and 4-wide stores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmShape {
+    pub gm: usize,
+    pub gn: usize,
+    pub gk: usize,
+    pub vec_a: bool,
+    pub vec_b: bool,
+}
+
+const DEFINES: [&str; 11] = ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG"];
+
+impl GemmVariant {
+    pub fn threads(&self) -> u32 {
+        (self.bn / self.tn) * (self.bm / self.tm)
+    }
+
+    /// Shared memory the variant declares: two slices of each operand, the left one padded.
+    pub fn shared_bytes(&self) -> u32 {
+        2 * self.bk * (self.bm / 4 + 1) * 16 + 2 * self.bk * (self.bn / 4) * 16
+    }
+
+    /// Whether the shader's index arithmetic holds for these numbers (every invocation loads
+    /// whole chunks, tiles split evenly).
+    pub fn well_formed(&self) -> bool {
+        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, frag, split } = *self;
+        let threads = self.threads();
+        let warp_ok = match warp {
+            0 => true,
+            1 => tn > 0 && tm > 0 && (bn / tn) % 8 == 0 && (bm / tm) % 4 == 0,
+            _ => false,
+        };
+        [va, vb].iter().all(|&v| v == 1 || v == 4)
+            && tm % 4 == 0
+            && tn % 4 == 0
+            && tm > 0
+            && tn > 0
+            && bm % tm == 0
+            && bn % tn == 0
+            && bk % va == 0
+            && bn % vb == 0
+            && threads > 0
+            && (bm * bk) % (threads * va) == 0
+            && (bk * bn) % (threads * vb) == 0
+            && warp_ok
+            && unroll <= 1
+            && frag <= 1
+            && (1..=16).contains(&split)
+    }
+
+    /// Whether the device can run it and the problem allows its vector widths.
+    pub fn fits(&self, limits: &Limits, shape: &GemmShape) -> bool {
+        self.well_formed()
+            && self.threads() <= limits.max_workgroup_invocations
+            && self.threads() <= limits.max_workgroup_size[0]
+            && self.shared_bytes() <= limits.max_shared_memory_bytes
+            && (self.va == 1 || shape.vec_a)
+            && (self.vb == 1 || shape.vec_b)
+            && self.groups(shape).iter().zip(&limits.max_workgroup_count).all(|(&g, &max)| g <= max)
+    }
+
+    /// The spec of kernel `name` built from the core with these numbers (its bindings still to
+    /// be added; a split variant takes the scalar `phase` after them).
+    pub fn spec(&self, name: &str, conv: bool) -> KernelSpec {
+        let values: [u32; DEFINES.len()] = [
+            self.bm,
+            self.bn,
+            self.bk,
+            self.tm,
+            self.tn,
+            self.va,
+            self.vb,
+            self.warp,
+            self.unroll,
+            self.split,
+            self.frag,
+        ];
+        let mut spec = KernelSpec::new(name, [self.threads(), 1, 1]).glsl(SOURCE);
+        for (define, value) in DEFINES.iter().zip(values) {
+            spec = spec.define(*define, value);
+        }
+        spec.define("CONV", u32::from(conv))
+    }
+
+    /// The variant a spec made by [`spec`](Self::spec) was built with.
+    pub fn from_spec(spec: &KernelSpec) -> Option<Self> {
+        let value = |name: &str| {
+            spec.defines.iter().rev().find(|(n, _)| n == name).and_then(|(_, v)| v.parse::<u32>().ok())
+        };
+        let variant = Self {
+            bm: value("BM")?,
+            bn: value("BN")?,
+            bk: value("BK")?,
+            tm: value("TM")?,
+            tn: value("TN")?,
+            va: value("VA")?,
+            vb: value("VB")?,
+            warp: value("WARP")?,
+            unroll: value("UNROLL")?,
+            frag: value("FRAG")?,
+            split: value("SPLIT")?,
+        };
+        (variant.well_formed() && spec.workgroup_size == [variant.threads(), 1, 1]).then_some(variant)
+    }
+
+    /// Workgroups over the output: x along its columns, y along its rows, z along the parts of
+    /// a split (the first, filling dispatch of a split variant takes z = 1).
+    pub fn groups(&self, shape: &GemmShape) -> [u32; 3] {
+        [groups_for(shape.gn, self.bn), groups_for(shape.gm, self.bm), self.split]
+    }
+
+    /// The dispatches of one product: `(phase, groups)`; `phase` is `None` for an unsplit
+    /// variant, which takes no phase argument.
+    pub fn dispatches(&self, shape: &GemmShape) -> Vec<(Option<u32>, [u32; 3])> {
+        let [x, y, z] = self.groups(shape);
+        if self.split == 1 {
+            vec![(None, [x, y, 1])]
+        } else {
+            vec![(Some(0), [x, y, 1]), (Some(1), [x, y, z])]
+        }
+    }
+
+    /// The widest loads the problem allows.
+    fn widest(self, shape: &GemmShape) -> Self {
+        Self { va: if shape.vec_a { 4 } else { 1 }, vb: if shape.vec_b { 4 } else { 1 }, ..self }
+    }
+
+    /// Every variant worth timing for `shape` on a device with `limits`, each with the widest
+    /// loads the problem allows (narrower ones are never faster).
+    pub fn candidates(limits: &Limits, shape: &GemmShape) -> Vec<Self> {
+        let mut out = Vec::new();
+        let tiles = [
+            (256, 128),
+            (128, 256),
+            (128, 128),
+            (128, 64),
+            (64, 128),
+            (64, 64),
+            (64, 32),
+            (32, 64),
+            (32, 32),
+        ];
+        for (bm, bn) in tiles {
+            // Few output tiles for a deep product: split it, so every multiprocessor has work.
+            let count = shape.gm.div_ceil(bm as usize) * shape.gn.div_ceil(bn as usize);
+            let splits: &[u32] = if count < 160 && shape.gk >= 256 { &[1, 2, 4] } else { &[1] };
+            for bk in [8, 16, 32] {
+                if bk == 32 && bm * bn > 64 * 64 {
+                    continue;
+                }
+                for (tm, tn) in [(8, 8), (8, 4), (4, 8), (4, 4)] {
+                    for warp in [0, 1] {
+                        for &split in splits {
+                            let variant =
+                                Self { bm, bn, bk, tm, tn, va: 1, vb: 1, warp, unroll: 1, frag: 0, split }
+                                    .widest(shape);
+                            if variant.fits(limits, shape) {
+                                out.push(variant);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Whether unrolling and fragment double buffering pay is the compiler's business: probe
+        // them on the big-tile shapes that usually win.
+        for probe in [Self::BIG, Self::MEDIUM] {
+            let variant = Self { unroll: 0, ..probe }.widest(shape);
+            if variant.fits(limits, shape) {
+                out.push(variant);
+            }
+        }
+        let mut fragged: Vec<Self> = out
+            .iter()
+            .filter(|v| v.bm * v.bn >= 64 * 128 && v.tm * v.tn >= 32 && v.unroll == 1)
+            .map(|v| Self { frag: 1, ..*v })
+            .collect();
+        out.append(&mut fragged);
+        out
+    }
+
+    /// The variant to run without tuning: large tiles when they still give every multiprocessor
+    /// of a big GPU work, smaller ones when the problem has too few of them; CPU renderers
+    /// (llvmpipe) take the small-tile variant, whose workgroups they schedule more evenly.
+    pub fn default_for(info: &DeviceInfo, shape: &GemmShape) -> Self {
+        let cpu = is_cpu_renderer(info);
+        let preferred = [
+            Self::BIG,
+            Self::MEDIUM,
+            Self { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, ..Self::BIG },
+            Self { bm: 64, bn: 32, bk: 16, tm: 4, tn: 4, ..Self::BIG },
+            Self { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, ..Self::BIG },
+        ];
+        let enough = |v: &Self| {
+            let [x, y, _] = v.groups(shape);
+            cpu || u64::from(x) * u64::from(y) >= 128
+        };
+        let start = if cpu { 2 } else { 0 };
+        preferred[start..]
+            .iter()
+            .map(|v| v.widest(shape))
+            .find(|v| v.fits(&info.limits, shape) && enough(v))
+            .or_else(|| preferred.iter().map(|v| v.widest(shape)).rev().find(|v| v.fits(&info.limits, shape)))
+            .unwrap_or(Self::SAFE)
+    }
+
+    /// Fits every GL 4.3 device (64 invocations, 8.5 KiB of shared memory) and any problem.
+    pub const SAFE: Self =
+        Self { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, va: 1, vb: 1, warp: 0, unroll: 1, frag: 0, split: 1 };
+    /// 128×128 tiles, 8×8 outputs per invocation: big problems on big GPUs.
+    pub const BIG: Self =
+        Self { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, va: 4, vb: 4, warp: 0, unroll: 1, frag: 0, split: 1 };
+    /// 128×128 tiles with 512 invocations, 8×4 outputs each.
+    pub const MEDIUM: Self = Self { bk: 16, tn: 4, ..Self::BIG };
+}
+
+/// Mesa's software renderers run compute shaders on the CPU.
+pub(crate) fn is_cpu_renderer(info: &DeviceInfo) -> bool {
+    let name = info.name.to_ascii_lowercase();
+    ["llvmpipe", "softpipe", "lavapipe", "swrast"].iter().any(|s| name.contains(s))
+}
+
+impl fmt::Display for GemmVariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}x{} t{}x{} v{}/{}", self.bm, self.bn, self.bk, self.tm, self.tn, self.va, self.vb)?;
+        if self.warp == 1 {
+            write!(f, " warp")?;
+        }
+        if self.unroll == 0 {
+            write!(f, " no-unroll")?;
+        }
+        if self.frag == 1 {
+            write!(f, " frag")?;
+        }
+        if self.split > 1 {
+            write!(f, " split{}", self.split)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_candidate_round_trips_through_its_spec() {
+        let limits = Limits {
+            max_workgroup_size: [1024, 1024, 64],
+            max_workgroup_invocations: 1024,
+            max_workgroup_count: [65535; 3],
+            max_shared_memory_bytes: 48 * 1024,
+            max_storage_buffer_bytes: 1 << 31,
+            max_storage_buffer_bindings: 16,
+            storage_buffer_offset_alignment: 16,
+        };
+        let shape = GemmShape { gm: 1000, gn: 1000, gk: 1000, vec_a: true, vec_b: true };
+        let candidates = GemmVariant::candidates(&limits, &shape);
+        assert!(candidates.len() > 15, "{}", candidates.len());
+        for v in &candidates {
+            assert!(v.shared_bytes() <= 48 * 1024);
+            assert_eq!(GemmVariant::from_spec(&v.spec("sgemm", false)), Some(*v));
+        }
+        let scalar = GemmShape { vec_a: false, ..shape };
+        assert!(GemmVariant::candidates(&limits, &scalar).iter().all(|v| v.va == 1));
+        assert!(!GemmVariant::BIG.fits(&limits, &scalar));
+        let labels: std::collections::HashSet<String> = candidates.iter().map(|v| v.to_string()).collect();
+        assert_eq!(labels.len(), candidates.len(), "labels name variants uniquely");
+        let few_tiles = GemmShape { gm: 64, gn: 3136, gk: 576, vec_a: true, vec_b: true };
+        assert!(GemmVariant::candidates(&limits, &few_tiles).iter().any(|v| v.split > 1));
+        let big = GemmShape { gm: 4096, gn: 4096, gk: 4096, vec_a: true, vec_b: true };
+        assert!(
+            GemmVariant::candidates(&limits, &big).iter().all(|v| v.split == 1),
+            "4096² has enough tiles"
+        );
+        for shape in [(1024, 1024, 1024), (4096, 4096, 4096), (128, 25088, 1152), (64, 3136, 576)] {
+            let shape = GemmShape { gm: shape.0, gn: shape.1, gk: shape.2, vec_a: true, vec_b: true };
+            eprintln!("{shape:?}: {} candidates", GemmVariant::candidates(&limits, &shape).len());
+        }
+    }
+}

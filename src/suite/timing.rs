@@ -1,0 +1,126 @@
+//! Timing suite kernels the way a benchmark must on a GPU whose clock follows its load: warm it
+//! with continuous work first, then time each dispatch both on the GPU (timer queries, where
+//! the device has them) and as dispatch + wait on the host, rotating between several copies of
+//! inputs small enough to stay in the GPU's last-level cache, and report medians.
+
+use std::time::{Duration, Instant};
+
+use super::{Case, DISPATCH_TIMEOUT};
+use crate::runtime::{Buffer, Program, Runtime, Submission};
+use crate::Result;
+
+/// Inputs smaller than this are rotated through several copies, so that each run reads memory
+/// the previous runs did not leave in cache (H100's L2 is 50 MB).
+pub const ROTATE_BELOW_BYTES: f64 = 256e6;
+
+/// Most input copies a rotation uses.
+const MAX_COPIES: usize = 8;
+
+/// Median times of one kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// GPU time of one dispatch; `None` if the device cannot measure it.
+    pub gpu: Option<Duration>,
+    /// Dispatch + wait on the host.
+    pub wall: Duration,
+    pub runs: usize,
+}
+
+impl Timing {
+    /// The time throughput figures use: GPU time where measured, else wall time.
+    pub fn best(&self) -> Duration {
+        self.gpu.unwrap_or(self.wall)
+    }
+}
+
+/// How many copies of its inputs `case` should rotate through: memory-bound problems whose
+/// bytes fit under [`ROTATE_BELOW_BYTES`] get enough copies to exceed it.
+pub fn copies_for(case: &dyn Case) -> usize {
+    let work = case.work();
+    let memory_bound = work.flops < 4.0 * work.bytes;
+    if !memory_bound || work.bytes >= ROTATE_BELOW_BYTES || work.bytes <= 0.0 {
+        return 1;
+    }
+    ((ROTATE_BELOW_BYTES / work.bytes).ceil() as usize).clamp(1, MAX_COPIES)
+}
+
+/// Uploads `copies` independent sets of `case`'s inputs.
+pub fn upload_copies(backend: &Runtime, case: &dyn Case, copies: usize) -> Result<Vec<Vec<Buffer>>> {
+    (0..copies.max(1)).map(|_| case.upload(backend)).collect()
+}
+
+/// Keeps the GPU busy with `case` for at least `duration` (two submissions in flight, so it
+/// never idles), so that its clock has risen before anything is timed.
+pub fn warm(
+    backend: &Runtime,
+    program: &Program,
+    case: &dyn Case,
+    sets: &[Vec<Buffer>],
+    duration: Duration,
+) -> Result<usize> {
+    let started = Instant::now();
+    let mut in_flight: Vec<Submission> = Vec::new();
+    let mut dispatches = 0;
+    while started.elapsed() < duration {
+        let mut commands = backend.commands();
+        for i in 0..4 {
+            case.record(&mut commands, program, &sets[(dispatches + i) % sets.len()])?;
+        }
+        dispatches += 4;
+        in_flight.push(backend.submit(commands)?);
+        if in_flight.len() > 2 {
+            in_flight.remove(0).wait(DISPATCH_TIMEOUT)?;
+        }
+    }
+    for submission in in_flight {
+        submission.wait(DISPATCH_TIMEOUT)?;
+    }
+    Ok(dispatches)
+}
+
+/// Times single dispatches of `case`, rotating through `sets`: at least `min_runs`, then more
+/// until `budget` is spent (at most 1000). Each run is one timed submission waited for at once.
+pub fn time(
+    backend: &Runtime,
+    program: &Program,
+    case: &dyn Case,
+    sets: &[Vec<Buffer>],
+    min_runs: usize,
+    budget: Duration,
+) -> Result<Timing> {
+    let mut gpu = Vec::new();
+    let mut wall = Vec::new();
+    let started = Instant::now();
+    while wall.len() < min_runs.max(1) || (wall.len() < 1000 && started.elapsed() < budget) {
+        let set = &sets[wall.len() % sets.len()];
+        let t = Instant::now();
+        let mut commands = backend.commands();
+        case.record(&mut commands, program, set)?;
+        let submission = backend.submit_timed(commands)?;
+        submission.wait(DISPATCH_TIMEOUT)?;
+        wall.push(t.elapsed());
+        if let Some(time) = submission.gpu_time() {
+            gpu.push(time);
+        }
+    }
+    let runs = wall.len();
+    let wall = median(&mut wall);
+    let gpu = (gpu.len() == runs).then(|| median(&mut gpu)).filter(|&gpu| {
+        // Software renderers end the query before their threads run the work.
+        let plausible = gpu * 1000 >= wall;
+        if !plausible {
+            tracing::warn!(
+                ?gpu,
+                ?wall,
+                "the device's timer queries report implausibly short times; using wall time"
+            );
+        }
+        plausible
+    });
+    Ok(Timing { gpu, wall, runs })
+}
+
+fn median(values: &mut [Duration]) -> Duration {
+    values.sort();
+    values.get(values.len() / 2).copied().unwrap_or_default()
+}

@@ -1,0 +1,181 @@
+//! Variants of the suite's kernels on the gl backend (llvmpipe in CI): every vector width and
+//! tile shape the tuner may pick is correct at ragged and aligned sizes; GPU time comes back
+//! from timed submissions; a tuned choice is kept per GPU and found by a fresh runtime.
+
+#![cfg(feature = "gl")]
+
+use std::time::Duration;
+
+use sparkle::cache::CacheConfig;
+use sparkle::suite::conv2d::{self, Conv2d, Shape};
+use sparkle::suite::gemm::GemmVariant;
+use sparkle::suite::saxpy::{Saxpy, SaxpyVariant};
+use sparkle::suite::sgemm::{self, Sgemm};
+use sparkle::suite::{self, tuning, Case};
+use sparkle::{KernelSpec, Runtime};
+
+fn backend() -> Runtime {
+    Runtime::open_backend("gl", &CacheConfig::memory_only()).expect("a GL 4.3 context (llvmpipe is enough)")
+}
+
+fn assert_correct(backend: &Runtime, case: &dyn Case, spec: &KernelSpec, label: &str) {
+    let program = backend.program(spec).unwrap_or_else(|e| panic!("{label} compiles: {e}"));
+    let verdict = suite::run_and_verify(backend, &program, case).expect("the dispatch runs");
+    assert!(verdict.passed(), "{} with {label}: {verdict}", case.describe());
+}
+
+fn gemm(bm: u32, bn: u32, bk: u32, tm: u32, tn: u32, va: u32, vb: u32) -> GemmVariant {
+    GemmVariant { bm, bn, bk, tm, tn, va, vb, ..GemmVariant::SAFE }
+}
+
+/// Whether the device has float atomics, which split variants need.
+fn has_float_atomics(backend: &Runtime) -> bool {
+    let probe = sgemm::variant_spec(&GemmVariant { split: 2, ..GemmVariant::SAFE });
+    backend.program(&probe).is_ok()
+}
+
+/// The tile shapes and widths the tuner offers, small and large.
+fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
+    let (va, vb) = (if vec_a { 4 } else { 1 }, if vec_b { 4 } else { 1 });
+    let warp = |v: GemmVariant| GemmVariant { warp: 1, ..v };
+    let split = |v: GemmVariant, split| GemmVariant { split, ..v };
+    vec![
+        gemm(128, 128, 8, 8, 8, va, vb),
+        GemmVariant { frag: 1, ..gemm(128, 64, 16, 8, 8, va, vb) },
+        warp(gemm(64, 128, 16, 4, 8, va, vb)),
+        GemmVariant { unroll: 0, ..gemm(64, 64, 16, 4, 4, va, vb) },
+        gemm(64, 32, 16, 8, 4, va, vb),
+        warp(gemm(32, 64, 8, 4, 8, va, vb)),
+        split(gemm(64, 64, 16, 4, 4, va, vb), 2),
+        split(warp(gemm(32, 64, 16, 4, 4, va, vb)), 3),
+        GemmVariant { frag: 1, ..split(gemm(64, 64, 16, 4, 4, va, vb), 2) },
+        GemmVariant::SAFE,
+    ]
+}
+
+#[test]
+fn sgemm_variants_are_correct_at_ragged_and_aligned_sizes() {
+    let backend = backend();
+    let atomics = has_float_atomics(&backend);
+    // (M, N, K): ragged in every dimension, K and N multiples of 4 (vector paths) with ragged
+    // tiles, a K tail shorter than a slice, and one exact multiple of the big tile.
+    for (m, n, k) in [(1, 1, 1), (37, 45, 19), (131, 68, 36), (70, 132, 12), (128, 128, 64)] {
+        let case = Sgemm::random(m, n, k, (m + n + k) as u64);
+        let shape = case.shape();
+        for v in gemm_variants(shape.vec_a, shape.vec_b).into_iter().filter(|v| v.split == 1 || atomics) {
+            assert!(v.well_formed(), "{v}");
+            assert_correct(&backend, &case, &sgemm::variant_spec(&v), &v.to_string());
+        }
+        assert_correct(&backend, &case, &case.default_spec(backend.info()), "the default");
+    }
+}
+
+#[test]
+fn conv2d_variants_are_correct_at_ragged_and_aligned_shapes() {
+    let backend = backend();
+    let atomics = has_float_atomics(&backend);
+    for shape in [
+        Shape { n: 1, c: 1, h: 1, w: 1, k: 1 },
+        Shape { n: 2, c: 3, h: 7, w: 9, k: 5 },
+        Shape { n: 2, c: 8, h: 6, w: 10, k: 12 },
+        Shape { n: 3, c: 4, h: 8, w: 8, k: 20 },
+    ] {
+        let case = Conv2d::random(shape, shape.w as u64);
+        let gemm_shape = conv2d::gemm_shape(shape);
+        for v in
+            gemm_variants(gemm_shape.vec_a, gemm_shape.vec_b).into_iter().filter(|v| v.split == 1 || atomics)
+        {
+            assert_correct(&backend, &case, &conv2d::variant_spec(&v), &v.to_string());
+        }
+        assert_correct(&backend, &case, &case.default_spec(backend.info()), "the default");
+    }
+}
+
+#[test]
+fn split_variants_compile_wherever_float_atomics_exist() {
+    // Mesa's llvmpipe and NVIDIA both offer GL_NV_shader_atomic_float; a device without it
+    // refuses split variants at compile time (the tuner then rejects them).
+    let backend = backend();
+    let extensions = backend.info().details.iter().any(|(_, v)| v.contains("NVIDIA") || v.contains("Mesa"));
+    if extensions {
+        assert!(has_float_atomics(&backend), "split variants must compile on {}", backend.info().name);
+    }
+}
+
+#[test]
+fn saxpy_variants_are_correct_and_vec4_refuses_ragged_n() {
+    let backend = backend();
+    for n in [1usize, 3, 4, 1020, 4100, 70_001] {
+        let case = Saxpy::random(n, n as u64);
+        let variants = SaxpyVariant::candidates(&backend.info().limits, n);
+        assert_eq!(variants.iter().any(|v| v.vec == 4), n % 4 == 0, "n = {n}");
+        for v in variants.iter().filter(|v| v.per_thread != 2 && v.workgroup != 512) {
+            assert_correct(&backend, &case, &v.spec(), &v.to_string());
+        }
+    }
+    let ragged = Saxpy::random(10, 1);
+    let vec4 = SaxpyVariant { workgroup: 64, per_thread: 2, vec: 4 };
+    let program = backend.program(&vec4.spec()).unwrap();
+    let buffers = ragged.upload(&backend).unwrap();
+    let err = ragged.dispatch(&backend, &program, &buffers).unwrap_err();
+    assert!(err.to_string().contains("multiple of 4"), "{err}");
+}
+
+#[test]
+fn timed_submissions_report_gpu_time_and_untimed_ones_do_not() {
+    let backend = backend();
+    assert!(backend.measures_gpu_time());
+    let case = Sgemm::random(96, 96, 96, 3);
+    let program = backend.program(&case.default_spec(backend.info())).unwrap();
+    let buffers = case.upload(&backend).unwrap();
+
+    let started = std::time::Instant::now();
+    let mut commands = backend.commands();
+    case.record(&mut commands, &program, &buffers).unwrap();
+    let timed = backend.submit_timed(commands).unwrap();
+    timed.wait(Duration::from_secs(60)).unwrap();
+    let wall = started.elapsed();
+    let gpu = timed.gpu_time().expect("a timed submission reports its GPU time");
+    assert!(gpu > Duration::ZERO && gpu <= wall, "gpu {gpu:?}, wall {wall:?}");
+    assert_eq!(timed.gpu_time(), Some(gpu), "reading it twice gives the same time");
+
+    let untimed = case.dispatch(&backend, &program, &buffers).unwrap();
+    untimed.wait(Duration::from_secs(60)).unwrap();
+    assert_eq!(untimed.gpu_time(), None);
+}
+
+#[test]
+fn a_tuned_choice_is_kept_per_gpu_and_found_by_a_fresh_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = CacheConfig { dir: Some(dir.path().to_path_buf()), ..CacheConfig::memory_only() };
+    let case = Sgemm::random(64, 64, 64, 9);
+    let options = tuning::Options {
+        runs: 2,
+        budget: Duration::ZERO,
+        warm_up: Duration::from_millis(10),
+        max_candidates: Some(3),
+    };
+    let first = Runtime::open_backend("gl", &config).unwrap();
+    assert!(tuning::Tuning::load(&first).is_none(), "nothing is stored before tuning");
+    let outcome = tuning::tune(&first, &case, options).unwrap();
+    assert_eq!(outcome.timings.len() + outcome.rejected.len(), 3);
+    assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
+    let path = tuning::Tuning::store(&first, &outcome.key, outcome.choice.clone()).unwrap();
+    let gpu_dir = dir.path().join(first.info().gpu_id.dir_name());
+    assert_eq!(path, gpu_dir.join(tuning::FILE_NAME));
+    drop(first);
+
+    let second = Runtime::open_backend("gl", &config).unwrap();
+    let stored = tuning::Tuning::load(&second).expect("the choice was kept on disk");
+    assert_eq!(stored.choice(&case), Some(&outcome.choice));
+    let spec = suite::chosen_spec(&second, &case);
+    let winner = case.variants(&second.info().limits).into_iter().find(|(l, _)| *l == outcome.choice.variant);
+    assert_eq!(Some(spec), winner.map(|(_, s)| s));
+    // Another problem of the same kernel is not tuned: it gets the default.
+    let other = Sgemm::random(64, 64, 32, 9);
+    assert_eq!(suite::chosen_spec(&second, &other), other.default_spec(second.info()));
+
+    // A damaged file means defaults, never a failure.
+    std::fs::write(&path, b"{ not json").unwrap();
+    assert_eq!(suite::chosen_spec(&second, &case), case.default_spec(second.info()));
+}
