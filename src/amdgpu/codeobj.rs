@@ -246,6 +246,11 @@ impl CodeObject {
             .map_err(|e| malformed(format!("not a 64-bit little-endian ELF file: {e}")))?;
         let endian = LittleEndian;
         let ident = header.e_ident();
+        // The header parser reads the fields little-endian whatever EI_DATA says; a file that
+        // declares another encoding is not what it reads.
+        if ident.data != elf::ELFDATA2LSB {
+            return Err(malformed(format!("ELF data encoding {} is not little-endian (1)", ident.data)));
+        }
         if header.e_machine(endian) != EM_AMDGPU {
             return Err(malformed(format!(
                 "ELF machine {} is not AMDGPU ({EM_AMDGPU})",
