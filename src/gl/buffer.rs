@@ -18,7 +18,8 @@ impl Drop for GlBuffer {
         let id = self.id;
         self.live.thread().post(move |state| {
             // SAFETY: the context is current on the GL thread and `id` was created by it.
-            unsafe { state.gl().delete_buffer(id) }
+            unsafe { state.gl().delete_buffer(id) };
+            super::live::buffer_deleted();
         });
     }
 }
@@ -37,6 +38,7 @@ impl GlBuffer {
             reason: "larger than the gl backend's 2 GiB limit".into(),
         })?;
         let id = thread.call(move |state| create(state, size, hint))??;
+        super::live::buffer_made();
         Ok(Self { id, live: thread.acquire() })
     }
 
