@@ -31,6 +31,25 @@ fn descriptor_offset(bytes: &[u8], kernel: &str) -> usize {
     found.descriptor_offset as usize
 }
 
+/// File offset of the `.dynsym` entry whose value is `value` and whose size is 64 (a descriptor).
+fn descriptor_symbol(bytes: &[u8], value: u64) -> usize {
+    use object::read::elf::{ElfFile64, SectionHeader};
+    let file = ElfFile64::<object::LittleEndian>::parse(bytes).unwrap();
+    let dynsym = file
+        .elf_section_table()
+        .iter()
+        .find(|s| s.sh_type(object::LittleEndian) == object::elf::SHT_DYNSYM)
+        .unwrap();
+    let (start, len) = dynsym.file_range(object::LittleEndian).unwrap();
+    (start as usize..(start + len) as usize)
+        .step_by(24)
+        .find(|&at| {
+            u64::from_le_bytes(bytes[at + 8..at + 16].try_into().unwrap()) == value
+                && u64::from_le_bytes(bytes[at + 16..at + 24].try_into().unwrap()) == 64
+        })
+        .unwrap()
+}
+
 fn replace_all(bytes: &mut [u8], from: &[u8], to: &[u8]) -> usize {
     assert_eq!(from.len(), to.len());
     let mut count = 0;
@@ -99,6 +118,22 @@ fn damaged(kernel: &str) -> Vec<(&'static str, Vec<u8>, Expected)> {
         (
             "entry point before the image",
             edit(&|b| b[kd + 16..kd + 24].copy_from_slice(&(-(1i64 << 20)).to_le_bytes())),
+            Refused,
+        ),
+        (
+            "descriptor symbol at the top of the address space",
+            edit(&|b| {
+                let at = descriptor_symbol(&good, kd as u64) + 8;
+                b[at..at + 8].copy_from_slice(&(u64::MAX - 16).to_le_bytes());
+            }),
+            Refused,
+        ),
+        (
+            "descriptor symbol past the image",
+            edit(&|b| {
+                let at = descriptor_symbol(&good, kd as u64) + 8;
+                b[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+            }),
             Refused,
         ),
         ("truncated to half", edit(&|b| b.truncate(good.len() / 2)), Refused),
