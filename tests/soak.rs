@@ -45,10 +45,20 @@ fn case_for(state: u64) -> Box<dyn Case> {
     }
 }
 
-fn soak(run_for: Duration) {
+/// Buffers and programs the backend holds right now.
+type LiveCount = dyn Fn() -> (u64, u64);
+
+fn gl_live() -> (u64, u64) {
+    let live = live_objects();
+    (live.buffers(), live.programs())
+}
+
+/// The soak on `backend` for `run_for`; `live` counts the device objects alive (GL names on gl,
+/// GEM handles on amdgpu).
+pub fn soak(backend: &str, run_for: Duration, live: &LiveCount) {
     let dir = tempfile::tempdir().unwrap();
     let config = CacheConfig { max_memory_entries: 2, ..CacheConfig::in_dir(dir.path()) };
-    let runtime = Runtime::open_backend("gl", &config).expect("a GL context");
+    let runtime = Runtime::open_backend(backend, &config).expect("the backend opens");
     let start = Instant::now();
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let (mut dispatches, mut samples) = (0u64, Vec::new());
@@ -64,19 +74,20 @@ fn soak(run_for: Duration) {
         assert!(verdict.passed(), "dispatch {dispatches}, {}: {verdict}", case.describe());
         dispatches += 1;
         if Instant::now() >= next_sample {
-            let live = live_objects();
-            samples.push((start.elapsed(), resident_bytes(), live.buffers(), live.programs()));
+            let (buffers, programs) = live();
+            samples.push((start.elapsed(), resident_bytes(), buffers, programs));
             next_sample += run_for / 20;
         }
     }
     let stats = runtime.cache_stats();
-    let live = live_objects();
+    let made = live_objects();
+    let (buffers_left, programs_left) = live();
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     let warm = samples[samples.len() / 4].1;
     let last = resident_bytes();
     let peak = samples.iter().map(|s| s.1).max().unwrap_or(0).max(last);
     eprintln!(
-        "soak: {:.0} s, {dispatches} correct dispatches ({:.0}/s), {} compiles, {} disk hits, {} memory hits, {} \
+        "soak on {backend}: {:.0} s, {dispatches} correct dispatches ({:.0}/s), {} compiles, {} disk hits, {} memory hits, {} \
          evictions, {} rejected, {} refused; RSS {:.1} MiB after the first quarter, {:.1} MiB at the end, peak \
          {:.1} MiB; GL names made: {} buffers, {} programs; alive at the end: {} buffers, {} programs",
         start.elapsed().as_secs_f64(),
@@ -90,10 +101,10 @@ fn soak(run_for: Duration) {
         mib(warm),
         mib(last),
         mib(peak),
-        live.buffers_made,
-        live.programs_made,
-        live.buffers(),
-        live.programs()
+        made.buffers_made,
+        made.programs_made,
+        buffers_left,
+        programs_left
     );
     assert!(stats.disk_hits > 0 && stats.evictions > 0, "programs were not evicted and reloaded: {stats:?}");
     assert_eq!((stats.disk_rejected, stats.driver_refused), (0, 0));
@@ -126,12 +137,12 @@ fn soak(run_for: Duration) {
 
 #[test]
 fn a_short_soak_stays_flat_and_correct() {
-    soak(Duration::from_secs(10));
+    soak("gl", Duration::from_secs(10), &gl_live);
 }
 
 #[test]
 #[ignore = "minutes long; run with --ignored"]
 fn a_long_soak_stays_flat_and_correct() {
     let secs = std::env::var("SPARKLE_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(180);
-    soak(Duration::from_secs(secs));
+    soak("gl", Duration::from_secs(secs), &gl_live);
 }
