@@ -246,6 +246,11 @@ impl CodeObject {
             .map_err(|e| malformed(format!("not a 64-bit little-endian ELF file: {e}")))?;
         let endian = LittleEndian;
         let ident = header.e_ident();
+        // The header parser reads the fields little-endian whatever EI_DATA says; a file that
+        // declares another encoding is not what it reads.
+        if ident.data != elf::ELFDATA2LSB {
+            return Err(malformed(format!("ELF data encoding {} is not little-endian (1)", ident.data)));
+        }
         if header.e_machine(endian) != EM_AMDGPU {
             return Err(malformed(format!(
                 "ELF machine {} is not AMDGPU ({EM_AMDGPU})",
@@ -338,7 +343,11 @@ impl CodeObject {
                     format!("descriptor symbol `{}` is not exported", md.symbol),
                 )
             })?;
-            if kd_size != KERNEL_DESCRIPTOR_SIZE as u64 || kd_offset + kd_size > image.bytes.len() as u64 {
+            // The symbol's value comes from the file: near u64::MAX the sum wraps.
+            let kd_end = kd_offset.checked_add(kd_size);
+            if kd_size != KERNEL_DESCRIPTOR_SIZE as u64
+                || kd_end.is_none_or(|end| end > image.bytes.len() as u64)
+            {
                 return Err(AmdgpuError::invalid_kernel(
                     &md.name,
                     format!(
@@ -350,7 +359,9 @@ impl CodeObject {
             let at = kd_offset as usize;
             let descriptor =
                 KernelDescriptor::parse(&md.name, &image.bytes[at..at + KERNEL_DESCRIPTOR_SIZE])?;
-            let entry = kd_offset as i64 + descriptor.kernel_code_entry_byte_offset;
+            // Both within i64 by now (the image is in memory), but the entry offset is the file's.
+            let entry =
+                (kd_offset as i64).checked_add(descriptor.kernel_code_entry_byte_offset).unwrap_or(-1);
             if entry < 0 || entry as u64 >= image.bytes.len() as u64 {
                 return Err(AmdgpuError::invalid_kernel(
                     &md.name,

@@ -84,6 +84,11 @@ enum Unusable {
         path: PathBuf,
         target: PathBuf,
     },
+    /// A folder others could plant entries in: owned by another user, or writable by everyone.
+    Unsafe {
+        path: PathBuf,
+        why: String,
+    },
 }
 
 impl Unusable {
@@ -100,6 +105,12 @@ impl Unusable {
                 "a folder of the program cache is a symbolic link that leaves the cache folder; it is not \
                  used, and the cache works in memory only for this GPU (remove the link, e.g. with \
                  `sparkle cache verify --fix`)"
+            ),
+            Unusable::Unsafe { path, why } => tracing::warn!(
+                path = %path.display(),
+                "a folder of the program cache {why}, so anyone could put code there for the driver to \
+                 load; it is not used, and the cache works in memory only for this GPU (make it yours \
+                 with mode 0700, or point SPARKLE_CACHE_DIR elsewhere)"
             ),
         }
     }
@@ -193,11 +204,27 @@ impl DiskTier {
         }
     }
 
-    /// Checks that the GPU folder stays inside the cache folder and can be read.
+    /// Refuses a GPU folder that another user owns or that everyone may write: entries there
+    /// could have been put in place (or renamed into place) by someone else.
+    fn check_private(&self) -> Result<(), Unusable> {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = fs::metadata(&self.gpu_dir) else { return Ok(()) };
+        let why = if meta.uid() != files::current_uid() {
+            format!("belongs to another user (uid {})", meta.uid())
+        } else if meta.mode() & 0o002 != 0 {
+            format!("is writable by every user (mode {:o})", meta.mode() & 0o7777)
+        } else {
+            return Ok(());
+        };
+        Err(Unusable::Unsafe { path: self.gpu_dir.clone(), why })
+    }
+
+    /// Checks that the GPU folder stays inside the cache folder, is private and can be read.
     fn check_readable(&self) -> Result<(), Unusable> {
         if let Some(target) = self.escapes(&self.gpu_dir) {
             return Err(Unusable::Escapes { path: self.gpu_dir.clone(), target });
         }
+        self.check_private()?;
         fs::read_dir(&self.gpu_dir).map(drop).map_err(Unusable::at("read the cache folder", &self.gpu_dir))
     }
 
@@ -209,6 +236,7 @@ impl DiskTier {
         }
         files::create_private_dir(&self.gpu_dir)
             .map_err(Unusable::at("create the cache folder", &self.gpu_dir))?;
+        self.check_private()?;
         let text = self.gpu_dir.join(GPU_DESCRIPTION);
         files::write_if_changed(&text, self.describe.0.as_bytes()).map_err(Unusable::at("write", &text))?;
         let json = self.gpu_dir.join(GPU_DESCRIPTION_JSON);

@@ -6,7 +6,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, SystemTime};
 
 use super::entry::{EntryHeader, Expect, Problem, HEADER_LEN};
@@ -224,6 +224,17 @@ pub fn read_entry_with(
     Ok(ReadOutcome::Found(Verified { header, blob, identity, mtime, file }))
 }
 
+/// An errno every entry write fails with while non-zero: how tests reproduce a full disk or an
+/// I/O error where no small filesystem can be mounted. Process-wide.
+static INJECTED_WRITE_ERRNO: AtomicI32 = AtomicI32::new(0);
+
+/// Makes every later entry write fail with `errno` (after its temporary file was created, as a
+/// full disk does), or stops doing so with `None`. For tests only.
+#[doc(hidden)]
+pub fn inject_write_error(errno: Option<i32>) {
+    INJECTED_WRITE_ERRNO.store(errno.unwrap_or(0), Relaxed);
+}
+
 /// Writes `header` + `payload` to a uniquely named temporary file next to `path`, then renames
 /// it over `path`: readers see the old entry, the new one, or nothing — never a part. Returns the
 /// size of the file written.
@@ -237,6 +248,10 @@ pub fn publish(path: &Path, header: &EntryHeader, payload: &[u8]) -> io::Result<
     let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
     bytes.extend_from_slice(&header.to_bytes());
     bytes.extend_from_slice(payload);
+    let injected = INJECTED_WRITE_ERRNO.load(Relaxed);
+    if injected != 0 {
+        return Err(io::Error::from_raw_os_error(injected));
+    }
     temp.as_file_mut().write_all(&bytes)?;
     temp.persist(path).map_err(|err| err.error)?;
     Ok(bytes.len() as u64)

@@ -237,8 +237,19 @@ impl<P: Send + Sync + 'static> MemoryTier<P> {
     /// bounds, or nothing more can go. Programs are dropped after every lock is released.
     pub fn evict_to_bounds(&self) {
         if self.within_bounds() {
-            self.pressure.store(false, Relaxed);
-            return;
+            // The flag is only cleared under the eviction lock, after looking again: cleared
+            // without it, a stale look could undo the flag an eviction that found every entry in
+            // use had just set, and nothing would evict until the next insert (found by the loom
+            // model in tests/reliability_loom.rs).
+            if self.pressure.load(Relaxed) {
+                let _one_at_a_time = self.evicting.lock().unwrap_or_else(PoisonError::into_inner);
+                if self.within_bounds() {
+                    self.pressure.store(false, Relaxed);
+                }
+            }
+            if self.within_bounds() {
+                return;
+            }
         }
         let _one_at_a_time = self.evicting.lock().unwrap_or_else(PoisonError::into_inner);
         let mut candidates = Vec::new();

@@ -24,8 +24,14 @@ pub use config::{
     MAX_SIZE_ENV, MIN_DISK_BYTES, READ_ONLY_ENV,
 };
 pub use disk::{DiskStore, EntryInfo, PruneReport, VerifyReport, GPU_DESCRIPTION};
+/// What an entry must be to be accepted; public for the fuzz targets only.
+#[doc(hidden)]
+pub use entry::Expect;
 pub use entry::{EntryHeader, HEADER_LEN};
 pub use error::CacheError;
+/// Test hook: every entry write fails with an errno (a full disk) until reset.
+#[doc(hidden)]
+pub use files::inject_write_error;
 pub use key::{backend_tag, CacheKey, GpuId, CACHE_FORMAT_VERSION};
 pub use memory::ProgramHandle;
 pub use stats::{human_bytes, CacheStats};

@@ -84,7 +84,8 @@ impl Drop for GlBuffer {
         let id = self.id;
         self.live.thread().post(move |state| {
             // SAFETY: the context is current on the GL thread and `id` was created by it.
-            unsafe { state.gl().delete_buffer(id) }
+            unsafe { state.gl().delete_buffer(id) };
+            super::live::buffer_deleted();
         });
     }
 }
@@ -111,9 +112,11 @@ impl GlBuffer {
         })?;
         if usage == BufferUsage::Staging && persistent {
             let (id, mapping) = thread.call(move |state| create_mapped(state, size))??;
+            super::live::buffer_made();
             return Ok(Self { id, mapping: Some(mapping), live: thread.acquire() });
         }
         let id = thread.call(move |state| create(state, size, hint))??;
+        super::live::buffer_made();
         Ok(Self { id, mapping: None, live: thread.acquire() })
     }
 

@@ -13,6 +13,7 @@ mod device;
 mod error;
 mod glsl;
 mod interface;
+mod live;
 mod program;
 mod submit;
 mod thread;
@@ -22,6 +23,7 @@ use std::time::Duration;
 pub use buffer::GlBuffer;
 pub use context::DEVICE_ENV;
 pub use error::GlError;
+pub use live::{live_objects, LiveObjects};
 pub use program::GlProgram;
 
 use device::Probe;

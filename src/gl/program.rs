@@ -33,7 +33,8 @@ impl Drop for GlProgram {
         let id = self.id;
         self.live.thread().post(move |state| {
             // SAFETY: the context is current on the GL thread and `id` was created by it.
-            unsafe { state.gl().delete_program(id) }
+            unsafe { state.gl().delete_program(id) };
+            super::live::program_deleted();
         });
     }
 }
@@ -65,6 +66,7 @@ pub(crate) fn compile(
     let blocks = source.glsl.blocks.clone();
     let ((id, interface, locations), blob) =
         thread.call(move |state| finish_build(state, &kernel, program, shader, &blocks, persist))??;
+    super::live::program_made();
     let program = GlProgram { id, interface, locations, live: thread.acquire() };
     Ok(Compiled { program, blob })
 }
@@ -80,6 +82,7 @@ pub(crate) fn load(
         .call(move |state| load_binary(state, &binary, &blocks))
         .map_err(LoadFailure::Failed)?
         .map_err(LoadFailure::Refused)?;
+    super::live::program_made();
     Ok(GlProgram { id, interface, locations, live: thread.acquire() })
 }
 
