@@ -36,7 +36,7 @@ pub mod runtime;
 pub mod suite;
 
 pub use error::{Error, ErrorKind, Result};
-pub use hal::{BufferUsage, DeviceInfo, Limits};
+pub use hal::{BufferUsage, DeviceClass, DeviceInfo, Limits};
 pub use kernel::{Access, Binding, KernelError, KernelSource, KernelSpec, ScalarType, SourceLanguage};
 pub use runtime::{
     Arg, BackendChoice, BatchError, Buffer, Commands, Feeder, Pipeline, Program, Results, Runtime, Stage,

@@ -186,6 +186,7 @@ fn harness(token: u64) -> Harness {
             persists_programs: false,
             parallel_compile: false,
             languages: vec![SourceLanguage::Glsl],
+            class: hal::DeviceClass::Simulator,
         },
         token,
         timeline: timeline.clone(),

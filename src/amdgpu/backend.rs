@@ -25,7 +25,8 @@ use super::render_node::RenderNode;
 use super::submit::{Op, Queue};
 use crate::cache::{Blob, LoadFailure};
 use crate::hal::{
-    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Limits, Prepared, ProgramInterface, ScalarValue,
+    self, Api, BufferUsage, Command, Compiled, DeviceClass, DeviceInfo, Limits, Prepared, ProgramInterface,
+    ScalarValue,
 };
 use crate::kernel::{KernelSpec, SourceLanguage};
 use crate::{Error, ErrorKind, Result};
@@ -34,6 +35,8 @@ use crate::{Error, ErrorKind, Result};
 pub trait Flavor: Send + Sync + 'static {
     /// The backend's name in `SPARKLE_BACKEND`, cache folders and messages.
     const NAME: &'static str;
+    /// What runs the kernels (a GPU, or a simulator of one).
+    const CLASS: DeviceClass = DeviceClass::Gpu;
 }
 
 /// The hardware backend: a real GPU through its render node.
@@ -135,6 +138,7 @@ impl<F: Flavor> AmdgpuDevice<F> {
             persists_programs: true,
             parallel_compile: false,
             languages: vec![SourceLanguage::CodeObject, SourceLanguage::OpenCl],
+            class: F::CLASS,
         };
         tracing::info!(backend = F::NAME, device = %info.name, "amdgpu backend ready");
         Ok(Self {

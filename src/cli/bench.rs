@@ -175,9 +175,14 @@ fn step(started: Instant, what: &str) {
 }
 
 pub fn run(options: Options) -> CliResult<ExitCode> {
-    let Options { json, repeats, peers, quick, startup, json_out } = options;
+    let Options { json, repeats, peers, quick: quick_asked, startup, json_out } = options;
     let bench_started = Instant::now();
     let backend = Runtime::from_env()?;
+    // A CPU renderer or a simulator would take hours over the GPU-sized problems.
+    let quick = quick_asked || backend.info().class != sparkle::DeviceClass::Gpu;
+    if quick && !quick_asked {
+        eprintln!("{} runs kernels on the CPU: using the small problems (--quick)", backend.info().name);
+    }
     let scratch = tempfile::tempdir()?;
     let repeats = if startup { repeats } else { 0 };
     let progress = progress_bar(4 * repeats as u64);

@@ -42,6 +42,12 @@ impl Probe {
         )
     }
 
+    /// Mesa's software renderers run compute shaders on the CPU.
+    pub fn is_cpu_renderer(&self) -> bool {
+        let name = self.renderer.to_ascii_lowercase();
+        ["llvmpipe", "softpipe", "lavapipe", "swrast"].iter().any(|s| name.contains(s))
+    }
+
     pub fn persists_programs(&self) -> bool {
         !self.binary_formats.is_empty()
     }

@@ -32,7 +32,9 @@ use submit::Step;
 use thread::{GlThread, LiveGuard};
 
 use crate::cache::{Blob, LoadFailure};
-use crate::hal::{self, Api, BufferUsage, Command, Compiled, DeviceInfo, Prepared, ProgramInterface};
+use crate::hal::{
+    self, Api, BufferUsage, Command, Compiled, DeviceClass, DeviceInfo, Prepared, ProgramInterface,
+};
 use crate::kernel::{KernelSource, KernelSpec, SourceLanguage};
 use crate::Result;
 
@@ -75,6 +77,7 @@ impl GlDevice {
             persists_programs: probe.persists_programs(),
             parallel_compile: probe.parallel_compile,
             languages: vec![SourceLanguage::Glsl],
+            class: if probe.is_cpu_renderer() { DeviceClass::Cpu } else { DeviceClass::Gpu },
         };
         tracing::info!(device = %info.name, version = %probe.version, "gl backend ready");
         Ok(Self { live: thread.acquire(), probe, info })

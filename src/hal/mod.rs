@@ -70,6 +70,20 @@ pub struct DeviceInfo {
     pub parallel_compile: bool,
     /// The kernel source languages this backend takes, in the order it prefers them.
     pub languages: Vec<SourceLanguage>,
+    /// What runs the kernels: benchmarks size their problems and kernels pick variants by it.
+    pub class: DeviceClass,
+}
+
+/// What runs a device's kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceClass {
+    /// A GPU.
+    Gpu,
+    /// A renderer on the CPU (Mesa's llvmpipe).
+    Cpu,
+    /// A simulated GPU interpreting the ISA on the CPU.
+    Simulator,
 }
 
 /// How a buffer will be used; backends may pick memory placement from it.

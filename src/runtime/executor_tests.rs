@@ -235,6 +235,7 @@ fn runtime() -> (Runtime, Arc<Gpu>) {
             persists_programs: false,
             parallel_compile: false,
             languages: vec![SourceLanguage::Glsl],
+            class: hal::DeviceClass::Simulator,
         },
         gpu: gpu.clone(),
     };

@@ -221,7 +221,7 @@ impl GemmVariant {
     /// of a big GPU work, smaller ones when the problem has too few of them; CPU renderers
     /// (llvmpipe) take the small-tile variant, whose workgroups they schedule more evenly.
     pub fn default_for(info: &DeviceInfo, shape: &GemmShape) -> Self {
-        let cpu = is_cpu_renderer(info);
+        let cpu = runs_on_cpu(info);
         let preferred = [
             Self::BIG,
             Self::MEDIUM,
@@ -252,10 +252,9 @@ impl GemmVariant {
     pub const MEDIUM: Self = Self { bk: 16, tn: 4, ..Self::BIG };
 }
 
-/// Mesa's software renderers run compute shaders on the CPU.
-pub(crate) fn is_cpu_renderer(info: &DeviceInfo) -> bool {
-    let name = info.name.to_ascii_lowercase();
-    ["llvmpipe", "softpipe", "lavapipe", "swrast"].iter().any(|s| name.contains(s))
+/// Kernels run on the CPU (a software renderer or a simulator).
+pub(crate) fn runs_on_cpu(info: &DeviceInfo) -> bool {
+    info.class != crate::hal::DeviceClass::Gpu
 }
 
 impl fmt::Display for GemmVariant {

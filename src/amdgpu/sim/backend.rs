@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::isa::DEFAULT_BUDGET;
 use super::{SimDriver, SimOptions};
 use crate::amdgpu::{AmdgpuApi, AmdgpuDevice, DeviceOptions, Flavor};
+use crate::hal::DeviceClass;
 use crate::{Error, ErrorKind, Result};
 
 /// Wave instructions one dispatch may run before the simulated GPU calls it hung.
@@ -17,6 +18,7 @@ pub enum Simulated {}
 
 impl Flavor for Simulated {
     const NAME: &'static str = "amdgpu-sim";
+    const CLASS: DeviceClass = DeviceClass::Simulator;
 }
 
 /// The `amdgpu-sim` backend's types.
