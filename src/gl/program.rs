@@ -138,7 +138,13 @@ fn finish_build(
             return Err(GlError::Compile { kernel: kernel.to_owned(), log: shader_log });
         }
         if !gl.get_program_link_status(program) {
-            let log = gl.get_program_info_log(program);
+            let mut log = gl.get_program_info_log(program);
+            if log.trim().is_empty() {
+                // NVIDIA refuses a shader over its shared-memory limit with an empty log.
+                log = "(the driver gave no reason; check the shader's shared memory and other \
+                       resources against the device limits `sparkle info` shows)"
+                    .to_owned();
+            }
             gl.delete_program(program);
             return Err(GlError::Link { kernel: kernel.to_owned(), log });
         }
