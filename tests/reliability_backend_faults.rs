@@ -9,6 +9,8 @@
 
 #![cfg(feature = "gl")]
 
+mod gl_support;
+
 use std::time::{Duration, Instant};
 
 use sparkle::cache::CacheConfig;
@@ -19,46 +21,11 @@ fn runtime() -> Runtime {
     Runtime::open_backend("gl", &CacheConfig::memory_only()).expect("a GL context")
 }
 
-fn long_spec() -> KernelSpec {
-    KernelSpec::new("practically_endless", [64, 1, 1])
-        .glsl(
-            "layout(std430, binding = 0) buffer Out { float o[]; };
-             void main() {
-                 uint h = 2463534242u + gl_GlobalInvocationID.x;
-                 for (uint i = 0u; i < 60000u; i++) { h ^= h << 13; h ^= h >> 17; h ^= h << 5; }
-                 o[gl_GlobalInvocationID.x] = float(h & 0xFFFFu) + 0.5;
-             }",
-        )
-        .storage("o", Access::ReadWrite)
-}
-
-/// Workgroups of [`long_spec`] that keep this device busy for about a second or more: grown
-/// until one dispatch takes a quarter second, then four times that (llvmpipe needs hundreds, a
-/// big GPU tens of thousands).
-fn groups_for_a_second(runtime: &Runtime, program: &sparkle::Program) -> u32 {
-    let limit = runtime.info().limits.max_workgroup_count[0];
-    let mut groups = 100u32;
-    loop {
-        let out = runtime.create_buffer(u64::from(groups) * 64 * 4, BufferUsage::Output).unwrap();
-        let started = Instant::now();
-        runtime
-            .dispatch(program, &[Arg::Buffer(&out)], [groups, 1, 1])
-            .unwrap()
-            .wait(Duration::from_secs(300))
-            .unwrap();
-        if started.elapsed() >= Duration::from_millis(250) || groups.saturating_mul(4) > limit {
-            return groups.saturating_mul(4).min(limit);
-        }
-        groups *= 4;
-    }
-}
-
 #[test]
 fn a_kernel_outliving_its_wait_times_out_by_name_and_everything_stays_usable() {
     let first = runtime();
-    let program = first.program(&long_spec()).unwrap();
-    let groups = groups_for_a_second(&first, &program);
-    let out = first.create_buffer(u64::from(groups) * 64 * 4, BufferUsage::Output).unwrap();
+    let program = first.program(&gl_support::slow_spec("practically_endless")).unwrap();
+    let (groups, out) = gl_support::slow_dispatch(&first, &program);
     let started = Instant::now();
     let submission = first.dispatch(&program, &[Arg::Buffer(&out)], [groups, 1, 1]).unwrap();
     let err = submission.wait(Duration::from_millis(20)).unwrap_err();
