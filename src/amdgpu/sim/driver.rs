@@ -49,6 +49,15 @@ impl Default for SimOptions {
     }
 }
 
+/// One GEM_VA mapping of the simulated device file, as [`SimDriver::mappings`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MappedRange {
+    pub bo: BoHandle,
+    pub start: u64,
+    pub size: u64,
+    pub flags: VaFlags,
+}
+
 /// Buffers and mappings of the simulated device file.
 struct Memory {
     buffers: BufferTable,
@@ -124,7 +133,18 @@ impl SimDriver {
         self.memory().live_buffers
     }
 
-    /// GPU virtual address mappings in place right now.
+    /// The GPU virtual address mappings in place right now, by address: what a submission made
+    /// now would see (tests check permissions and find buffers with it).
+    pub fn mappings(&self) -> Vec<MappedRange> {
+        self.memory()
+            .va
+            .snapshot()
+            .into_iter()
+            .map(|m| MappedRange { bo: m.bo, start: m.start, size: m.size, flags: m.flags })
+            .collect()
+    }
+
+    /// How many GPU virtual address mappings are in place right now.
     pub fn live_mappings(&self) -> usize {
         self.memory().va.snapshot().len()
     }
