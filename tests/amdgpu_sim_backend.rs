@@ -212,7 +212,6 @@ fn code_is_mapped_read_only_and_executable_data_never_executable() {
     // mapping is ever both writable and executable.
     let all = driver.mappings();
     assert!(all.iter().all(|m| !(m.flags.writeable && m.flags.executable)), "{all:x?}");
-    assert!(all.iter().filter(|m| m.flags.executable).all(|m| !m.flags.writeable));
     drop(data);
 }
 
