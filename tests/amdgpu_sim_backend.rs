@@ -1,17 +1,21 @@
 //! The amdgpu backend end to end on the simulated gfx1100 (`SPARKLE_BACKEND=amdgpu-sim`): the
 //! same tests the hardware runs (`amdgpu_common`), at sizes the CPU interprets quickly — sgemm
 //! with K well above one tile and ragged sizes, conv2d on a small ResNet-like shape — plus what
-//! only a simulator can show in CI: the cache across processes, a kernel that faults, a kernel
-//! that hangs.
+//! only a simulator can show in CI: the cache across processes, kernels that fault (outside
+//! their buffers, into another buffer, into their code), a kernel that hangs, invalid dispatches
+//! refused before anything runs, and the permissions every GPU mapping gets.
 
 #![cfg(feature = "amdgpu")]
 
 mod amdgpu_common;
 
 use std::process::Command;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use amdgpu_common::Sizes;
+use sparkle::amdgpu::kmd::KernelDriver;
+use sparkle::amdgpu::sim::driver::MappedRange;
 use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
 use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
 use sparkle::cache::CacheConfig;
@@ -19,7 +23,8 @@ use sparkle::hal::BufferUsage;
 use sparkle::kernel::{Access, KernelSpec, ScalarType};
 use sparkle::runtime::Arg;
 use sparkle::suite::conv2d::Shape;
-use sparkle::{ErrorKind, Runtime};
+use sparkle::suite::{self, Case};
+use sparkle::{ErrorKind, KernelError, Runtime};
 
 const SIZES: Sizes = Sizes {
     saxpy: &[1, 255, 257, 4099],
@@ -119,23 +124,222 @@ fn a_kernel_writing_outside_its_buffers_is_a_reported_page_fault() {
     store_at(&sim(), 0).expect("a fresh simulated device runs");
 }
 
+/// A simulated device whose driver the test keeps, to look at its mappings and buffers.
+fn sim_with(options: SimOptions) -> (Arc<SimDriver>, Runtime) {
+    let driver = SimDriver::new(options);
+    let device = AmdgpuDevice::<Simulated>::new(driver.clone(), DeviceOptions::default()).unwrap();
+    (driver, Runtime::from_device::<AmdgpuSim>(device, &CacheConfig::memory_only()))
+}
+
+fn saxpy_is_right(rt: &Runtime) {
+    let case = suite::saxpy::Saxpy::random(1000, 3);
+    let program = rt.program(&case.spec()).unwrap();
+    assert!(suite::run_and_verify(rt, &program, &case).unwrap().passed());
+}
+
 #[test]
-fn a_kernel_that_never_ends_times_out_like_a_hung_gpu() {
-    // A small instruction budget, so that the hang is found quickly.
-    let driver = SimDriver::new(SimOptions { instruction_budget: 2_000_000, ..SimOptions::default() });
-    let device = AmdgpuDevice::<Simulated>::new(driver, DeviceOptions::default()).unwrap();
-    let rt = Runtime::from_device::<AmdgpuSim>(device, &CacheConfig::memory_only());
+fn a_kernel_that_never_ends_times_out_naming_it_and_other_runtimes_stay_usable() {
+    // A small instruction budget, so that the hang is found in about a second.
+    let (_, rt) = sim_with(SimOptions { instruction_budget: 20_000_000, ..SimOptions::default() });
+    let bystander = sim();
     let spec = KernelSpec::new("spin", [32, 1, 1])
         .opencl("spin", "__kernel void spin(__global uint *out, uint n) { uint i = 0; while (n != 0) { i++; } out[0] = i; }")
         .storage("out", Access::ReadWrite)
         .scalar("n", ScalarType::U32);
     let program = rt.program(&spec).unwrap();
     let out = rt.create_buffer(4, BufferUsage::Output).unwrap();
+    let started = Instant::now();
+    let submission = rt.dispatch(&program, &[Arg::Buffer(&out), Arg::U32(1)], [1, 1, 1]).unwrap();
+    // A wait shorter than the hang: a timeout naming the kernel; the submission goes on.
+    let early = submission.wait(Duration::from_millis(5)).unwrap_err();
+    assert_eq!(early.kind(), ErrorKind::Timeout, "{early}");
+    assert!(early.to_string().contains("kernel `spin`"), "{early}");
+    // Another runtime computes correctly while the simulated GPU of the first one hangs.
+    saxpy_is_right(&bystander);
+    // The budget runs out: the simulated GPU resets the context, as a hung GPU's driver does.
+    let hung = submission.wait(Duration::from_secs(120)).unwrap_err();
+    assert_eq!(hung.kind(), ErrorKind::DeviceLost, "{hung}");
+    let text = hung.to_string();
+    assert!(text.contains("kernel spin") && text.contains("budget") && text.contains("reset"), "{text}");
+    // The reset device refuses further work (no result comes back as success), naming the cause.
+    let case = suite::saxpy::Saxpy::random(100, 1);
+    let saxpy = rt.program(&case.spec()).unwrap();
+    let after = suite::run_and_verify(&rt, &saxpy, &case).unwrap_err();
+    assert_eq!(after.kind(), ErrorKind::DeviceLost, "{after}");
+    // The process, the other runtime and a new one are fine.
+    saxpy_is_right(&bystander);
+    saxpy_is_right(&sim());
+    eprintln!("hang found after {:?}: {text}", started.elapsed());
+}
+
+/// A kernel that stores to or loads from any GPU address (`hi:lo`).
+fn poke_spec() -> KernelSpec {
+    KernelSpec::new("poke", [64, 1, 1])
+        .opencl(
+            "poke",
+            "__kernel void poke(__global uint *out, uint lo, uint hi, uint load) {
+                 __global uint *p = (__global uint *)(((ulong)hi << 32) | lo);
+                 if (load != 0u) { out[get_global_id(0)] = *p; } else { *p = 0xdeadu; out[get_global_id(0)] = 1u; }
+             }",
+        )
+        .storage("out", Access::ReadWrite)
+        .scalar("lo", ScalarType::U32)
+        .scalar("hi", ScalarType::U32)
+        .scalar("load", ScalarType::U32)
+}
+
+/// Mappings in `after` that are not in `before`.
+fn added(before: &[MappedRange], after: &[MappedRange]) -> Vec<MappedRange> {
+    after.iter().filter(|m| !before.contains(m)).copied().collect()
+}
+
+#[test]
+fn code_is_mapped_read_only_and_executable_data_never_executable() {
+    let (driver, rt) = sim_with(SimOptions::default());
+    let before = driver.mappings();
+    let case = suite::saxpy::Saxpy::random(1000, 3);
+    let program = rt.program(&case.spec()).unwrap();
+    let code = added(&before, &driver.mappings());
+    assert_eq!(code.len(), 1, "one code buffer per program: {code:x?}");
+    assert!(code[0].flags.executable && code[0].flags.readable && !code[0].flags.writeable, "{code:x?}");
+    let before = driver.mappings();
+    let data = rt.upload(&[1.0f32; 1000], BufferUsage::InOut).unwrap();
+    let data_mapping = added(&before, &driver.mappings());
+    assert_eq!(data_mapping.len(), 1);
+    assert!(data_mapping[0].flags.writeable && !data_mapping[0].flags.executable, "{data_mapping:x?}");
+    assert!(suite::run_and_verify(&rt, &program, &case).unwrap().passed());
+    // Whatever the backend made along the way (kernel arguments, command buffers, fences): no
+    // mapping is ever both writable and executable.
+    let all = driver.mappings();
+    assert!(all.iter().all(|m| !(m.flags.writeable && m.flags.executable)), "{all:x?}");
+    drop(data);
+}
+
+/// Runs `poke` on a fresh device at the address `at` picks among its mappings (after the
+/// program, `out` and a `victim` buffer of known contents exist); returns the error.
+fn poke(load: bool, at: impl Fn(&[MappedRange], &[MappedRange], &[MappedRange]) -> u64) -> sparkle::Error {
+    let (driver, rt) = sim_with(SimOptions::default());
+    let before = driver.mappings();
+    let program = rt.program(&poke_spec()).unwrap();
+    let code = added(&before, &driver.mappings());
+    let before = driver.mappings();
+    let victim = rt.upload(&[5u32; 64], BufferUsage::InOut).unwrap();
+    let victim_mapping = added(&before, &driver.mappings());
+    let out = rt.create_buffer(64 * 4, BufferUsage::Output).unwrap();
+    let address = at(&code, &victim_mapping, &driver.mappings());
+    let args = [
+        Arg::Buffer(&out),
+        Arg::U32(address as u32),
+        Arg::U32((address >> 32) as u32),
+        Arg::U32(load.into()),
+    ];
     let err = rt
-        .dispatch(&program, &[Arg::Buffer(&out), Arg::U32(1)], [1, 1, 1])
-        .unwrap()
-        .wait(Duration::from_secs(120))
-        .unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::Timeout | ErrorKind::DeviceLost), "{err}");
-    assert!(err.to_string().contains("spin") || err.to_string().contains("budget"), "{err}");
+        .dispatch(&program, &args, [1, 1, 1])
+        .and_then(|s| s.wait(Duration::from_secs(60)))
+        .expect_err("the access must fault");
+    assert_eq!(err.kind(), ErrorKind::DeviceLost, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("GPU page fault at {address:#x}")) && text.contains("in kernel poke"),
+        "{text}"
+    );
+    assert!(text.contains(if load { "(read)" } else { "(write)" }), "{text}");
+    // The victim was not touched (read back on the CPU through the driver: the device is lost).
+    let mut bytes = vec![0u8; 256];
+    driver.map_cpu(victim_mapping[0].bo, 4096).unwrap().read(0, &mut bytes).unwrap();
+    assert!(bytes.chunks(4).all(|w| w == 5u32.to_le_bytes()), "the victim buffer changed");
+    drop(victim);
+    err
+}
+
+#[test]
+fn a_kernel_cannot_reach_memory_outside_its_buffers() {
+    // Another buffer of the same device, not bound to the dispatch.
+    let write = poke(false, |_, victim, _| victim[0].start + 16);
+    assert!(write.to_string().contains("not in the submission's BO list"), "{write}");
+    let read = poke(true, |_, victim, _| victim[0].start);
+    assert!(read.to_string().contains("not in the submission's BO list"), "{read}");
+    // Its own code.
+    let code = poke(false, |code, _, _| code[0].start + 256);
+    assert!(code.to_string().contains("without write permission"), "{code}");
+    // Past every mapping.
+    let beyond = poke(false, |_, _, all| all.iter().map(|m| m.start + m.size).max().unwrap() + (1 << 20));
+    assert!(beyond.to_string().contains("no buffer is mapped there"), "{beyond}");
+    for err in [write, read, code, beyond] {
+        eprintln!("{err}");
+    }
+}
+
+#[test]
+fn invalid_dispatches_are_refused_before_submission_naming_the_kernel_and_the_limit() {
+    let (driver, rt) = sim_with(SimOptions::default());
+    let case = suite::saxpy::Saxpy::random(64, 1);
+    let program = rt.program(&case.spec()).unwrap();
+    let x = rt.upload(&[1.0f32; 64], BufferUsage::Input).unwrap();
+    let y = rt.upload(&[1.0f32; 64], BufferUsage::InOut).unwrap();
+    let executed = driver.wave_instructions();
+    let refused = |args: &[Arg<'_>], groups: [u32; 3]| {
+        let err = rt.dispatch(&program, args, groups).expect_err("refused at dispatch");
+        assert!(err.to_string().contains("saxpy"), "the error names the kernel: {err}");
+        err
+    };
+    let full = [Arg::Buffer(&x), Arg::Buffer(&y), Arg::F32(2.0), Arg::U32(64)];
+    // More work-items than the dispatch packet's 32-bit grid holds (the device's work-group
+    // count limit is u32::MAX per axis: the product with the work-group size is what overflows).
+    let huge = refused(&full, [u32::MAX, 1, 1]);
+    let text = huge.to_string();
+    assert!(text.contains(&u32::MAX.to_string()) && text.contains("overflow the grid"), "{huge}");
+    let none = refused(&full, [1, 0, 1]);
+    assert!(matches!(none.detail::<KernelError>(), Some(KernelError::Grid { .. })), "{none}");
+    // Buffers too small or misplaced for the binding.
+    let empty = refused(
+        &[Arg::Range { buffer: &x, offset: 0, len: 0 }, Arg::Buffer(&y), Arg::F32(2.0), Arg::U32(64)],
+        [1, 1, 1],
+    );
+    assert!(empty.to_string().contains("0 bytes are fewer than"), "{empty}");
+    let past = refused(
+        &[Arg::Range { buffer: &x, offset: 128, len: 256 }, Arg::Buffer(&y), Arg::F32(2.0), Arg::U32(64)],
+        [1, 1, 1],
+    );
+    assert!(past.to_string().contains("outside the 256-byte buffer"), "{past}");
+    let misaligned = refused(
+        &[Arg::Range { buffer: &x, offset: 4, len: 64 }, Arg::Buffer(&y), Arg::F32(2.0), Arg::U32(64)],
+        [1, 1, 1],
+    );
+    assert!(misaligned.to_string().contains("alignment (16 bytes)"), "{misaligned}");
+    let wrong_type = refused(&[Arg::Buffer(&x), Arg::Buffer(&y), Arg::U32(2), Arg::U32(64)], [1, 1, 1]);
+    assert!(wrong_type.to_string().contains("`a`"), "{wrong_type}");
+    assert_eq!(driver.wave_instructions(), executed, "a refused dispatch ran");
+    // Work-groups the device cannot run, and more local memory than it has.
+    let limits = rt.info().limits.clone();
+    let wide = KernelSpec::new("wide", [limits.max_workgroup_size[0] + 1, 1, 1])
+        .opencl("wide", "__kernel void wide(__global uint *o) { o[get_global_id(0)] = 1u; }")
+        .storage("o", Access::ReadWrite);
+    let text = rt.program(&wide).unwrap_err().to_string();
+    assert!(text.contains("wide") && text.contains(&limits.max_workgroup_size[0].to_string()), "{text}");
+    let hoarder = KernelSpec::new("hoarder", [64, 1, 1])
+        .opencl(
+            "hoarder",
+            "__kernel void hoarder(__global float *o) {
+                 __local float scratch[20000];
+                 scratch[get_local_id(0) * 97u] = 1.0f;
+                 barrier(CLK_LOCAL_MEM_FENCE);
+                 o[get_global_id(0)] = scratch[19999u - get_local_id(0)];
+             }",
+        )
+        .storage("o", Access::ReadWrite);
+    let err = rt.program(&hoarder).unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.kind(), ErrorKind::Compile, "{text}");
+    assert!(
+        text.contains("hoarder") && text.contains("exceeds limit (65536)"),
+        "the compiler's reason: {text}"
+    );
+    eprintln!(
+        "{huge}\n{none}\n{empty}\n{past}\n{misaligned}\n{wrong_type}\n{}\n{text}",
+        rt.program(&wide).unwrap_err()
+    );
+    // Nothing reached the simulated GPU, and the device computes on.
+    assert_eq!(driver.wave_instructions(), executed, "a refused dispatch ran");
+    assert!(suite::run_and_verify(&rt, &program, &case).unwrap().passed());
 }

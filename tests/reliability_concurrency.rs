@@ -1,10 +1,9 @@
-//! Several processes × several threads on one cache folder with the gl backend, for a bounded
-//! time: first compiles, memory and disk hits, prunes and clears all mixed, with the memory tier
-//! bounded to one program so that most requests go to disk. Every result is checked against the
-//! CPU; afterwards every entry left verifies. The runner takes the backend name, so the same test
-//! runs on amdgpu-sim once that backend is registered.
+//! Several processes × several threads on one cache folder, for a bounded time, on gl and on
+//! amdgpu-sim: first compiles, memory and disk hits, prunes and clears all mixed, with the
+//! memory tier bounded to one program so that most requests go to disk. Every result is checked
+//! against the CPU; afterwards every entry left verifies.
 
-#![cfg(feature = "gl")]
+#![cfg(any(feature = "gl", feature = "amdgpu"))]
 
 use std::path::Path;
 use std::process::Command;
@@ -20,9 +19,15 @@ const PROCESSES: usize = 3;
 const THREADS: usize = 3;
 const RUN_FOR: Duration = Duration::from_secs(8);
 
-/// Kernel variants: the suite's saxpy with a define that changes its key but not its result.
-fn variant(case: &dyn Case, index: u64) -> KernelSpec {
-    case.spec().define("SPARKLE_MIX_VARIANT", index)
+/// Kernel variants: the suite's saxpy with a define that changes its key but not its result. A
+/// prebuilt code object ignores defines, so on amdgpu-sim the odd variants drop the code objects
+/// and are compiled from OpenCL C (clang), the even ones share the shipped code object's key.
+fn variant(backend: &str, case: &dyn Case, index: u64) -> KernelSpec {
+    let mut spec = case.spec().define("SPARKLE_MIX_VARIANT", index);
+    if backend == "amdgpu-sim" && index % 2 == 1 {
+        spec.sources.retain(|source| !matches!(source, sparkle::kernel::KernelSource::CodeObjects { .. }));
+    }
+    spec
 }
 
 /// One process's share: threads asking for programs (and checking results), and every so often
@@ -53,7 +58,7 @@ fn mix(backend: &str, dir: &Path, id: u64) {
                             }
                             _ => {
                                 let case = suite::saxpy::Saxpy::random(64 + (state % 200) as usize, state);
-                                let spec = variant(&case, (state >> 8) % 6);
+                                let spec = variant(backend, &case, (state >> 8) % 6);
                                 let program = runtime.program(&spec).expect("a program");
                                 let verdict =
                                     suite::run_and_verify(runtime, &program, &case).expect("dispatch");
@@ -134,10 +139,20 @@ pub fn processes_and_threads_share_one_folder(backend: &str) {
     assert!(totals[0] > 0 && totals[1] > 0 && totals[3] > 0, "{totals:?}");
 }
 
+#[cfg(feature = "gl")]
 #[test]
 fn gl_processes_and_threads_mix_compiles_hits_prunes_and_clears() {
     if std::env::var(ROLE_ENV).is_ok() {
         return;
     }
     processes_and_threads_share_one_folder("gl");
+}
+
+#[cfg(feature = "amdgpu")]
+#[test]
+fn amdgpu_sim_processes_and_threads_mix_compiles_hits_prunes_and_clears() {
+    if std::env::var(ROLE_ENV).is_ok() {
+        return;
+    }
+    processes_and_threads_share_one_folder("amdgpu-sim");
 }

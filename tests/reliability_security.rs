@@ -1,8 +1,10 @@
 //! The cache folder as an attack surface: a GPU folder that everyone may write or that another
 //! user owns is never loaded from (memory-only, one warning), and no kernel name or source can
-//! make the cache read or write outside its folder. (Private 0700 folders, foreign entries and
-//! links leading out are covered by `cache_permissions.rs` and `cache_symlinks.rs`; the amdgpu
-//! memory permissions by `amdgpu_memory.rs`.)
+//! make the cache read or write outside its folder, on gl and on amdgpu-sim. (Private 0700
+//! folders, foreign entries and links leading out are covered by `cache_permissions.rs` and
+//! `cache_symlinks.rs`; the permissions each kind of amdgpu buffer asks for by `amdgpu_memory.rs`;
+//! what the simulated GPU enforces — W^X mappings, kernels faulting outside their buffers — by
+//! `amdgpu_sim_backend.rs`.)
 
 mod cache_support;
 
@@ -78,6 +80,7 @@ fn a_gpu_folder_owned_by_another_user_is_not_loaded_from() {
 
 /// Every path under `root` is `<gpu folder>/<2 hex>/<32 hex>` or a file the cache keeps beside
 /// them; nothing else was created anywhere.
+#[cfg(any(feature = "gl", feature = "amdgpu"))]
 fn only_cache_files(root: &Path) -> usize {
     let mut entries = 0;
     for gpu in std::fs::read_dir(root).unwrap().flatten() {
@@ -99,35 +102,39 @@ fn only_cache_files(root: &Path) -> usize {
     entries
 }
 
-#[cfg(feature = "gl")]
-#[test]
-fn no_kernel_name_or_source_leads_outside_the_cache_folder() {
-    use sparkle::{Access, KernelSpec, Runtime};
+/// Names no kernel should be able to turn into a path.
+#[cfg(any(feature = "gl", feature = "amdgpu"))]
+fn hostile_names() -> Vec<String> {
+    vec![
+        "../../../../../../tmp/escaped".into(),
+        "/etc/passwd".into(),
+        "a\0b".into(),
+        "..".into(),
+        ".".into(),
+        "".into(),
+        "k".repeat(100_000),
+        "ünïcödé/名前/😀".into(),
+        "name with spaces\nand a newline".into(),
+        "%s%n%x".into(),
+    ]
+}
+
+/// Asks `backend` for a program of every hostile name (each with its own source, which carries
+/// the name too) in a cache folder inside a fresh folder: every entry must land at its hashed
+/// path and nothing may appear beside the cache folder.
+#[cfg(any(feature = "gl", feature = "amdgpu"))]
+fn no_kernel_name_or_source_leads_outside_the_cache_folder_on(
+    backend: &str,
+    spec: impl Fn(&str, usize) -> sparkle::KernelSpec,
+) {
+    use sparkle::Runtime;
     let outer = tempfile::tempdir().unwrap();
     let root = outer.path().join("cache");
-    let runtime = Runtime::open_backend("gl", &CacheConfig::in_dir(&root)).expect("a GL context");
-    let long = "k".repeat(100_000);
-    let names = [
-        "../../../../../../tmp/escaped",
-        "/etc/passwd",
-        "a\0b",
-        "..",
-        ".",
-        "",
-        long.as_str(),
-        "ünïcödé/名前/😀",
-        "name with spaces\nand a newline",
-        "%s%n%x",
-    ];
+    let runtime = Runtime::open_backend(backend, &CacheConfig::in_dir(&root)).expect("the backend opens");
+    let names = hostile_names();
     let mut accepted = 0;
     for (index, name) in names.iter().enumerate() {
-        let spec = KernelSpec::new(*name, [64, 1, 1])
-            .glsl(format!(
-                "// {name} ../../outside\nlayout(std430, binding = 0) buffer B {{ float v[]; }};\n\
-                 void main() {{ v[gl_GlobalInvocationID.x] = {index}.0; }}"
-            ))
-            .storage("v", Access::ReadWrite);
-        match runtime.program(&spec) {
+        match runtime.program(&spec(name, index)) {
             Ok(_) => accepted += 1,
             Err(err) => {
                 let text = err.to_string();
@@ -136,9 +143,45 @@ fn no_kernel_name_or_source_leads_outside_the_cache_folder() {
         }
     }
     let entries = only_cache_files(&root);
-    assert_eq!(entries, accepted, "one entry per accepted kernel, each at its hashed path");
+    assert_eq!(entries, accepted, "{backend}: one entry per accepted kernel, each at its hashed path");
     let outside: Vec<_> = std::fs::read_dir(outer.path()).unwrap().flatten().map(|e| e.file_name()).collect();
-    assert_eq!(outside, vec![std::ffi::OsString::from("cache")], "files appeared beside the cache folder");
+    assert_eq!(
+        outside,
+        vec![std::ffi::OsString::from("cache")],
+        "{backend}: files appeared beside the cache folder"
+    );
     assert!(!Path::new("/tmp/escaped").exists());
-    eprintln!("{accepted} of {} hostile names accepted, all entries at hashed paths", names.len());
+    assert!(accepted > 0, "{backend}: no kernel was accepted at all, so nothing was checked");
+    eprintln!("{backend}: {accepted} of {} hostile names accepted, all entries at hashed paths", names.len());
+}
+
+#[cfg(feature = "gl")]
+#[test]
+fn no_kernel_name_or_source_leads_outside_the_cache_folder() {
+    use sparkle::{Access, KernelSpec};
+    no_kernel_name_or_source_leads_outside_the_cache_folder_on("gl", |name, index| {
+        KernelSpec::new(name, [64, 1, 1])
+            .glsl(format!(
+                "// {name} ../../outside\nlayout(std430, binding = 0) buffer B {{ float v[]; }};\n\
+                 void main() {{ v[gl_GlobalInvocationID.x] = {index}.0; }}"
+            ))
+            .storage("v", Access::ReadWrite)
+    });
+}
+
+/// The same on amdgpu-sim, whose programs are code objects compiled by clang from OpenCL C.
+#[cfg(feature = "amdgpu")]
+#[test]
+fn no_kernel_name_or_source_leads_outside_the_amdgpu_sim_cache_folder() {
+    use sparkle::{Access, KernelSpec};
+    no_kernel_name_or_source_leads_outside_the_cache_folder_on("amdgpu-sim", |name, index| {
+        KernelSpec::new(name, [64, 1, 1])
+            .opencl(
+                "hostile",
+                format!(
+                    "// {name} ../../outside\n__kernel void hostile(__global float *v) {{ v[get_global_id(0)] = {index}.0f; }}"
+                ),
+            )
+            .storage("v", Access::ReadWrite)
+    });
 }

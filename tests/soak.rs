@@ -1,16 +1,17 @@
-//! A long mixed run on the gl backend: thousands of dispatches of the suite's kernels in several
-//! variants (different keys) and sizes, with the memory tier bounded to two programs so that
-//! programs are evicted and loaded again from disk all the time. Every result is checked against
-//! the CPU; resident memory and the GL buffer and program names alive are sampled and must stay
-//! flat. A short run (10 s) is part of the suite; the long one is
+//! A long mixed run on gl and on amdgpu-sim: thousands of dispatches of the suite's kernels in
+//! several variants (different keys where the backend compiles source) and sizes, with the
+//! memory tier bounded to two programs so that programs are evicted and loaded again from disk
+//! all the time. Every result is checked against the CPU; resident memory and the device objects
+//! alive (GL buffer and program names; GEM handles and GPU mappings of the simulated driver) are
+//! sampled and must stay flat, and none may be left once the runtime is dropped. A short run
+//! (10 s per backend) is part of the suite; the long ones are
 //! `cargo test --release --test soak -- --ignored --nocapture` (`SPARKLE_SOAK_SECS`, default 180).
 
-#![cfg(feature = "gl")]
+#![cfg(any(feature = "gl", feature = "amdgpu"))]
 
 use std::time::{Duration, Instant};
 
 use sparkle::cache::CacheConfig;
-use sparkle::gl::live_objects;
 use sparkle::suite::{self, Case};
 use sparkle::Runtime;
 
@@ -45,20 +46,70 @@ fn case_for(state: u64) -> Box<dyn Case> {
     }
 }
 
-/// Buffers and programs the backend holds right now.
-type LiveCount = dyn Fn() -> (u64, u64);
-
-fn gl_live() -> (u64, u64) {
-    let live = live_objects();
-    (live.buffers(), live.programs())
+/// How a backend under soak is opened and watched.
+pub struct Backend {
+    pub name: &'static str,
+    pub open: Box<dyn Fn(&CacheConfig) -> Runtime>,
+    /// The two kinds of device object counted, e.g. ("GL buffers", "GL programs").
+    pub kinds: [&'static str; 2],
+    /// How many of each are alive right now.
+    pub live: Box<dyn Fn() -> [u64; 2]>,
+    /// The most of each a run may hold at once (two programs in the memory tier, one in use,
+    /// one dispatch's buffers, whatever the backend keeps for itself).
+    pub bound: [u64; 2],
+    /// What the backend made in total, for the report.
+    pub made: Box<dyn Fn() -> String>,
 }
 
-/// The soak on `backend` for `run_for`; `live` counts the device objects alive (GL names on gl,
-/// GEM handles on amdgpu).
-pub fn soak(backend: &str, run_for: Duration, live: &LiveCount) {
+#[cfg(feature = "gl")]
+fn gl() -> Backend {
+    use sparkle::gl::live_objects;
+    Backend {
+        name: "gl",
+        open: Box::new(|config| Runtime::open_backend("gl", config).expect("a GL context")),
+        kinds: ["GL buffers", "GL programs"],
+        live: Box::new(|| [live_objects().buffers(), live_objects().programs()]),
+        bound: [8, 4],
+        made: Box::new(|| {
+            let made = live_objects();
+            format!("GL names made: {} buffers, {} programs", made.buffers_made, made.programs_made)
+        }),
+    }
+}
+
+#[cfg(feature = "amdgpu")]
+fn amdgpu_sim() -> Backend {
+    use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
+    use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
+    // The runtime is opened as `open_backend("amdgpu-sim", ..)` does, keeping the driver to
+    // count its GEM handles and mappings. One driver per soak: the test opens one runtime.
+    let driver = SimDriver::new(SimOptions::default());
+    let for_open = driver.clone();
+    let for_live = driver.clone();
+    Backend {
+        name: "amdgpu-sim",
+        open: Box::new(move |config| {
+            let device = AmdgpuDevice::<Simulated>::new(for_open.clone(), DeviceOptions::default())
+                .expect("the simulator opens anywhere");
+            Runtime::from_device::<AmdgpuSim>(device, config)
+        }),
+        kinds: ["GEM handles", "GPU mappings"],
+        live: Box::new(move || [for_live.live_buffers() as u64, for_live.live_mappings() as u64]),
+        bound: [8, 8],
+        made: Box::new(move || format!("{} wave instructions simulated", driver.wave_instructions())),
+    }
+}
+
+/// The soaks of this file take turns: resident memory is the process's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The soak on `backend` for `run_for`.
+pub fn soak(backend: &Backend, run_for: Duration) {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let name = backend.name;
     let dir = tempfile::tempdir().unwrap();
     let config = CacheConfig { max_memory_entries: 2, ..CacheConfig::in_dir(dir.path()) };
-    let runtime = Runtime::open_backend(backend, &config).expect("the backend opens");
+    let runtime = (backend.open)(&config);
     let start = Instant::now();
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let (mut dispatches, mut samples) = (0u64, Vec::new());
@@ -71,25 +122,25 @@ pub fn soak(backend: &str, run_for: Duration, live: &LiveCount) {
         let spec = case.spec().define("SPARKLE_SOAK_VARIANT", (state >> 40) % VARIANTS);
         let program = runtime.program(&spec).expect("a program");
         let verdict = suite::run_and_verify(&runtime, &program, case.as_ref()).expect("dispatch");
-        assert!(verdict.passed(), "dispatch {dispatches}, {}: {verdict}", case.describe());
+        assert!(verdict.passed(), "{name}: dispatch {dispatches}, {}: {verdict}", case.describe());
         dispatches += 1;
         if Instant::now() >= next_sample {
-            let (buffers, programs) = live();
-            samples.push((start.elapsed(), resident_bytes(), buffers, programs));
+            samples.push((start.elapsed(), resident_bytes(), (backend.live)()));
             next_sample += run_for / 20;
         }
     }
     let stats = runtime.cache_stats();
-    let made = live_objects();
-    let (buffers_left, programs_left) = live();
+    let [first_left, second_left] = (backend.live)();
+    let [first_kind, second_kind] = backend.kinds;
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     let warm = samples[samples.len() / 4].1;
     let last = resident_bytes();
     let peak = samples.iter().map(|s| s.1).max().unwrap_or(0).max(last);
+    let most = |i: usize| samples.iter().map(|s| s.2[i]).max().unwrap_or(0);
     eprintln!(
-        "soak on {backend}: {:.0} s, {dispatches} correct dispatches ({:.0}/s), {} compiles, {} disk hits, {} memory hits, {} \
+        "soak on {name}: {:.0} s, {dispatches} correct dispatches ({:.0}/s), {} compiles, {} disk hits, {} memory hits, {} \
          evictions, {} rejected, {} refused; RSS {:.1} MiB after the first quarter, {:.1} MiB at the end, peak \
-         {:.1} MiB; GL names made: {} buffers, {} programs; alive at the end: {} buffers, {} programs",
+         {:.1} MiB; {}; at most {} {first_kind} and {} {second_kind} alive, {first_left} and {second_left} at the end",
         start.elapsed().as_secs_f64(),
         dispatches as f64 / start.elapsed().as_secs_f64(),
         stats.compiles,
@@ -101,48 +152,65 @@ pub fn soak(backend: &str, run_for: Duration, live: &LiveCount) {
         mib(warm),
         mib(last),
         mib(peak),
-        made.buffers_made,
-        made.programs_made,
-        buffers_left,
-        programs_left
+        (backend.made)(),
+        most(0),
+        most(1),
     );
-    assert!(stats.disk_hits > 0 && stats.evictions > 0, "programs were not evicted and reloaded: {stats:?}");
-    assert_eq!((stats.disk_rejected, stats.driver_refused), (0, 0));
-    assert!(stats.compiles <= 3 * VARIANTS, "every program is compiled once: {stats:?}");
+    assert!(
+        stats.disk_hits > 0 && stats.evictions > 0,
+        "{name}: programs were not evicted and reloaded: {stats:?}"
+    );
+    assert_eq!((stats.disk_rejected, stats.driver_refused), (0, 0), "{name}");
+    assert!(stats.compiles <= 3 * VARIANTS, "{name}: every program is compiled once: {stats:?}");
     // The memory tier holds at most two programs (plus one in use); buffers are dropped after
     // every dispatch.
-    for (at, _, buffers, programs) in &samples {
-        assert!(*programs <= 4, "{programs} programs alive at {at:?}");
-        assert!(*buffers <= 8, "{buffers} buffers alive at {at:?}");
+    for (at, _, live) in &samples {
+        for ((alive, bound), kind) in live.iter().zip(backend.bound).zip(backend.kinds) {
+            assert!(*alive <= bound, "{name}: {alive} {kind} alive at {at:?}");
+        }
     }
     assert!(
         last < warm + 64 * 1024 * 1024,
-        "resident memory grew from {:.1} to {:.1} MiB",
+        "{name}: resident memory grew from {:.1} to {:.1} MiB",
         mib(warm),
         mib(last)
     );
     drop(runtime);
-    // Dropping the runtime queues the deletion of what is left; the GL thread runs it.
+    // Dropping the runtime releases what is left (on gl, the GL thread runs the deletions).
     let deadline = Instant::now() + Duration::from_secs(10);
-    while (live_objects().buffers(), live_objects().programs()) != (0, 0) && Instant::now() < deadline {
+    while (backend.live)() != [0, 0] && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(
-        (live_objects().buffers(), live_objects().programs()),
-        (0, 0),
-        "GL names leaked: {:?}",
-        live_objects()
-    );
+    assert_eq!((backend.live)(), [0, 0], "{name}: {first_kind} or {second_kind} leaked");
 }
 
+#[cfg(feature = "gl")]
 #[test]
 fn a_short_soak_stays_flat_and_correct() {
-    soak("gl", Duration::from_secs(10), &gl_live);
+    soak(&gl(), Duration::from_secs(10));
 }
 
+#[cfg(feature = "gl")]
 #[test]
 #[ignore = "minutes long; run with --ignored"]
 fn a_long_soak_stays_flat_and_correct() {
+    soak(&gl(), long_run());
+}
+
+#[cfg(feature = "amdgpu")]
+#[test]
+fn a_short_amdgpu_sim_soak_stays_flat_and_correct() {
+    soak(&amdgpu_sim(), Duration::from_secs(10));
+}
+
+#[cfg(feature = "amdgpu")]
+#[test]
+#[ignore = "minutes long; run with --ignored"]
+fn a_long_amdgpu_sim_soak_stays_flat_and_correct() {
+    soak(&amdgpu_sim(), long_run());
+}
+
+fn long_run() -> Duration {
     let secs = std::env::var("SPARKLE_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(180);
-    soak("gl", Duration::from_secs(secs), &gl_live);
+    Duration::from_secs(secs)
 }

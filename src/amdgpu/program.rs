@@ -256,15 +256,20 @@ impl AmdgpuProgram {
     }
 }
 
-/// Loads a code object for `input` on a device of `target`. A blob that is not a code object
-/// for this target is `Refused` (the cache compiles again); a kernel the backend cannot run, or
-/// a failed upload, is `Failed`.
+/// Loads a code object for `input` on a device of `target`. Everything the bytes decide is
+/// checked before any GPU memory is allocated, and a blob that fails any of it is `Refused`: it
+/// is not a code object for this target, or its kernel asks for what this backend can never run
+/// (wave64, scratch, too much LDS, another work-group size, arguments it cannot bind) — the same
+/// bytes would fail on every load, so the cache discards such an entry and compiles again. Only
+/// what says nothing about the bytes (allocating, relocating into, or writing the code buffer)
+/// is `Failed`.
 pub(crate) fn load(
     input: &AmdgpuSource,
     bytes: &[u8],
     target: GfxTarget,
     memory: &Memory,
 ) -> std::result::Result<AmdgpuProgram, LoadFailure<AmdgpuError>> {
+    let refuse = |err: AmdgpuError| LoadFailure::Refused(reason_of(err, &input.kernel));
     let object = CodeObject::parse(bytes).map_err(|e| LoadFailure::Refused(e.to_string()))?;
     if object.target() != target {
         return Err(LoadFailure::Refused(format!(
@@ -272,21 +277,15 @@ pub(crate) fn load(
             object.target()
         )));
     }
-    let (kernel, layout) = object
-        .check_runnable(&input.entry_point, &RunLimits::backend_default(target))
-        .map_err(|e| LoadFailure::Failed(rename(e, &input.kernel)))?;
-    kernel
-        .check_workgroup_size(input.workgroup_size)
-        .map_err(|e| LoadFailure::Failed(rename(e, &input.kernel)))?;
-    let (interface, arg_sources) = interface_of(&input.kernel, kernel).map_err(LoadFailure::Failed)?;
+    let (kernel, layout) =
+        object.check_runnable(&input.entry_point, &RunLimits::backend_default(target)).map_err(refuse)?;
+    kernel.check_workgroup_size(input.workgroup_size).map_err(refuse)?;
+    let (interface, arg_sources) = interface_of(&input.kernel, kernel).map_err(refuse)?;
     if arg_sources.len() != layout.user_args().len() {
-        return Err(LoadFailure::Failed(AmdgpuError::invalid_kernel(
-            &input.kernel,
-            format!(
-                "the metadata lists {} arguments but the kernarg layout has {}",
-                arg_sources.len(),
-                layout.user_args().len()
-            ),
+        return Err(LoadFailure::Refused(format!(
+            "the metadata lists {} arguments but the kernarg layout has {}",
+            arg_sources.len(),
+            layout.user_args().len()
         )));
     }
     let image = object.image();
@@ -317,16 +316,13 @@ pub(crate) fn load(
     })
 }
 
-/// Errors from the code object name the entry point; users know the kernel by its spec name.
-fn rename(err: AmdgpuError, kernel: &str) -> AmdgpuError {
+/// The reason a check gave, for a refusal: whoever reports it names the kernel by its spec name,
+/// so the reason names the entry point only where the check named one that differs from it.
+fn reason_of(err: AmdgpuError, spec_name: &str) -> String {
     match err {
-        AmdgpuError::InvalidKernel { kernel: entry, reason } if entry != kernel => {
-            AmdgpuError::InvalidKernel {
-                kernel: kernel.to_owned(),
-                reason: format!("entry point `{entry}`: {reason}"),
-            }
-        }
-        other => other,
+        AmdgpuError::InvalidKernel { kernel, reason } if kernel == spec_name => reason,
+        AmdgpuError::InvalidKernel { kernel, reason } => format!("entry point `{kernel}`: {reason}"),
+        other => other.to_string(),
     }
 }
 

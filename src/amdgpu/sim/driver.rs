@@ -49,10 +49,21 @@ impl Default for SimOptions {
     }
 }
 
+/// One GEM_VA mapping of the simulated device file, as [`SimDriver::mappings`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MappedRange {
+    pub bo: BoHandle,
+    pub start: u64,
+    pub size: u64,
+    pub flags: VaFlags,
+}
+
 /// Buffers and mappings of the simulated device file.
 struct Memory {
     buffers: BufferTable,
     va: VaSpace,
+    /// GEM handles created and not yet closed (leak checks).
+    live_buffers: usize,
 }
 
 /// The simulated amdgpu kernel driver; see the module documentation.
@@ -101,6 +112,7 @@ impl SimDriver {
                     gtt_bytes: options.gtt_bytes,
                 }),
                 va: VaSpace::new(identity::VA_START, identity::VA_END),
+                live_buffers: 0,
             }),
             scheduler,
             worker: sender,
@@ -113,6 +125,28 @@ impl SimDriver {
     /// Wave instructions the simulated GPU has executed so far (for throughput figures).
     pub fn wave_instructions(&self) -> u64 {
         self.executed.load(Ordering::Relaxed)
+    }
+
+    /// GEM handles open on the simulated device file right now: a backend that releases what
+    /// it allocates keeps this flat (leak checks in long runs).
+    pub fn live_buffers(&self) -> usize {
+        self.memory().live_buffers
+    }
+
+    /// The GPU virtual address mappings in place right now, by address: what a submission made
+    /// now would see (tests check permissions and find buffers with it).
+    pub fn mappings(&self) -> Vec<MappedRange> {
+        self.memory()
+            .va
+            .snapshot()
+            .into_iter()
+            .map(|m| MappedRange { bo: m.bo, start: m.start, size: m.size, flags: m.flags })
+            .collect()
+    }
+
+    /// How many GPU virtual address mappings are in place right now.
+    pub fn live_mappings(&self) -> usize {
+        self.memory().va.snapshot().len()
     }
 
     pub fn options(&self) -> SimOptions {
@@ -237,12 +271,16 @@ impl KernelDriver for SimDriver {
     }
 
     fn gem_create(&self, desc: &BufferDesc) -> Result<BoHandle> {
-        self.memory().buffers.create(desc)
+        let mut memory = self.memory();
+        let bo = memory.buffers.create(desc)?;
+        memory.live_buffers += 1;
+        Ok(bo)
     }
 
     fn gem_close(&self, bo: BoHandle) -> Result<()> {
         let mut memory = self.memory();
         memory.buffers.close(bo)?;
+        memory.live_buffers = memory.live_buffers.saturating_sub(1);
         let dropped = memory.va.unmap_all(bo);
         if dropped > 0 {
             tracing::debug!(bo = bo.0, dropped, "GEM_CLOSE removed the buffer's remaining VA mappings");
