@@ -300,6 +300,20 @@ pub(crate) fn check_dispatch<'a>(
                 ),
             });
         }
+        // Invocation ids are 32-bit on every backend.
+        let invocations = u64::from(count) * u64::from(spec.workgroup_size[axis]);
+        if invocations > u64::from(u32::MAX) {
+            return Err(KernelError::Grid {
+                kernel: spec.name.clone(),
+                problem: format!(
+                    "{count} workgroups of {} on axis {} are {invocations} invocations, more than the \
+                     {} a 32-bit invocation id can number",
+                    spec.workgroup_size[axis],
+                    AXES[axis],
+                    u32::MAX
+                ),
+            });
+        }
     }
     Ok(checked)
 }
