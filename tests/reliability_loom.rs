@@ -10,10 +10,8 @@
 //! once every thread is done the tier is within its bound or has pressure flagged, so the next
 //! insert or release evicts.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release
-//! --no-default-features --test reliability_loom`
-
-#![cfg(loom)]
+//! Runs with the other tests (3 preemptions per run); `LOOM_MAX_PREEMPTIONS=5 cargo test
+//! --release --test reliability_loom` explores far more.
 
 use std::collections::BTreeMap;
 
