@@ -7,8 +7,6 @@ mod commands;
 mod device;
 mod executor;
 mod executor_stream;
-#[cfg(test)]
-mod executor_tests;
 mod objects;
 mod registry;
 
@@ -207,6 +205,12 @@ impl Runtime {
         let mut commands = self.commands();
         commands.dispatch(program, args, groups)?;
         self.submit(commands)
+    }
+
+    /// The fence of the latest submission completed (with every earlier one); never blocks.
+    /// Releases what finished submissions held (buffers and programs nobody else holds).
+    pub fn poll(&self) -> u64 {
+        self.device.completed()
     }
 
     pub fn cache_stats(&self) -> CacheStats {

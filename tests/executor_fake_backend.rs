@@ -10,12 +10,16 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::device::Core;
-use super::*;
-use crate::cache::{Blob, GpuId, LoadFailure};
-use crate::hal::{self, Api, Command, Compiled, Limits, Prepared, ProgramInterface, ScalarSlot, StorageSlot};
-use crate::hal::{ScalarValue, Timeline};
-use crate::kernel::{Access, KernelSource, ScalarType, SourceLanguage};
+use sparkle::cache::{Blob, CacheConfig, GpuId, LoadFailure};
+use sparkle::hal::{
+    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Limits, Prepared, ProgramInterface, ScalarSlot,
+    ScalarValue, StorageSlot, Timeline,
+};
+use sparkle::runtime::{Pipeline, Stage, DEFAULT_DEPTH};
+use sparkle::{
+    Access, Arg, Buffer, Commands, Error, ErrorKind, KernelSource, KernelSpec, Program, Result, Runtime,
+    ScalarType, SourceLanguage,
+};
 
 struct Fake;
 
@@ -239,8 +243,8 @@ fn runtime() -> (Runtime, Arc<Gpu>) {
         },
         gpu: gpu.clone(),
     };
-    let core = Core::<Fake>::new(device, &crate::cache::CacheConfig::memory_only());
-    (Runtime::wrap(Arc::new(core)).with_host_timeout(Duration::from_secs(5)), gpu)
+    let runtime = Runtime::from_device::<Fake>(device, &CacheConfig::memory_only());
+    (runtime.with_host_timeout(Duration::from_secs(5)), gpu)
 }
 
 /// A simulated GPU: completes submissions one by one, after random short delays.
@@ -531,7 +535,7 @@ fn a_fence_timeout_surfaces_on_its_batch_and_nothing_unfinished_is_read() {
     gpu.complete_all();
     drop((feeder, results));
     drop(pipeline);
-    runtime.device.completed(); // retires finished work
+    runtime.poll(); // retires finished work
     assert_eq!(gpu.live_buffers.load(Ordering::SeqCst), 0);
     assert_eq!(gpu.premature_reads.load(Ordering::SeqCst), 0);
 }
@@ -555,7 +559,7 @@ fn a_submission_failing_on_the_device_stops_the_stream_after_the_earlier_results
     assert!(gpu.timeline.issued() <= 2 + 1 + DEFAULT_DEPTH as u64, "the feeder stopped");
     drop(pipeline);
     eventually("every buffer is released", || {
-        runtime.device.completed();
+        runtime.poll();
         gpu.live_buffers.load(Ordering::SeqCst) == 0
     });
     assert_eq!(gpu.premature_reads.load(Ordering::SeqCst), 0);
@@ -622,7 +626,7 @@ fn read_back_and_callback_errors_stop_the_stream_on_their_batch() {
     assert!(err.to_string().contains("the consumer gave up"), "{err}");
     drop(pipeline);
     eventually("every buffer is released", || {
-        runtime.device.completed();
+        runtime.poll();
         gpu.live_buffers.load(Ordering::SeqCst) == 0
     });
 }
@@ -677,7 +681,7 @@ fn sets_are_kept_between_streams_up_to_the_depth_and_freed_with_the_pipeline() {
             .unwrap();
         assert_eq!(serial, got, "round {round}");
         eventually("the sets are back in the pipeline", || {
-            runtime.device.completed();
+            runtime.poll();
             gpu.live_buffers.load(Ordering::SeqCst) == 4
         });
     }
