@@ -10,16 +10,17 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use sparkle::cache::{Blob, CacheConfig, GpuId, LoadFailure};
+use sparkle::cache::{Blob, CacheConfig, LoadFailure};
 use sparkle::hal::{
-    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Limits, Prepared, ProgramInterface, ScalarSlot,
-    ScalarValue, StorageSlot, Timeline,
+    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Prepared, ProgramInterface, ScalarValue, Timeline,
 };
 use sparkle::runtime::{Pipeline, Stage, DEFAULT_DEPTH};
 use sparkle::{
     Access, Arg, Buffer, Commands, Error, ErrorKind, KernelSource, KernelSpec, Program, Result, Runtime,
     ScalarType, SourceLanguage,
 };
+
+mod fake_support;
 
 struct Fake;
 
@@ -106,29 +107,6 @@ struct FakeProgram {
     interface: ProgramInterface,
 }
 
-/// The fake's "source": `buffer NAME ro|rw` and `scalar NAME u32` lines; `error` fails to compile.
-fn parse_interface(source: &str) -> Result<ProgramInterface> {
-    let mut interface = ProgramInterface::default();
-    for line in source.lines() {
-        match line.split_whitespace().collect::<Vec<_>>()[..] {
-            ["buffer", name, access] => interface.storage.push(StorageSlot {
-                binding: interface.storage.len() as u32,
-                names: vec![name.to_owned()],
-                min_bytes: 4,
-                read_only: Some(access == "ro"),
-            }),
-            ["scalar", name, "u32"] => interface.scalars.push(ScalarSlot {
-                name: name.to_owned(),
-                ty: Some(ScalarType::U32),
-                type_name: "u32".into(),
-            }),
-            ["error"] => return Err(Error::new(ErrorKind::Compile, "fake compiler: syntax error")),
-            _ => {}
-        }
-    }
-    Ok(interface)
-}
-
 impl hal::Device<Fake> for FakeDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -146,7 +124,7 @@ impl hal::Device<Fake> for FakeDevice {
     }
 
     fn compile(&self, input: &String) -> Result<Compiled<FakeProgram>> {
-        Ok(Compiled { program: FakeProgram { interface: parse_interface(input)? }, blob: None })
+        Ok(Compiled { program: FakeProgram { interface: fake_support::parse_interface(input)? }, blob: None })
     }
 
     fn load(&self, _: &String, _: &Blob) -> Result<FakeProgram, LoadFailure<Error>> {
@@ -221,28 +199,7 @@ impl hal::Device<Fake> for FakeDevice {
 
 fn runtime() -> (Runtime, Arc<Gpu>) {
     let gpu = Arc::new(Gpu::default());
-    let device = FakeDevice {
-        info: DeviceInfo {
-            backend: Fake::NAME,
-            name: "fake device".into(),
-            details: Vec::new(),
-            gpu_id: GpuId::new(Fake::NAME, vec![]),
-            limits: Limits {
-                max_workgroup_size: [1024; 3],
-                max_workgroup_invocations: 1024,
-                max_workgroup_count: [65535; 3],
-                max_shared_memory_bytes: 32768,
-                max_storage_buffer_bytes: 1 << 20,
-                max_storage_buffer_bindings: 8,
-                storage_buffer_offset_alignment: 16,
-            },
-            persists_programs: false,
-            parallel_compile: false,
-            languages: vec![SourceLanguage::Glsl],
-            class: hal::DeviceClass::Simulator,
-        },
-        gpu: gpu.clone(),
-    };
+    let device = FakeDevice { info: fake_support::device_info(Fake::NAME, "executor"), gpu: gpu.clone() };
     let runtime = Runtime::from_device::<Fake>(device, &CacheConfig::memory_only());
     (runtime.with_host_timeout(Duration::from_secs(5)), gpu)
 }

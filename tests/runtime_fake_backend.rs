@@ -8,14 +8,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sparkle::cache::{Blob, CacheConfig, GpuId, LoadFailure};
+use sparkle::cache::{Blob, CacheConfig, LoadFailure};
 use sparkle::hal::{
-    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Limits, Prepared, ProgramInterface, ScalarSlot,
-    StorageSlot, Timeline,
+    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Prepared, ProgramInterface, Timeline,
 };
 use sparkle::{
     Access, Arg, Error, ErrorKind, KernelSource, KernelSpec, Result, Runtime, ScalarType, SourceLanguage,
 };
+
+mod fake_support;
 
 struct Fake;
 
@@ -51,33 +52,6 @@ struct FakeProgram {
     interface: ProgramInterface,
 }
 
-/// The fake's "source": one declaration per line — `buffer NAME ro|rw` (bindings in order) or
-/// `scalar NAME u32|i32|f32`.
-fn parse_interface(source: &str) -> ProgramInterface {
-    let mut interface = ProgramInterface::default();
-    for line in source.lines() {
-        match line.split_whitespace().collect::<Vec<_>>()[..] {
-            ["buffer", name, access] => interface.storage.push(StorageSlot {
-                binding: interface.storage.len() as u32,
-                names: vec![name.to_owned()],
-                min_bytes: 4,
-                read_only: Some(access == "ro"),
-            }),
-            ["scalar", name, ty] => interface.scalars.push(ScalarSlot {
-                name: name.to_owned(),
-                ty: Some(match ty {
-                    "u32" => ScalarType::U32,
-                    "i32" => ScalarType::I32,
-                    _ => ScalarType::F32,
-                }),
-                type_name: ty.to_owned(),
-            }),
-            _ => {}
-        }
-    }
-    interface
-}
-
 impl FakeDevice {
     fn log(&self, call: impl Into<String>) {
         self.calls.lock().unwrap().push(call.into());
@@ -102,7 +76,7 @@ impl hal::Device<Fake> for FakeDevice {
 
     fn compile(&self, input: &String) -> Result<Compiled<FakeProgram>> {
         self.log("compile");
-        Ok(Compiled { program: FakeProgram { interface: parse_interface(input) }, blob: None })
+        Ok(Compiled { program: FakeProgram { interface: fake_support::parse_interface(input)? }, blob: None })
     }
 
     fn load(&self, _: &String, _: &Blob) -> Result<FakeProgram, LoadFailure<Error>> {
@@ -160,34 +134,12 @@ struct Harness {
     live_buffers: Arc<AtomicUsize>,
 }
 
-fn limits() -> Limits {
-    Limits {
-        max_workgroup_size: [1024; 3],
-        max_workgroup_invocations: 1024,
-        max_workgroup_count: [65535; 3],
-        max_shared_memory_bytes: 32768,
-        max_storage_buffer_bytes: 1 << 20,
-        max_storage_buffer_bindings: 8,
-        storage_buffer_offset_alignment: 16,
-    }
-}
-
 fn harness(token: u64) -> Harness {
     let timeline = Arc::new(Timeline::new());
     let calls = Arc::new(Mutex::new(Vec::new()));
     let live_buffers = Arc::new(AtomicUsize::new(0));
     let device = FakeDevice {
-        info: DeviceInfo {
-            backend: Fake::NAME,
-            name: "fake device".into(),
-            details: Vec::new(),
-            gpu_id: GpuId::new(Fake::NAME, vec![("token".into(), token.to_string())]),
-            limits: limits(),
-            persists_programs: false,
-            parallel_compile: false,
-            languages: vec![SourceLanguage::Glsl],
-            class: hal::DeviceClass::Simulator,
-        },
+        info: fake_support::device_info(Fake::NAME, &token.to_string()),
         token,
         timeline: timeline.clone(),
         calls: calls.clone(),
