@@ -79,7 +79,7 @@ fn a_batch_that_outlives_its_timeout_fails_with_a_timeout_and_ends_the_stream() 
     if runtime.info().class == sparkle::DeviceClass::Gpu {
         // On a GPU the transfers dominate a batch and its kernel ends long before any timeout
         // sized from the batch; the executor's timeout path is covered deterministically by the
-        // fake-backend tests in src/runtime/executor_tests.rs.
+        // fake-backend tests in tests/executor_fake_backend.rs.
         eprintln!("skipped on a GPU: the kernel is too fast to outlive a timeout sized from the batch");
         return;
     }
