@@ -80,3 +80,39 @@ fn fresh_processes_exit_cleanly_right_after_gl_work() {
         assert!(text(&output).contains("result: correct"), "{}", text(&output));
     }
 }
+
+#[test]
+fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "bench-pipeline",
+        "--shape",
+        "3,2,8,8,2",
+        "--batches",
+        "4",
+        "--repeats",
+        "1",
+        "--warmup-ms",
+        "0",
+        "--json",
+    ];
+    let output = sparkle(&args, dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    let modes: Vec<&str> = rows.iter().map(|row| row["transfers"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["plain", "staged", "mapped"]);
+    for row in rows {
+        assert_eq!(row["correct"], "yes", "{row}");
+        for stage in ["upload_ms", "gpu_ms", "download_ms", "synchronous_ms", "pipelined_ms"] {
+            let ms = row[stage].as_f64().unwrap();
+            assert!(ms.is_finite() && ms > 0.0, "{stage} in {row}");
+        }
+        let slowest = row["slowest_stage_ms"].as_f64().unwrap();
+        let sum = row["sum_of_stages_ms"].as_f64().unwrap();
+        assert!(slowest <= sum, "{row}");
+    }
+
+    let output = sparkle(&["bench-pipeline", "--batches", "0"], dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+}

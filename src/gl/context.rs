@@ -6,7 +6,9 @@
 
 use std::ffi::CStr;
 
-use glutin::api::egl::{context::PossiblyCurrentContext, device::Device, display::Display};
+use glutin::api::egl::config::Config;
+use glutin::api::egl::context::{NotCurrentContext, PossiblyCurrentContext};
+use glutin::api::egl::{device::Device, display::Display};
 use glutin::config::{Api, ConfigSurfaceTypes, ConfigTemplateBuilder};
 use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
 use glutin::error::ErrorKind;
@@ -32,9 +34,52 @@ pub(crate) struct EglContext {
     pub introspection: super::interface::Introspection,
     context: PossiblyCurrentContext,
     display: Display,
+    config: Config,
+    version: (u8, u8),
+}
+
+/// A second context in an [`EglContext`]'s share group, not yet current anywhere; it may move
+/// to another thread, where [`SharingContext::make_current`] binds it.
+pub(crate) struct SharingContext {
+    context: NotCurrentContext,
+    display: Display,
+}
+
+/// A [`SharingContext`] current on the thread that holds it.
+pub(crate) struct CurrentSharingContext {
+    pub gl: glow::Context,
+    _context: PossiblyCurrentContext,
+}
+
+impl SharingContext {
+    /// Makes the context current on this thread (surfaceless) and loads its GL functions.
+    pub fn make_current(self) -> Result<CurrentSharingContext, GlError> {
+        let SharingContext { context, display } = self;
+        let context = context.make_current_surfaceless().map_err(egl_error)?;
+        // SAFETY: the context is current on this thread; EGL returns function pointers valid
+        // for it.
+        let gl =
+            unsafe { glow::Context::from_loader_function_cstr(|name: &CStr| display.get_proc_address(name)) };
+        Ok(CurrentSharingContext { gl, _context: context })
+    }
 }
 
 impl EglContext {
+    /// A context of the same version sharing this one's objects (sync objects among them),
+    /// for another thread.
+    pub fn sharing(&self) -> Result<SharingContext, GlError> {
+        let (major, minor) = self.version;
+        let attributes = ContextAttributesBuilder::new()
+            .with_profile(GlProfile::Core)
+            .with_context_api(ContextApi::OpenGl(Some(Version::new(major, minor))))
+            .with_sharing(&self.context)
+            .build(None);
+        // SAFETY: no raw window handle is passed; config and display belong together and the
+        // shared context was made on them.
+        let context = unsafe { self.display.create_context(&self.config, &attributes) }.map_err(egl_error)?;
+        Ok(SharingContext { context, display: self.display.clone() })
+    }
+
     /// Ends a context that will not be used (its device failed the probe) on the thread that
     /// made it: not current any more (EGL destroys only contexts no thread has current),
     /// destroyed, and the thread's EGL state released.
@@ -200,7 +245,16 @@ fn finish(display: Display, source: String, device_index: Option<usize>) -> Resu
                 let introspection =
                     super::interface::Introspection::load(|name| display.get_proc_address(name))?;
                 tracing::debug!("OpenGL {major}.{minor} core context on {source}");
-                return Ok(EglContext { gl, source, device_index, introspection, context, display });
+                return Ok(EglContext {
+                    gl,
+                    source,
+                    device_index,
+                    introspection,
+                    context,
+                    display,
+                    config,
+                    version: (major, minor),
+                });
             }
             Err(err) => refusals.push(format!("{major}.{minor}: {err}")),
         }

@@ -11,6 +11,7 @@ mod buffer;
 mod context;
 mod device;
 mod error;
+mod fences;
 mod glsl;
 mod interface;
 mod live;

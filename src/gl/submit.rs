@@ -1,13 +1,15 @@
 //! Submissions on the GL thread: the recorded commands, owned so they can travel there, run as
 //! GL calls (`glBindBufferRange`, uniforms, `glDispatchCompute`, `glCopyBufferSubData`,
-//! `glMemoryBarrier`), ended by a barrier and a fence; and the polling of those fences, in
-//! order, that signals the device's timeline. A timed submission is wrapped in a
-//! `GL_TIME_ELAPSED` query whose result is read once its fence has signalled.
+//! `glMemoryBarrier`), ended by a barrier and a fence handed on to be waited for (`fences.rs`);
+//! and the polling of those fences on the GL thread where there is no fence thread. A timed
+//! submission is wrapped in a `GL_TIME_ELAPSED` query whose result is read once its fence has
+//! signalled.
 
 use std::time::Duration;
 
 use glow::HasContext;
 
+use super::fences::{Fences, Watch};
 use super::thread::GlState;
 use super::GlError;
 use crate::hal::ScalarValue;
@@ -41,17 +43,9 @@ pub(crate) enum Step {
     ClientMappedBarrier,
 }
 
-/// A submission whose completion the GL thread has not seen yet; `None`: it failed while being
-/// recorded and completes as soon as the ones before it have.
-pub(crate) struct Pending {
-    fence: u64,
-    sync: Option<glow::NativeFence>,
-    /// The `GL_TIME_ELAPSED` query around the submission's commands, if it is timed.
-    query: Option<glow::NativeQuery>,
-}
-
 /// Runs a submission's steps and fences it; `timed` wraps them in a timer query.
 pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, timed: bool) {
+    let started = std::time::Instant::now();
     state.take_error();
     let query = if timed { begin_timer(state) } else { None };
     let outcome = run(state, &steps);
@@ -86,7 +80,23 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, timed: 
             None
         }
     };
-    state.pending.push_back(Pending { fence, sync, query });
+    // A failed submission reports no GPU time.
+    let query = match (sync, query) {
+        (None, Some(query)) => {
+            // SAFETY: the context is current on the GL thread; the query ended above and is
+            // deleted once.
+            unsafe { state.gl().delete_query(query) };
+            None
+        }
+        (_, query) => query,
+    };
+    state.watch(Watch { fence, sync, query });
+    tracing::trace!(
+        fence,
+        steps = steps.len(),
+        micros = started.elapsed().as_micros() as u64,
+        "submission issued"
+    );
 }
 
 /// Starts a `GL_TIME_ELAPSED` query; `None` (and a warning) if the driver has no timer queries,
@@ -114,7 +124,7 @@ fn begin_timer(state: &GlState) -> Option<glow::NativeQuery> {
 
 /// Reads a finished timer query (its submission's fence has signalled, so the result is
 /// available) and deletes it.
-fn read_timer(state: &GlState, fence: u64, query: glow::NativeQuery) {
+pub(crate) fn read_timer(state: &GlState, fence: u64, query: glow::NativeQuery) {
     // SAFETY: the context is current on the GL thread and `query` is a live, ended query.
     let nanos = unsafe {
         let available = state.gl().get_query_parameter_u32(query, glow::QUERY_RESULT_AVAILABLE);
@@ -191,41 +201,40 @@ fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
     Ok(())
 }
 
-/// Signals every submission that completed, oldest first; waits up to `slice` for the oldest.
+/// Where the GL thread polls its own fences: signals every submission that completed, oldest
+/// first; waits up to `slice` for the oldest.
 pub(crate) fn poll(state: &mut GlState, slice: Duration) {
     let mut wait_ns = slice.as_nanos().min(i32::MAX as u128) as i32;
-    while let Some(front) = state.pending.front() {
-        let (fence, query) = (front.fence, front.query);
-        let Some(sync) = front.sync else {
-            if let Some(query) = query {
-                // SAFETY: the context is current on the GL thread; the query is deleted once.
-                unsafe { state.gl().delete_query(query) };
+    loop {
+        let Fences::Polled(pending) = &state.fences else { return };
+        let Some(front) = pending.front() else { return };
+        let (fence, sync, query) = (front.fence, front.sync, front.query);
+        if let Some(sync) = sync {
+            // SAFETY: the context is current on the GL thread and `sync` is a live fence made on it.
+            let status = unsafe { state.gl().client_wait_sync(sync, 0, wait_ns) };
+            wait_ns = 0;
+            match status {
+                glow::ALREADY_SIGNALED | glow::CONDITION_SATISFIED => {}
+                glow::TIMEOUT_EXPIRED => return,
+                code => {
+                    let error = GlError::Driver {
+                        operation: "glClientWaitSync".into(),
+                        code,
+                        name: super::error::error_name(code),
+                    };
+                    state.timeline.fail(fence, error.into());
+                }
             }
-            state.pending.pop_front();
-            state.timeline.signal(fence);
-            continue;
-        };
-        // SAFETY: the context is current on the GL thread and `sync` is a live fence made on it.
-        let status = unsafe { state.gl().client_wait_sync(sync, 0, wait_ns) };
-        wait_ns = 0;
-        match status {
-            glow::ALREADY_SIGNALED | glow::CONDITION_SATISFIED => {}
-            glow::TIMEOUT_EXPIRED => return,
-            code => {
-                let error = GlError::Driver {
-                    operation: "glClientWaitSync".into(),
-                    code,
-                    name: super::error::error_name(code),
-                };
-                state.timeline.fail(fence, error.into());
-            }
+            // SAFETY: as above; the fence is deleted once and forgotten.
+            unsafe { state.gl().delete_sync(sync) };
         }
-        // SAFETY: as above; the fence is deleted once and forgotten.
-        unsafe { state.gl().delete_sync(sync) };
         if let Some(query) = query {
             read_timer(state, fence, query);
         }
-        state.pending.pop_front();
+        if let Fences::Polled(pending) = &mut state.fences {
+            pending.pop_front();
+        }
         state.timeline.signal(fence);
+        state.settled();
     }
 }

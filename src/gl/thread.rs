@@ -10,9 +10,11 @@
 //! need somewhere to delete their GL names without blocking the dropper. A thread owning the
 //! context gives all three: calls are closures sent to it, deletes are posted without waiting.
 //!
-//! Between jobs the thread polls the fences of submitted work and signals a [`Timeline`], so a
-//! waiter never needs the thread — it may be busy inside a long dispatch (llvmpipe runs kernels
-//! inside the GL call).
+//! Fences of submitted work are waited for on a second thread with a context sharing this one's
+//! (`fences.rs`), which signals a [`Timeline`]: a waiter never needs the GL thread — it may be
+//! busy inside a long dispatch (llvmpipe runs kernels inside the GL call) — and the GL thread
+//! never waits for a fence. Where the driver gives no second context, the GL thread polls the
+//! fences between jobs instead.
 //!
 //! Exit safety: NVIDIA's driver crashed (SIGSEGV in `glDeleteBuffers`) when the GL thread was
 //! still deleting objects, queued by drops at the end of `main`, while the main thread ran the
@@ -27,18 +29,18 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, Once, PoisonError};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, Once, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::context::{self, EglContext};
 use super::device::{self, Probe};
-use super::submit::Pending;
+use super::fences::{self, FenceThreadControl, Fences, Hooks, Watch};
 use super::GlError;
 use crate::hal::Timeline;
 
 type Job = Box<dyn FnOnce(&mut GlState) + Send>;
 
-/// How long one fence poll may keep the thread when no job is waiting.
+/// How long one fence poll may keep the thread when no job is waiting (without a fence thread).
 const POLL_SLICE: Duration = Duration::from_micros(200);
 
 /// How long the exit handler waits for a running GL call to return.
@@ -65,8 +67,10 @@ thread_local! {
 /// What lives on the GL thread: the context and the objects that must not leave it.
 pub(crate) struct GlState {
     pub context: EglContext,
-    /// Submitted work not known to be complete, in submission order.
-    pub pending: VecDeque<Pending>,
+    /// Where fences of submitted work go to be waited for.
+    pub fences: Fences,
+    /// Submissions handed to `fences` and not settled yet (shared with the fence thread).
+    unsettled: Arc<AtomicUsize>,
     pub timeline: Arc<Timeline>,
     /// GPU time of timed submissions that completed, by fence, until the runtime takes it.
     pub gpu_times: Arc<Mutex<HashMap<u64, Duration>>>,
@@ -75,6 +79,17 @@ pub(crate) struct GlState {
 impl GlState {
     pub fn gl(&self) -> &glow::Context {
         &self.context.gl
+    }
+
+    /// Hands a submission's fence on to be waited for, in submission order.
+    pub fn watch(&mut self, watch: Watch) {
+        self.unsettled.fetch_add(1, Ordering::AcqRel);
+        self.fences.watch(watch);
+    }
+
+    /// A polled submission settled (its fence signalled or failed).
+    pub fn settled(&self) {
+        self.unsettled.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Drains `glGetError`, returning the first error seen.
@@ -109,8 +124,6 @@ struct Queue {
     jobs: VecDeque<Job>,
     /// A job or a fence poll is making GL calls right now.
     busy: bool,
-    /// Fences the thread still polls (mirrors `GlState::pending.len()`).
-    pending: usize,
     /// The process is exiting: no GL call may start any more.
     stopped: bool,
 }
@@ -119,8 +132,12 @@ struct Shared {
     queue: Mutex<Queue>,
     /// Signalled when a job is queued or the thread is stopped.
     work: Condvar,
-    /// Signalled whenever the thread finishes a job or a poll.
+    /// Signalled whenever the thread finishes a job or a poll, or a fence settles.
     progress: Condvar,
+    /// Submissions whose fences have not settled yet.
+    unsettled: Arc<AtomicUsize>,
+    /// The fence thread, once started (absent where the GL thread polls).
+    fence_thread: OnceLock<Arc<FenceThreadControl>>,
     /// GL objects and devices alive on this thread's context.
     live: AtomicUsize,
     timeline: Arc<Timeline>,
@@ -139,7 +156,9 @@ impl Shared {
         let deadline = Instant::now() + timeout;
         let mut queue = self.lock();
         loop {
-            let idle = queue.jobs.is_empty() && !queue.busy && (!include_fences || queue.pending == 0);
+            let idle = queue.jobs.is_empty()
+                && !queue.busy
+                && (!include_fences || self.unsettled.load(Ordering::Acquire) == 0);
             if idle || queue.stopped && !queue.busy {
                 return true;
             }
@@ -151,6 +170,16 @@ impl Shared {
                 self.progress.wait_timeout(queue, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
+}
+
+/// Who waits for the fences of a GL thread's submissions.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum FenceWaits {
+    /// A fence thread with a context of its own, where the driver gives one.
+    OwnThread,
+    /// The GL thread, between jobs (what drivers without a second context get; tests force it).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Polled,
 }
 
 /// The sending side of a GL thread. Clones are cheap.
@@ -183,7 +212,7 @@ impl GlThread {
         if let Some(found) = found {
             return Ok((found.thread.clone(), found.probe.clone()));
         }
-        let (thread, probe, device_index) = Self::spawn(pinned)?;
+        let (thread, probe, device_index) = Self::spawn(pinned, FenceWaits::OwnThread)?;
         threads.push(Registered {
             asked: pinned,
             device_index,
@@ -194,12 +223,14 @@ impl GlThread {
     }
 
     /// Starts a thread, creates the context on it and probes the device.
-    fn spawn(pinned: Option<usize>) -> Result<(GlThread, Probe, Option<usize>), GlError> {
+    fn spawn(pinned: Option<usize>, waits: FenceWaits) -> Result<(GlThread, Probe, Option<usize>), GlError> {
         static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             work: Condvar::new(),
             progress: Condvar::new(),
+            unsettled: Arc::default(),
+            fence_thread: OnceLock::new(),
             live: AtomicUsize::new(0),
             timeline: Arc::new(Timeline::new()),
             gpu_times: Arc::default(),
@@ -218,21 +249,28 @@ impl GlThread {
                         Err(err)
                     }
                 });
-                let context = match started {
-                    Ok((context, probe)) => {
-                        let index = context.device_index;
-                        // The receiver only disappears if `spawn` already returned.
-                        let _ = ready_tx.send(Ok((probe, index)));
-                        context
-                    }
+                let (context, probe) = match started {
+                    Ok(started) => started,
                     Err(err) => {
+                        // The receiver only disappears if `spawn` already returned.
                         let _ = ready_tx.send(Err(err));
                         return;
                     }
                 };
-                let timeline = thread_shared.timeline.clone();
-                let gpu_times = thread_shared.gpu_times.clone();
-                serve(&thread_shared, GlState { context, pending: VecDeque::new(), timeline, gpu_times });
+                // Before `spawn` returns, so the first submission already has its waiter.
+                let fences = match waits {
+                    FenceWaits::OwnThread => start_fence_thread(&thread_shared, &context),
+                    FenceWaits::Polled => Fences::Polled(Default::default()),
+                };
+                let _ = ready_tx.send(Ok((probe, context.device_index)));
+                let state = GlState {
+                    context,
+                    fences,
+                    unsettled: thread_shared.unsettled.clone(),
+                    timeline: thread_shared.timeline.clone(),
+                    gpu_times: thread_shared.gpu_times.clone(),
+                };
+                serve(&thread_shared, state);
             })
             .map_err(|err| GlError::NoContext(format!("could not start the GL thread: {err}")))?;
         let (probe, device_index) = ready_rx.recv().map_err(|_| GlError::ThreadGone)??;
@@ -356,7 +394,7 @@ fn serve(shared: &Shared, mut state: GlState) {
                     queue.busy = true;
                     break Some(job);
                 }
-                if !state.pending.is_empty() {
+                if state.fences.polls_pending() {
                     queue.busy = true;
                     break None;
                 }
@@ -375,8 +413,43 @@ fn serve(shared: &Shared, mut state: GlState) {
         }
         let mut queue = shared.lock();
         queue.busy = false;
-        queue.pending = state.pending.len();
         shared.progress.notify_all();
+    }
+}
+
+/// Starts the fence thread on a context sharing `context`'s objects; where that fails, the GL
+/// thread polls its fences itself.
+fn start_fence_thread(shared: &Arc<Shared>, context: &EglContext) -> Fences {
+    let settled_shared = Arc::downgrade(shared);
+    let timer_shared = Arc::downgrade(shared);
+    let hooks = Hooks {
+        timeline: shared.timeline.clone(),
+        settled: Box::new(move || {
+            if let Some(shared) = settled_shared.upgrade() {
+                let _queue = shared.lock();
+                shared.unsettled.fetch_sub(1, Ordering::AcqRel);
+                shared.progress.notify_all();
+            }
+        }),
+        read_timer: Box::new(move |fence, query| {
+            if let Some(shared) = timer_shared.upgrade() {
+                let thread = GlThread { shared };
+                // An error means the GL thread stopped (process exit): no time to report.
+                let _ = thread.call(move |state| super::submit::read_timer(state, fence, query));
+            }
+        }),
+    };
+    match context.sharing().and_then(|sharing| fences::start_thread(sharing, hooks)) {
+        Ok((fences, control)) => {
+            tracing::debug!("fences are waited for on a thread with a second context");
+            // Set once: this runs once per GL thread.
+            let _ = shared.fence_thread.set(control);
+            fences
+        }
+        Err(err) => {
+            tracing::info!(error = %err, "no second GL context for waiting on fences; the GL thread polls them");
+            Fences::Polled(Default::default())
+        }
     }
 }
 
@@ -415,6 +488,9 @@ extern "C" fn stop_gl_threads() {
         let shared = &registered.thread.shared;
         // Work already queued (deletes from drops at the end of `main`) is finished first.
         shared.drain(EXIT_DRAIN, false);
+        if let Some(fence_thread) = shared.fence_thread.get() {
+            fence_thread.stop(EXIT_DRAIN);
+        }
         let mut queue = shared.lock();
         queue.stopped = true;
         shared.work.notify_all();
@@ -440,5 +516,55 @@ mod tests {
         let version =
             thread.call(|state| unsafe { glow::HasContext::get_parameter_string(state.gl(), glow::VERSION) });
         assert!(version.unwrap().contains('.'), "the thread still serves GL calls");
+    }
+
+    /// Submissions through `thread`: an empty one, a timed one, one the driver refuses (a copy
+    /// past the end of a buffer) and another after it — completed in order, with GPU time for
+    /// the timed one only, the refused one failing alone, and nothing left unsettled.
+    fn fences_settle_in_order(thread: &GlThread) {
+        use super::super::buffer::GlBuffer;
+        use super::super::submit::{self, Step};
+        use crate::hal::BufferUsage;
+
+        let buffer = GlBuffer::create(thread, 16, BufferUsage::Input, false).unwrap();
+        let id = buffer.id;
+        let timeline = thread.timeline().clone();
+        let submit = |steps: fn(glow::NativeBuffer) -> Vec<Step>, timed: bool| {
+            let timeline = timeline.clone();
+            thread
+                .post_ordered(
+                    move || timeline.issue(),
+                    move |state, fence| submit::execute(state, fence, steps(id), timed),
+                )
+                .unwrap()
+        };
+        let empty = submit(|_| Vec::new(), false);
+        let timed = submit(|_| vec![Step::Barrier], true);
+        let refused =
+            submit(|id| vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 0, size: 64 }], false);
+        let after = submit(|_| vec![Step::Barrier], false);
+        let wait = |fence| timeline.wait(fence, Duration::from_secs(30));
+        assert!(wait(after).unwrap(), "the last submission completes");
+        assert!(wait(empty).unwrap() && wait(timed).unwrap());
+        let err = wait(refused).unwrap_err();
+        assert!(err.to_string().contains("copy"), "{err}");
+        assert!(thread.take_gpu_time(timed).is_some(), "the timed submission has a GPU time");
+        assert!(thread.take_gpu_time(empty).is_none() && thread.take_gpu_time(after).is_none());
+        assert!(thread.shared.drain(Duration::from_secs(30), true), "every fence settles");
+        assert_eq!(thread.shared.unsettled.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn a_fence_thread_signals_submissions_in_order() {
+        let (thread, _) = GlThread::shared().expect("a GL context (Mesa's llvmpipe is enough)");
+        assert!(thread.shared.fence_thread.get().is_some(), "this driver gives a second context");
+        fences_settle_in_order(&thread);
+    }
+
+    #[test]
+    fn without_a_fence_thread_the_gl_thread_polls_its_fences() {
+        let (thread, _, _) = GlThread::spawn(None, FenceWaits::Polled).expect("a GL context");
+        assert!(thread.shared.fence_thread.get().is_none());
+        fences_settle_in_order(&thread);
     }
 }

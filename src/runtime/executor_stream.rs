@@ -163,6 +163,7 @@ impl<S: Stage> Feeder<S> {
         if self.control.stopped() {
             return Err(refuse(&self.control));
         }
+        let started = Instant::now();
         let mut set = match self.take_set() {
             Ok(Some(set)) => set,
             Ok(None) => return Err(refuse(&self.control)),
@@ -172,13 +173,22 @@ impl<S: Stage> Feeder<S> {
             return Err(refuse(&self.control));
         }
         let (stage, runtime) = (&*self.stage, &self.runtime);
+        let got_set = Instant::now();
         if let Err(error) = guarded("upload", || stage.upload(runtime, &mut set, input)) {
             return Err(self.fail(index, error.context("upload")));
         }
+        let uploaded = Instant::now();
         let submission = match guarded("recording", || record_and_submit(runtime, stage, &set)) {
             Ok(submission) => submission,
             Err(error) => return Err(self.fail(index, error)),
         };
+        tracing::trace!(
+            index,
+            set_wait_us = (got_set - started).as_micros() as u64,
+            upload_us = (uploaded - got_set).as_micros() as u64,
+            submit_us = uploaded.elapsed().as_micros() as u64,
+            "batch submitted"
+        );
         if self.flights.send(Flight::Submitted { index, set, submission }).is_err() {
             // The reader is gone (cancelled); the runtime keeps the set's buffers alive until
             // the work just submitted completes.
@@ -326,6 +336,7 @@ impl<S: Stage> Reader<S> {
     }
 
     fn read_back(&mut self, index: u64, mut set: S::Set, submission: Submission) {
+        let started = Instant::now();
         if let Err(error) = submission.wait(self.timeout) {
             // The set's buffers stay with the runtime until the work is over; nothing is read.
             drop(set);
@@ -335,7 +346,15 @@ impl<S: Stage> Reader<S> {
             // Nobody will take the result.
             return;
         }
-        match guarded("read-back", || self.stage.download(&self.runtime, &mut set)) {
+        let completed = Instant::now();
+        let downloaded = guarded("read-back", || self.stage.download(&self.runtime, &mut set));
+        tracing::trace!(
+            index,
+            wait_us = (completed - started).as_micros() as u64,
+            download_us = completed.elapsed().as_micros() as u64,
+            "batch read back"
+        );
+        match downloaded {
             Ok(output) => {
                 if let Err(mpsc::SendError(set)) = self.free.send(set) {
                     // The feeder is gone: the set waits in the pipeline for the next stream.
