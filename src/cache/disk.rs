@@ -6,6 +6,9 @@
 //! `gpu.json`) describing the GPU in each GPU folder. Names starting with `.tmp-` are files being
 //! written or removed.
 //!
+//! `<root>/drivers/` holds the caches drivers keep for themselves (`driver_dirs.rs`): each is
+//! counted against the size bound, pruned and cleared as a whole, and never verified.
+//!
 //! Links are never followed. What does not fit the layout — another user's entry, something
 //! other than a regular file at an entry's path, a GPU or shard folder that is a link or not a
 //! folder — is a *problem*: listed and reported, removed only on request (`verify` with `fix`,
@@ -19,6 +22,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use super::driver_dirs::{self, DriverCacheInfo, DriverFolder, DriverFound, DRIVER_CACHES_DIR};
 use super::entry::{EntryHeader, Expect, HEADER_LEN};
 use super::files::{self, current_uid, FileIdentity, ReadOutcome, STALE_TEMP_AGE, TEMP_PREFIX};
 use super::{CacheError, CacheKey};
@@ -58,6 +62,8 @@ pub struct VerifyReport {
     /// Entries of this user checked completely.
     pub checked: u64,
     pub valid: u64,
+    /// Driver cache folders found usable (their contents are the driver's to check).
+    pub driver_caches: u64,
     /// Entries that failed verification and were removed, with the reason.
     pub removed: Vec<(PathBuf, String)>,
     /// Problems removed because `fix` was asked for: what it was and why it was a problem.
@@ -68,14 +74,20 @@ pub struct VerifyReport {
     pub problems: Vec<(PathBuf, String)>,
 }
 
-/// What `prune` or `clear` removed and what is left.
+/// What `prune` or `clear` removed and what is left. Bytes count entries and driver cache
+/// folders together, as the size bound does.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PruneReport {
     pub removed_entries: u64,
+    /// Driver cache folders removed (each as a whole).
+    pub removed_driver_caches: u64,
     pub removed_bytes: u64,
-    /// Leftovers of interrupted writes.
+    /// Leftovers of interrupted writes and removals.
     pub removed_temp_files: u64,
     pub remaining_entries: u64,
+    pub remaining_driver_caches: u64,
+    /// Of `remaining_bytes`, those in driver cache folders.
+    pub remaining_driver_bytes: u64,
     pub remaining_bytes: u64,
     /// `clear` only: problems (see [`VerifyReport::problems`]) removed.
     pub removed_problems: u64,
@@ -114,6 +126,42 @@ impl Found {
 
     fn is_foreign(&self, uid: u32) -> bool {
         self.meta.uid() != uid
+    }
+}
+
+/// What pruning and clearing may remove: an entry, or a driver cache folder as a whole.
+enum Removable {
+    Entry(Found),
+    Driver(DriverFolder),
+}
+
+impl Removable {
+    fn last_used(&self) -> SystemTime {
+        match self {
+            Removable::Entry(found) => found.last_used(),
+            Removable::Driver(folder) => folder.last_used,
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        match self {
+            Removable::Entry(found) => found.meta.len(),
+            Removable::Driver(folder) => folder.bytes,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Removable::Entry(found) => &found.path,
+            Removable::Driver(folder) => &folder.path,
+        }
+    }
+
+    fn identity(&self) -> FileIdentity {
+        match self {
+            Removable::Entry(found) => FileIdentity::of(&found.meta),
+            Removable::Driver(folder) => FileIdentity::of(&folder.meta),
+        }
     }
 }
 
@@ -195,6 +243,12 @@ impl DiskStore {
         }
         out.sort();
         Ok(out)
+    }
+
+    /// The driver cache folders under `drivers/`, sized, and what is there but cannot be one (a
+    /// link, a file, another user's folder), with the reason in `problem`.
+    pub fn driver_caches(&self) -> Result<Vec<DriverCacheInfo>, CacheError> {
+        Ok(driver_dirs::scan(&self.root)?.iter().filter_map(driver_dirs::describe).collect())
     }
 
     /// Everything in the root named like a GPU folder, whatever its type.
@@ -342,12 +396,26 @@ impl DiskStore {
                 FoundKind::Temp => continue,
                 FoundKind::Misplaced(_, problem) => {
                     let problem = problem.clone();
-                    settle_problem(found, problem, fix, &mut report.fixed, &mut report.problems);
+                    settle_problem(
+                        found.path,
+                        &found.meta,
+                        problem,
+                        fix,
+                        &mut report.fixed,
+                        &mut report.problems,
+                    );
                     continue;
                 }
                 FoundKind::Entry(_) if found.is_foreign(uid) => {
                     let problem = foreign_problem(found.meta.uid());
-                    settle_problem(found, problem, fix, &mut report.fixed, &mut report.problems);
+                    settle_problem(
+                        found.path,
+                        &found.meta,
+                        problem,
+                        fix,
+                        &mut report.fixed,
+                        &mut report.problems,
+                    );
                     continue;
                 }
                 FoundKind::Entry(key) => *key,
@@ -369,7 +437,8 @@ impl DiskStore {
                 ReadOutcome::Foreign { uid: owner } => {
                     report.checked -= 1;
                     settle_problem(
-                        found,
+                        found.path,
+                        &found.meta,
                         foreign_problem(owner),
                         fix,
                         &mut report.fixed,
@@ -379,7 +448,14 @@ impl DiskStore {
                 ReadOutcome::NotAFile(what) => {
                     report.checked -= 1;
                     let problem = format!("{what} at an entry's path; not loaded");
-                    settle_problem(found, problem, fix, &mut report.fixed, &mut report.problems);
+                    settle_problem(
+                        found.path,
+                        &found.meta,
+                        problem,
+                        fix,
+                        &mut report.fixed,
+                        &mut report.problems,
+                    );
                 }
                 ReadOutcome::Rejected { problem, identity } => {
                     match files::remove_if_same(&found.path, identity) {
@@ -390,10 +466,22 @@ impl DiskStore {
                 }
             }
         }
+        // A driver's files are its own to check; only what would make the folder unsafe to
+        // hand to a driver is a problem.
+        for found in driver_dirs::scan(&self.root)? {
+            match found {
+                DriverFound::Folder(_) => report.driver_caches += 1,
+                DriverFound::Temp(_) => {}
+                DriverFound::Problem { path, meta, problem } => {
+                    settle_problem(path, &meta, problem, fix, &mut report.fixed, &mut report.problems)
+                }
+            }
+        }
         Ok(report)
     }
 
-    /// This user's entries and their bytes, read without changing anything.
+    /// This user's entries, and their bytes together with those of the driver cache folders (as
+    /// the size bound counts them), read without changing anything.
     pub fn usage(&self) -> Result<(u64, u64), CacheError> {
         let uid = current_uid();
         let (mut entries, mut bytes) = (0, 0);
@@ -403,25 +491,48 @@ impl DiskStore {
                 bytes += found.meta.len();
             }
         }
+        for found in driver_dirs::scan(&self.root)? {
+            if let DriverFound::Folder(folder) = found {
+                bytes += folder.bytes;
+            }
+        }
         Ok((entries, bytes))
     }
 
-    /// Removes this user's entries unused for longer than `max_age`, then the least recently used
-    /// ones until the entries total at most `max_bytes`, and leftovers of interrupted writes.
-    /// Entries of other users and other problems are neither counted nor removed.
+    /// Removes this user's entries and driver cache folders unused for longer than `max_age`,
+    /// then, while entries and driver folders together exceed `max_bytes`, the driver folders
+    /// (largest first) and then the least recently used entries; and leftovers of interrupted
+    /// writes. Entries of other users and other problems are neither counted nor removed.
+    ///
+    /// Driver folders go before entries because the driver rebuilds its cache from Sparkle's
+    /// programs in the next run (costing that run one slower start), while a lost entry costs a
+    /// compile from source; and a driver folder holds what the driver made for programs long
+    /// since pruned, which only removing it as a whole can drop. Pruning runs when a process
+    /// publishes a new entry (or on `sparkle cache prune`), so a warm start that compiles
+    /// nothing never removes the driver's cache it is using.
     pub fn prune(&self, max_bytes: u64, max_age: Option<Duration>) -> Result<PruneReport, CacheError> {
-        self.remove_where(|entries, now| {
-            let mut remove = vec![false; entries.len()];
-            let mut order: Vec<usize> = (0..entries.len()).collect();
-            order.sort_by_key(|&i| (entries[i].last_used(), i));
-            let mut total: u64 = entries.iter().map(|f| f.meta.len()).sum();
-            for &i in &order {
+        self.remove_where(|items, now| {
+            let mut remove = vec![false; items.len()];
+            let mut total: u64 = items.iter().map(Removable::bytes).sum();
+            for (i, item) in items.iter().enumerate() {
                 let too_old = max_age
-                    .is_some_and(|max| now.duration_since(entries[i].last_used()).is_ok_and(|age| age > max));
-                if too_old || total > max_bytes {
+                    .is_some_and(|max| now.duration_since(item.last_used()).is_ok_and(|age| age > max));
+                if too_old {
                     remove[i] = true;
-                    total -= entries[i].meta.len();
+                    total -= item.bytes();
                 }
+            }
+            let mut order: Vec<usize> = (0..items.len()).filter(|&i| !remove[i]).collect();
+            order.sort_by_key(|&i| match &items[i] {
+                Removable::Driver(folder) => (0, std::cmp::Reverse(folder.bytes), SystemTime::UNIX_EPOCH, i),
+                Removable::Entry(found) => (1, std::cmp::Reverse(0), found.last_used(), i),
+            });
+            for i in order {
+                if total <= max_bytes {
+                    break;
+                }
+                remove[i] = true;
+                total -= items[i].bytes();
             }
             remove
         })
@@ -440,9 +551,15 @@ impl DiskStore {
                 FoundKind::Entry(_) if found.is_foreign(uid) => foreign_problem(found.meta.uid()),
                 _ => continue,
             };
-            settle_problem(found, problem, true, &mut fixed, &mut report.problems);
+            settle_problem(found.path, &found.meta, problem, true, &mut fixed, &mut report.problems);
+        }
+        for found in driver_dirs::scan(&self.root)? {
+            if let DriverFound::Problem { path, meta, problem } = found {
+                settle_problem(path, &meta, problem, true, &mut fixed, &mut report.problems);
+            }
         }
         report.removed_problems = fixed.len() as u64;
+        let _ = fs::remove_dir(self.root.join(DRIVER_CACHES_DIR));
         for gpu in self.gpu_dirs()? {
             let gpu_path = gpu.path();
             for shard in read_dir(&gpu_path)? {
@@ -456,11 +573,12 @@ impl DiskStore {
         Ok(report)
     }
 
-    /// Removes the entries `choose` marks (it sees this user's entries, sorted by nothing in
-    /// particular, and the current time), and stale temporary files.
+    /// Removes the entries and driver folders `choose` marks (it sees this user's, sorted by
+    /// nothing in particular, and the current time), stale temporary files, and driver folders
+    /// left aside by removals that did not finish.
     fn remove_where(
         &self,
-        choose: impl FnOnce(&[Found], SystemTime) -> Vec<bool>,
+        choose: impl FnOnce(&[Removable], SystemTime) -> Vec<bool>,
     ) -> Result<PruneReport, CacheError> {
         let now = SystemTime::now();
         let uid = current_uid();
@@ -471,7 +589,7 @@ impl DiskStore {
                 continue;
             }
             match found.kind {
-                FoundKind::Entry(_) => entries.push(found),
+                FoundKind::Entry(_) => entries.push(Removable::Entry(found)),
                 FoundKind::Temp => {
                     let stale = now.duration_since(found.last_used()).is_ok_and(|age| age > STALE_TEMP_AGE);
                     if stale && fs::remove_file(&found.path).is_ok() {
@@ -481,23 +599,47 @@ impl DiskStore {
                 FoundKind::Misplaced(..) => {}
             }
         }
+        for found in driver_dirs::scan(&self.root)? {
+            match found {
+                DriverFound::Folder(folder) => entries.push(Removable::Driver(folder)),
+                // Only ever a folder being removed: nothing in it is wanted.
+                DriverFound::Temp(path) => {
+                    if driver_dirs::remove_temp(&path) {
+                        report.removed_temp_files += 1;
+                    }
+                }
+                DriverFound::Problem { .. } => {}
+            }
+        }
         let remove = choose(&entries, now);
-        for (found, remove) in entries.iter().zip(remove) {
-            let size = found.meta.len();
+        for (item, remove) in entries.iter().zip(remove) {
+            let size = item.bytes();
+            let is_entry = matches!(item, Removable::Entry(_));
             if !remove {
-                report.remaining_entries += 1;
+                if is_entry {
+                    report.remaining_entries += 1;
+                } else {
+                    report.remaining_driver_caches += 1;
+                    report.remaining_driver_bytes += size;
+                }
                 report.remaining_bytes += size;
                 continue;
             }
-            match files::remove_if_same(&found.path, FileIdentity::of(&found.meta)) {
+            // A driver folder is taken aside whole before it is removed, so a driver writing
+            // into it meanwhile never sees it half gone; the next process recreates it.
+            match files::remove_if_same(item.path(), item.identity()) {
                 Ok(true) => {
-                    report.removed_entries += 1;
+                    if is_entry {
+                        report.removed_entries += 1;
+                    } else {
+                        report.removed_driver_caches += 1;
+                    }
                     report.removed_bytes += size;
                 }
                 // Replaced by a fresh entry meanwhile (which stays), or already gone.
                 Ok(false) => {}
                 Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-                Err(err) => return Err(CacheError::io("remove the entry", &found.path, err)),
+                Err(err) => return Err(CacheError::io("remove", item.path(), err)),
             }
         }
         Ok(report)
@@ -508,29 +650,30 @@ impl DiskStore {
 /// (into `left`, with why it could not be removed). Only the very thing that was judged is
 /// removed; something that replaced it meanwhile stays.
 fn settle_problem(
-    found: Found,
+    path: PathBuf,
+    meta: &fs::Metadata,
     problem: String,
     fix: bool,
     fixed: &mut Vec<(PathBuf, String)>,
     left: &mut Vec<(PathBuf, String)>,
 ) {
     if !fix {
-        left.push((found.path, problem));
+        left.push((path, problem));
         return;
     }
-    let identity = FileIdentity::of(&found.meta);
-    let removed = if found.meta.file_type().is_symlink() {
+    let identity = FileIdentity::of(meta);
+    let removed = if meta.file_type().is_symlink() {
         // Removing a link never touches its target, and a link that replaced it meanwhile is
         // as much a problem.
-        fs::remove_file(&found.path).map(|()| true)
+        fs::remove_file(&path).map(|()| true)
     } else {
-        files::remove_if_same(&found.path, identity)
+        files::remove_if_same(&path, identity)
     };
     match removed {
-        Ok(true) => fixed.push((found.path, problem)),
+        Ok(true) => fixed.push((path, problem)),
         Ok(false) => {}
         Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-        Err(err) => left.push((found.path, format!("{problem}; cannot remove it: {err}"))),
+        Err(err) => left.push((path, format!("{problem}; cannot remove it: {err}"))),
     }
 }
 

@@ -21,6 +21,11 @@ pub enum CacheError {
         source: io::Error,
         fix: &'static str,
     },
+
+    /// A folder of the cache is not a private folder of this user (a link, not a folder, another
+    /// user's, writable by everyone), so nothing is kept there.
+    #[error("{path} is not used: {problem}; remove it (`sparkle cache verify --fix` does) or point SPARKLE_CACHE_DIR elsewhere")]
+    UnusableFolder { path: PathBuf, problem: String },
 }
 
 impl CacheError {

@@ -8,6 +8,7 @@
 mod config;
 mod disk;
 mod disk_tier;
+mod driver_dirs;
 mod entry;
 mod error;
 mod files;
@@ -24,6 +25,7 @@ pub use config::{
     MAX_SIZE_ENV, MIN_DISK_BYTES, READ_ONLY_ENV,
 };
 pub use disk::{DiskStore, EntryInfo, PruneReport, VerifyReport, GPU_DESCRIPTION};
+pub use driver_dirs::{is_driver_cache_name, prepare_driver_cache, DriverCacheInfo, DRIVER_CACHES_DIR};
 /// What an entry must be to be accepted; public for the fuzz targets only.
 #[doc(hidden)]
 pub use entry::Expect;

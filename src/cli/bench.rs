@@ -10,7 +10,14 @@
 //! - `driver-cache`: Sparkle cache off, the driver's own shader cache hot — compiling from
 //!   source as an application without Sparkle would;
 //! - `warm`: Sparkle cache hot and the driver's cache hot — the normal second run;
-//! - `warm-driver-cold`: Sparkle cache hot, driver's cache empty — what program binaries alone give.
+//! - `warm-driver-cold`: Sparkle cache hot, driver's cache empty — what program binaries alone give;
+//! - `cold-inside`: as `cold`, but with no driver cache variable set, so that Sparkle puts the
+//!   driver's shader cache inside its own cache dir;
+//! - `copied`: the first `cold-inside` run's cache dir copied to a fresh path (afresh for each
+//!   run), used with no driver cache variable set — our cache copied to a fresh machine.
+//!
+//! The first four set the driver's cache variables explicitly; the last two remove every one of
+//! them (and Sparkle's record of having set them) from the child's environment.
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
@@ -48,6 +55,9 @@ struct ChildReport {
     memory_hits: u64,
     disk_hits: u64,
     compiles: u64,
+    /// Where the child's GL driver kept its shader cache, as the device reported it.
+    #[serde(default)]
+    driver_cache: String,
 }
 
 /// One child run: opens the backend, then times programs + first results of the whole suite.
@@ -85,6 +95,13 @@ pub fn child(no_cache: bool) -> CliResult<ExitCode> {
         memory_hits: stats.memory_hits,
         disk_hits: stats.disk_hits,
         compiles: stats.compiles,
+        driver_cache: backend
+            .info()
+            .details
+            .iter()
+            .find(|(name, _)| name == "driver shader cache")
+            .map(|(_, value)| value.clone())
+            .unwrap_or_default(),
     };
     println!("{}", serde_json::to_string(&report)?);
     Ok(ExitCode::SUCCESS)
@@ -154,6 +171,8 @@ struct Report {
     scenarios: Vec<Scenario>,
     warm_over_cold: f64,
     warm_over_driver_cache: f64,
+    /// `copied` over `warm`: our cache (driver's cache inside) on a fresh machine; target ≤ 1.2.
+    copied_over_warm: f64,
     throughput: Vec<Throughput>,
     peers: Option<PeerReport>,
 }
@@ -185,7 +204,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     }
     let scratch = tempfile::tempdir()?;
     let repeats = if startup { repeats } else { 0 };
-    let progress = progress_bar(4 * repeats as u64);
+    let progress = progress_bar(6 * repeats as u64);
 
     // The first cold run's directories are the hot ones of the later scenarios.
     let hot_sparkle = scratch.path().join("hot-sparkle");
@@ -196,21 +215,37 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         progress.set_message("cold");
         let (sparkle_dir, driver_dir) =
             if i == 0 { (hot_sparkle.clone(), hot_driver.clone()) } else { (fresh("s", i), fresh("d", i)) };
-        cold.push(spawn_child(Some(&sparkle_dir), &driver_dir)?);
+        cold.push(spawn_child(Some(&sparkle_dir), DriverCache::At(&driver_dir))?);
+        progress.inc(1);
+    }
+    // The first cold run with the driver's cache inside Sparkle's is the one copied.
+    let inside_source = scratch.path().join("inside-0");
+    let mut cold_inside = Vec::new();
+    for i in 0..repeats {
+        progress.set_message("cold, driver cache inside");
+        let sparkle_dir = if i == 0 { inside_source.clone() } else { fresh("inside", i) };
+        cold_inside.push(spawn_child(Some(&sparkle_dir), DriverCache::Inside)?);
         progress.inc(1);
     }
     let mut driver_cache = Vec::new();
     let mut warm = Vec::new();
     let mut warm_driver_cold = Vec::new();
+    let mut copied = Vec::new();
     for i in 0..repeats {
         progress.set_message("driver cache");
-        driver_cache.push(spawn_child(None, &hot_driver)?);
+        driver_cache.push(spawn_child(None, DriverCache::At(&hot_driver))?);
         progress.inc(1);
         progress.set_message("warm");
-        warm.push(spawn_child(Some(&hot_sparkle), &hot_driver)?);
+        warm.push(spawn_child(Some(&hot_sparkle), DriverCache::At(&hot_driver))?);
         progress.inc(1);
         progress.set_message("warm, driver cold");
-        warm_driver_cold.push(spawn_child(Some(&hot_sparkle), &fresh("wd", i))?);
+        warm_driver_cold.push(spawn_child(Some(&hot_sparkle), DriverCache::At(&fresh("wd", i)))?);
+        progress.inc(1);
+        progress.set_message("copied");
+        let copy = fresh("copied", i);
+        copy_tree(&inside_source, &copy)
+            .map_err(|err| format!("cannot copy the cache dir {}: {err}", inside_source.display()))?;
+        copied.push(spawn_child(Some(&copy), DriverCache::Inside)?);
         progress.inc(1);
     }
     if startup {
@@ -224,6 +259,16 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
             scenario("driver-cache", "no Sparkle cache, driver shader cache hot", driver_cache),
             scenario("warm", "Sparkle cache hot, driver shader cache hot", warm),
             scenario("warm-driver-cold", "Sparkle cache hot, driver shader cache empty", warm_driver_cold),
+            scenario(
+                "cold-inside",
+                "empty Sparkle cache, driver shader cache inside it (no driver variables)",
+                cold_inside,
+            ),
+            scenario(
+                "copied",
+                "cold-inside's cache dir copied to a fresh path (no driver variables)",
+                copied,
+            ),
         ]
     };
     let ratio = |a: usize, b: usize| match (scenarios.get(a), scenarios.get(b)) {
@@ -232,6 +277,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     };
     let warm_over_cold = ratio(2, 0);
     let warm_over_driver_cache = ratio(2, 1);
+    let copied_over_warm = ratio(5, 2);
     progress.finish_and_clear();
 
     let cases = suite::bench_cases(1, quick);
@@ -264,6 +310,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         scenarios,
         warm_over_cold,
         warm_over_driver_cache,
+        copied_over_warm,
         throughput,
         peers,
     };
@@ -293,18 +340,46 @@ fn progress_bar(steps: u64) -> ProgressBar {
     bar
 }
 
-/// Runs one measured child. `sparkle_dir: None` turns the Sparkle cache off. The driver's
-/// shader cache is pointed at `driver_dir` (Mesa and NVIDIA variables both; each driver reads
-/// its own).
-fn spawn_child(sparkle_dir: Option<&Path>, driver_dir: &Path) -> CliResult<ChildReport> {
-    std::fs::create_dir_all(driver_dir)?;
+/// Where a measured child's GL driver keeps its shader cache.
+enum DriverCache<'a> {
+    /// In this folder, set explicitly (Mesa and NVIDIA variables both; each driver reads its own).
+    At(&'a Path),
+    /// Wherever Sparkle puts it: every driver cache variable removed, as for a user who set none.
+    Inside,
+}
+
+/// Every variable that places or switches a GL driver's shader cache, and Sparkle's record of
+/// having set them (this process opened a GL device, so it may hold them itself).
+const DRIVER_CACHE_VARS: &[&str] = &[
+    "MESA_SHADER_CACHE_DIR",
+    "MESA_GLSL_CACHE_DIR",
+    "MESA_SHADER_CACHE_DISABLE",
+    "MESA_GLSL_CACHE_DISABLE",
+    "__GL_SHADER_DISK_CACHE",
+    "__GL_SHADER_DISK_CACHE_PATH",
+    "__GL_SHADER_DISK_CACHE_SKIP_CLEANUP",
+    "SPARKLE_DRIVER_CACHE_SET",
+];
+
+/// Runs one measured child. `sparkle_dir: None` turns the Sparkle cache off.
+fn spawn_child(sparkle_dir: Option<&Path>, driver: DriverCache<'_>) -> CliResult<ChildReport> {
     let mut command = Command::new(std::env::current_exe()?);
-    command
-        .arg("bench-child")
-        .env("MESA_SHADER_CACHE_DIR", driver_dir)
-        .env("__GL_SHADER_DISK_CACHE", "1")
-        .env("__GL_SHADER_DISK_CACHE_PATH", driver_dir)
-        .env("__GL_SHADER_DISK_CACHE_SKIP_CLEANUP", "1");
+    command.arg("bench-child");
+    match driver {
+        DriverCache::At(driver_dir) => {
+            std::fs::create_dir_all(driver_dir)?;
+            command
+                .env("MESA_SHADER_CACHE_DIR", driver_dir)
+                .env("__GL_SHADER_DISK_CACHE", "1")
+                .env("__GL_SHADER_DISK_CACHE_PATH", driver_dir)
+                .env("__GL_SHADER_DISK_CACHE_SKIP_CLEANUP", "1");
+        }
+        DriverCache::Inside => {
+            for var in DRIVER_CACHE_VARS {
+                command.env_remove(var);
+            }
+        }
+    }
     match sparkle_dir {
         Some(dir) => command.env("SPARKLE_CACHE_DIR", dir),
         None => command.arg("--no-cache"),
@@ -321,6 +396,24 @@ fn spawn_child(sparkle_dir: Option<&Path>, driver_dir: &Path) -> CliResult<Child
     let report: ChildReport = serde_json::from_slice(&output.stdout)
         .map_err(|err| format!("a benchmark process printed no report ({err})"))?;
     Ok(report)
+}
+
+/// Copies a cache dir as a user would copy it to another machine: folders and regular files,
+/// private as the cache makes them; links are not followed (a cache dir holds none).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let file_type = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if file_type.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if file_type.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 fn scenario(name: &'static str, description: &'static str, runs: Vec<ChildReport>) -> Scenario {
@@ -512,8 +605,9 @@ fn print_scenarios(report: &Report) {
         table::render(&["scenario", "suite ms", "open ms", "compiles/disk/mem", "correct", "caches"], &rows)
     );
     println!(
-        "warm / cold = {:.3} (target ≤ 0.25); warm / driver-cache = {:.3} (target ≤ 1.0)",
-        report.warm_over_cold, report.warm_over_driver_cache
+        "warm / cold = {:.3} (target ≤ 0.25); warm / driver-cache = {:.3} (target ≤ 1.0); copied / warm = {:.3} \
+         (target ≤ 1.2)",
+        report.warm_over_cold, report.warm_over_driver_cache, report.copied_over_warm
     );
     for run in report.scenarios.iter().flat_map(|s| &s.runs).filter(|r| !r.correct) {
         for verdict in &run.verdicts {

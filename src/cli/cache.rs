@@ -1,4 +1,7 @@
 //! `sparkle cache stats|list|verify|prune|clear`: the on-disk cache, without opening a GPU.
+//! Driver cache folders (`drivers/<name>`, where a driver keeps its own shader cache) show as
+//! rows of their own; they count against the size bound, are pruned and cleared as a whole, and
+//! are never verified (their files are the driver's to check).
 //!
 //! Exit codes: 0 done (and, for `verify` and `clear`, no problem left); 1 the command failed or
 //! problems are left; 2 the command line is wrong.
@@ -20,13 +23,13 @@ const EXIT_CODES: &str = "Exit codes: 0 done (verify, clear: no problem left), 1
 #[derive(Subcommand)]
 #[command(after_help = EXIT_CODES)]
 pub enum Action {
-    /// Entries and bytes per GPU, and the compile time they hold.
+    /// Entries and bytes per GPU, and the size of each driver's own cache folder.
     #[command(after_help = EXIT_CODES)]
     Stats {
         #[arg(long)]
         json: bool,
     },
-    /// Every entry.
+    /// Every entry, then the driver cache folders (with --json: the entries only).
     #[command(after_help = EXIT_CODES)]
     List {
         #[arg(long)]
@@ -43,7 +46,9 @@ pub enum Action {
         #[arg(long)]
         fix: bool,
     },
-    /// Removes least recently used entries beyond a size, and entries older than an age.
+    /// Removes entries and driver cache folders older than an age, then, beyond a size, the
+    /// driver cache folders (the driver rebuilds them in the next run) and the least recently
+    /// used entries.
     #[command(after_help = EXIT_CODES)]
     Prune {
         /// e.g. 500M or 2G, at least 64K (parsed as SPARKLE_CACHE_MAX_SIZE is); default
@@ -55,8 +60,8 @@ pub enum Action {
         #[arg(long, value_name = "DAYS", value_parser = max_age_arg, allow_hyphen_values = true)]
         max_age_days: Option<AgeLimit>,
     },
-    /// Removes every entry of yours, and the problems `verify --fix` removes. Exit code 1 if
-    /// something could not be removed.
+    /// Removes every entry and driver cache folder of yours, and the problems `verify --fix`
+    /// removes. Exit code 1 if something could not be removed.
     #[command(after_help = EXIT_CODES)]
     Clear,
 }
@@ -87,12 +92,24 @@ fn print_problems(problems: &[(PathBuf, String)], hint: &str) {
 
 #[derive(Serialize, Default)]
 struct GpuSummary {
+    /// `gpu` (a GPU folder of program entries) or `driver cache` (a driver's own folder).
+    kind: &'static str,
     description: String,
     entries: u64,
     bytes: u64,
     compile_time_s: f64,
     /// Entries that cannot be used, and misplaced things (see `cache list`).
     problems: u64,
+    /// Driver cache folders: the files the driver keeps there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<u64>,
+}
+
+const DRIVER_CACHE_KIND: &str = "driver cache";
+
+/// The row name of a driver cache folder (`drivers/<name>`).
+fn driver_row(name: &str) -> String {
+    format!("{}/{name}", sparkle::cache::DRIVER_CACHES_DIR)
 }
 
 pub fn run(action: Action) -> CliResult<ExitCode> {
@@ -118,6 +135,19 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                     summary.compile_time_s += entry.compile_time.as_secs_f64();
                 }
             }
+            for summary in gpus.values_mut() {
+                summary.kind = "gpu";
+            }
+            for driver in store.driver_caches()? {
+                let summary = gpus.entry(driver_row(&driver.name)).or_default();
+                summary.kind = DRIVER_CACHE_KIND;
+                summary.description =
+                    "the driver's own shader cache (its format; sized, pruned and cleared as a whole)\n"
+                        .into();
+                summary.bytes = driver.bytes;
+                summary.files = Some(driver.files);
+                summary.problems = u64::from(driver.problem.is_some());
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&gpus)?);
             } else {
@@ -125,12 +155,19 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                 let rows: Vec<Vec<String>> = gpus
                     .iter()
                     .map(|(dir, s)| {
-                        let name =
-                            s.description.lines().find_map(|l| l.strip_prefix("renderer: ")).unwrap_or("");
+                        let name = if s.kind == DRIVER_CACHE_KIND {
+                            format!("driver shader cache, {} files", s.files.unwrap_or(0))
+                        } else {
+                            s.description
+                                .lines()
+                                .find_map(|l| l.strip_prefix("renderer: "))
+                                .unwrap_or("")
+                                .to_owned()
+                        };
                         vec![
                             dir.clone(),
-                            name.to_owned(),
-                            s.entries.to_string(),
+                            name,
+                            if s.kind == DRIVER_CACHE_KIND { "-".into() } else { s.entries.to_string() },
                             s.bytes.to_string(),
                             format!("{:.1}", s.compile_time_s * 1e3),
                             s.problems.to_string(),
@@ -146,7 +183,7 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&entries)?);
             } else {
-                let rows: Vec<Vec<String>> = entries
+                let mut rows: Vec<Vec<String>> = entries
                     .iter()
                     .map(|e| {
                         vec![
@@ -159,16 +196,29 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                         ]
                     })
                     .collect();
+                for driver in store.driver_caches()? {
+                    rows.push(vec![
+                        "-".into(),
+                        driver_row(&driver.name),
+                        "-".into(),
+                        driver.bytes.to_string(),
+                        "-".into(),
+                        driver
+                            .problem
+                            .unwrap_or_else(|| format!("driver shader cache ({} files)", driver.files)),
+                    ]);
+                }
                 print!("{}", table::render(&["key", "gpu", "format", "bytes", "compile ms", "state"], &rows));
             }
         }
         Action::Verify { fix } => {
             let report = store.verify(fix)?;
             println!(
-                "checked {} entries: {} valid, {} removed",
+                "checked {} entries: {} valid, {} removed; {} driver cache folder(s), whose files the driver checks",
                 report.checked,
                 report.valid,
-                report.removed.len()
+                report.removed.len(),
+                report.driver_caches
             );
             for (path, why) in &report.removed {
                 println!("  removed {}: {why}", path.display());
@@ -187,18 +237,25 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
             let max_age = max_age_days.map_or(config.max_age, |AgeLimit(age)| age);
             let report = store.prune(max_bytes, max_age)?;
             println!(
-                "removed {} entries ({} bytes); {} entries ({} bytes) remain",
+                "removed {} entries and {} driver cache folder(s) ({} bytes); {} entries and {} driver cache \
+                 folder(s) ({} bytes, {} of them the drivers') remain",
                 report.removed_entries,
+                report.removed_driver_caches,
                 report.removed_bytes,
                 report.remaining_entries,
-                report.remaining_bytes
+                report.remaining_driver_caches,
+                report.remaining_bytes,
+                report.remaining_driver_bytes
             );
         }
         Action::Clear => {
             let report = store.clear()?;
             println!(
-                "removed {} entries ({} bytes) and {} problem(s)",
-                report.removed_entries, report.removed_bytes, report.removed_problems
+                "removed {} entries, {} driver cache folder(s) ({} bytes) and {} problem(s)",
+                report.removed_entries,
+                report.removed_driver_caches,
+                report.removed_bytes,
+                report.removed_problems
             );
             print_problems(&report.problems, "");
             if !report.problems.is_empty() {

@@ -10,6 +10,7 @@
 mod buffer;
 mod context;
 mod device;
+mod driver_cache;
 mod error;
 mod fences;
 mod glsl;
@@ -19,10 +20,14 @@ mod program;
 mod submit;
 mod thread;
 
+use std::path::Path;
 use std::time::Duration;
 
 pub use buffer::GlBuffer;
 pub use context::DEVICE_ENV;
+pub use driver_cache::{
+    Driver, Placement, MESA_DIR_ENV, MESA_DISABLE_ENV, NVIDIA_PATH_ENV, NVIDIA_SWITCH_ENV, SET_BY_SPARKLE_ENV,
+};
 pub use error::GlError;
 pub use live::{live_objects, LiveObjects};
 pub use program::GlProgram;
@@ -59,8 +64,13 @@ pub struct GlDevice {
 
 impl GlDevice {
     /// The device `SPARKLE_EGL_DEVICE` names (or the preferred one), sharing the process's GL
-    /// thread and context for it.
-    pub fn open() -> Result<Self> {
+    /// thread and context for it. `cache_dir` is the Sparkle cache folder the runtime writes
+    /// (`None`: cache off or read-only): the first device opened in a process points the
+    /// driver's own shader cache into it, unless the user placed or switched off that cache
+    /// (`driver_cache.rs`).
+    pub fn open(cache_dir: Option<&Path>) -> Result<Self> {
+        // Before the GL thread, whose display initialization is where drivers read the location.
+        let driver_cache = driver_cache::configure(cache_dir);
         let (thread, probe) = GlThread::shared()?;
         if !probe.persists_programs() {
             tracing::warn!(
@@ -72,7 +82,10 @@ impl GlDevice {
         let info = DeviceInfo {
             backend: Gl::NAME,
             name: probe.renderer.clone(),
-            details: details(&probe),
+            details: details(
+                &probe,
+                driver_cache.describe(Driver::of(&probe.vendor, &probe.version), cache_dir),
+            ),
             gpu_id: probe.gpu_id(),
             limits: probe.limits.clone(),
             persists_programs: probe.persists_programs(),
@@ -106,7 +119,7 @@ impl GlDevice {
     }
 }
 
-fn details(probe: &Probe) -> Vec<(String, String)> {
+fn details(probe: &Probe, driver_cache: String) -> Vec<(String, String)> {
     let formats = if probe.binary_formats.is_empty() {
         "none (programs are cached in memory only)".to_owned()
     } else {
@@ -127,6 +140,7 @@ fn details(probe: &Probe) -> Vec<(String, String)> {
             "persistent mapped staging buffers".into(),
             if probe.buffer_storage { "yes" } else { "no (GL 4.4 or ARB_buffer_storage needed)" }.into(),
         ),
+        ("driver shader cache".into(), driver_cache),
     ]
 }
 

@@ -46,7 +46,11 @@ pub static BACKENDS: &[BackendEntry] = &[
         name: crate::gl::Gl::NAME,
         summary: "OpenGL 4.3+ compute on a headless EGL context (any vendor; Mesa llvmpipe on the CPU)",
         in_auto: true,
-        open: |cache| Ok(open_with::<crate::gl::Gl>(crate::gl::GlDevice::open()?, cache)),
+        // A read-only cache is not offered to the driver: it would write its own cache there.
+        open: |cache| {
+            let writable_dir = cache.dir.as_deref().filter(|_| !cache.read_only);
+            Ok(open_with::<crate::gl::Gl>(crate::gl::GlDevice::open(writable_dir)?, cache))
+        },
     },
 ];
 
