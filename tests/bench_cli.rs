@@ -71,11 +71,15 @@ fn the_overhead_bench_reports_every_measurement_and_checks_both_sides() {
         assert!((s["per_switch_us"].as_f64().unwrap() - difference).abs() < 1e-9, "{s}");
     }
 
-    // The table form says the same, and says the check passed.
-    let output = sparkle(&args, dir.path());
+    // The table form says the same, and says the check passed; --json-out saves the report too.
+    let saved = dir.path().join("overheads.json");
+    let output = sparkle(&[&args[..], &["--json-out", saved.to_str().unwrap()]].concat(), dir.path());
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(table.contains("plain glow loop") && table.contains("correct: yes"), "{table}");
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    assert_eq!(saved["correct"], true);
+    assert_eq!(saved["round_trip"]["runs"], 12);
 
     // A loop too long for exact results, or too short to time, is a usage error.
     for bad in ["1", "600000"] {
@@ -116,4 +120,46 @@ fn a_chart_is_drawn_from_a_saved_report_without_measuring() {
     let output = sparkle(&["chart", "no-such-report.json", out.to_str().unwrap()], dir.path());
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(text(&output).contains("no-such-report.json"), "{}", text(&output));
+}
+
+#[test]
+fn a_piped_bench_prints_a_line_per_startup_run_and_draws_its_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("bench.svg");
+    let report = dir.path().join("bench.json");
+    let output = sparkle(
+        &[
+            "bench",
+            "--quick",
+            "--repeats",
+            "1",
+            "--chart",
+            chart.to_str().unwrap(),
+            "--json-out",
+            report.to_str().unwrap(),
+        ],
+        &dir.path().join("cache"),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let steps: Vec<&str> =
+        stderr.lines().filter(|l| l.contains("] startup ") && l.contains("/4: ")).collect();
+    assert_eq!(steps.len(), 4, "one line per fresh-process run: {stderr}");
+    for (i, (line, name)) in
+        steps.iter().zip(["cold", "driver cache", "warm", "warm, driver cold"]).enumerate()
+    {
+        assert!(line.starts_with('[') && line.contains(" s] "), "elapsed time first: {line}");
+        assert!(line.contains(&format!("startup {}/4: {name} (", i + 1)), "{line}");
+    }
+
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let svg = std::fs::read_to_string(&chart).unwrap().replace('\n', "");
+    for scenario in report["scenarios"].as_array().unwrap() {
+        let name = scenario["name"].as_str().unwrap();
+        assert!(
+            svg.contains(&format!(">{name}<")) || svg.contains(&format!("> {name} <")),
+            "{name} in the chart"
+        );
+    }
+    assert!(svg.contains("Sparkle gl"), "the throughput series is named");
 }

@@ -101,8 +101,9 @@ struct Scenario {
 
 #[derive(Serialize)]
 struct Throughput {
-    /// The backend that ran it (`--backends` puts several side by side).
+    /// The backend that ran it (`--backends` puts several side by side) and its device.
     backend: String,
+    device: String,
     case: String,
     /// `kernel shape`, as peers and tuning key problems.
     key: String,
@@ -380,6 +381,7 @@ fn measure_throughput(backend: &Runtime, case: &dyn Case) -> CliResult<Throughpu
     let work = case.work();
     Ok(Throughput {
         backend: backend.backend().to_owned(),
+        device: backend.info().name.clone(),
         case: case.describe(),
         key: suite::tuning::key(case),
         variant,

@@ -117,6 +117,11 @@ pub fn from_file(report: &Path, out: &Path) -> CliResult<std::process::ExitCode>
 
 /// The SVG text of the chart of `report`.
 pub fn render(report: &serde_json::Value) -> CliResult<String> {
+    if report.get("scenarios").is_none() && report.get("throughput").is_none() {
+        return Err("this JSON has neither `scenarios` nor `throughput`: it is not a report of \
+                    `sparkle bench --json-out FILE`"
+            .into());
+    }
     let view: ReportView = serde_json::from_value(report.clone())
         .map_err(|err| format!("the report does not have the shape `sparkle bench --json` writes: {err}"))?;
     let panels = panels(&view);
@@ -207,10 +212,10 @@ type DrawResult<'a> = Result<(), DrawingAreaErrorKind<<SVGBackend<'a> as Drawing
 
 fn draw<'a>(root: &Area<'a>, view: &ReportView, panels: &[Panel]) -> DrawResult<'a> {
     root.fill(&WHITE)?;
-    let title = if view.device.is_empty() {
-        "Sparkle benchmark".to_owned()
-    } else {
-        format!("Sparkle benchmark on {} ({} backend)", view.device, view.backend)
+    let title = match (view.device.is_empty(), view.backend.is_empty()) {
+        (true, _) => "Sparkle benchmark".to_owned(),
+        (false, true) => format!("Sparkle benchmark on {}", view.device),
+        (false, false) => format!("Sparkle benchmark on {} ({} backend)", view.device, view.backend),
     };
     root.draw(&Text::new(title, (MARGIN, MARGIN), ("sans-serif", 18).into_font()))?;
     let mut top = MARGIN + 30;
@@ -355,9 +360,15 @@ mod tests {
 
     #[test]
     fn a_report_without_sections_still_draws_and_says_so() {
-        let svg = render(&serde_json::json!({"device": "llvmpipe", "backend": "gl"})).unwrap();
-        let texts = texts(&svg);
-        assert_eq!(texts.iter().filter(|t| *t == "not measured in this report").count(), 3, "{texts:?}");
+        let empty =
+            serde_json::json!({"device": "llvmpipe", "backend": "gl", "scenarios": [], "throughput": []});
+        let drawn = texts(&render(&empty).unwrap());
+        assert_eq!(drawn.iter().filter(|t| *t == "not measured in this report").count(), 3, "{drawn:?}");
+        // `--no-startup`: no scenarios at all, throughput only.
+        let drawn = texts(&render(&serde_json::json!({"throughput": []})).unwrap());
+        assert!(drawn.iter().any(|t| t == "Sparkle benchmark"), "{drawn:?}");
         assert!(render(&serde_json::json!({"scenarios": "cold"})).is_err(), "a malformed report is refused");
+        let err = render(&serde_json::json!({"variants": []})).unwrap_err().to_string();
+        assert!(err.contains("not a report of `sparkle bench"), "another JSON is refused: {err}");
     }
 }

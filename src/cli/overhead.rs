@@ -52,12 +52,22 @@ pub struct Options {
     /// Elements of the small saxpy.
     #[arg(long, default_value_t = 1024)]
     pub elements: usize,
+    /// Also write the JSON report to this file.
+    #[arg(long)]
+    pub json_out: Option<std::path::PathBuf>,
 }
 
 impl Options {
     /// The defaults of `sparkle bench-overhead`.
     pub fn defaults() -> Options {
-        Options { json: false, dispatches: None, round_trips: None, repeats: None, elements: 1024 }
+        Options {
+            json: false,
+            dispatches: None,
+            round_trips: None,
+            repeats: None,
+            elements: 1024,
+            json_out: None,
+        }
     }
 }
 
@@ -115,6 +125,10 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let started = Instant::now();
     let runtime = Runtime::open_backend("gl", &CacheConfig::from_env()?)?;
     let report = measure(&runtime, &options, started)?;
+    if let Some(path) = &options.json_out {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .map_err(|err| format!("cannot write the JSON report to {}: {err}", path.display()))?;
+    }
     if options.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
