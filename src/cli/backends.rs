@@ -61,8 +61,12 @@ pub fn open(choices: &[BackendChoice], quick_asked: bool) -> CliResult<Vec<Opene
     if let (Some(first), false) = (runtimes.first(), choices.is_empty()) {
         let _ = CHILD_BACKEND.set(first.backend());
     }
-    let mut opened = Vec::with_capacity(runtimes.len());
+    let mut opened: Vec<Opened> = Vec::with_capacity(runtimes.len());
     for runtime in runtimes {
+        // `auto` and the name it resolves to are one backend.
+        if opened.iter().any(|o| o.runtime.backend() == runtime.backend()) {
+            continue;
+        }
         // A CPU renderer or a simulator would take hours over the GPU-sized problems.
         let quick = quick_asked || runtime.info().class != DeviceClass::Gpu;
         if quick && !quick_asked {
