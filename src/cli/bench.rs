@@ -23,13 +23,13 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sparkle::cache::{CacheConfig, CacheStats};
 use sparkle::suite::{self, timing, Case};
 use sparkle::{BackendChoice, Runtime};
 
-use super::{table, CliResult};
+use super::progress::Progress;
+use super::{backends, chart, overhead, table, CliResult};
 
 /// Inputs of the time-to-first-result runs: small, so that compiling dominates as it does for a
 /// user's first call.
@@ -118,6 +118,9 @@ struct Scenario {
 
 #[derive(Serialize)]
 struct Throughput {
+    /// The backend that ran it (`--backends` puts several side by side) and its device.
+    backend: String,
+    device: String,
     case: String,
     /// `kernel shape`, as peers and tuning key problems.
     key: String,
@@ -175,6 +178,8 @@ struct Report {
     copied_over_warm: f64,
     throughput: Vec<Throughput>,
     peers: Option<PeerReport>,
+    /// `--overheads`: the gl backend against a plain glow loop.
+    overheads: Option<overhead::OverheadReport>,
 }
 
 /// What `sparkle bench` was asked for.
@@ -186,22 +191,25 @@ pub struct Options {
     pub startup: bool,
     /// Also write the JSON report here.
     pub json_out: Option<std::path::PathBuf>,
+    /// Backends side by side (none: the one `SPARKLE_BACKEND` picks).
+    pub backends: Vec<BackendChoice>,
+    /// Also measure the gl backend's overheads against a plain glow loop.
+    pub overheads: bool,
+    /// Also draw the chart (SVG) here.
+    pub chart: Option<std::path::PathBuf>,
 }
 
 /// Prints one progress line (stderr), with the time since the bench started.
 fn step(started: Instant, what: &str) {
-    eprintln!("[{:7.1} s] {what}", started.elapsed().as_secs_f64());
+    eprintln!("{}", super::progress::line(started.elapsed(), what));
 }
 
 pub fn run(options: Options) -> CliResult<ExitCode> {
-    let Options { json, repeats, peers, quick: quick_asked, startup, json_out } = options;
+    let Options { json, repeats, peers, quick: quick_asked, startup, json_out, backends, overheads, chart } =
+        options;
     let bench_started = Instant::now();
-    let backend = Runtime::from_env()?;
-    // A CPU renderer or a simulator would take hours over the GPU-sized problems.
-    let quick = quick_asked || backend.info().class != sparkle::DeviceClass::Gpu;
-    if quick && !quick_asked {
-        eprintln!("{} runs kernels on the CPU: using the small problems (--quick)", backend.info().name);
-    }
+    let opened = backends::open(&backends, quick_asked)?;
+    let (backend, quick) = (opened[0].runtime.clone(), opened[0].quick);
     let scratch = tempfile::tempdir()?;
     let repeats = if startup { repeats } else { 0 };
     let progress = progress_bar(6 * repeats as u64);
@@ -282,20 +290,30 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
 
     let cases = suite::bench_cases(1, quick);
     let mut throughput = Vec::new();
-    for case in &cases {
-        step(bench_started, &format!("timing {}", case.describe()));
-        throughput.push(measure_throughput(&backend, case.as_ref())?);
+    for other in &opened {
+        let other_cases = suite::bench_cases(1, other.quick);
+        for case in if other.quick == quick { &cases } else { &other_cases } {
+            step(bench_started, &format!("timing {} on {}", case.describe(), other.runtime.backend()));
+            throughput.push(measure_throughput(&other.runtime, case.as_ref())?);
+        }
     }
     let peers = if peers {
         step(bench_started, "running the peers (PyTorch)");
         let report = run_peers(&cases)?;
-        for t in &mut throughput {
+        for t in throughput.iter_mut().filter(|t| t.backend == backend.backend()) {
             if let Some(peer) = report.results.iter().find(|p| p.key == t.key) {
                 let ours = t.gpu_ms.unwrap_or(t.wall_ms);
                 t.peer = Some(Peer { ratio: peer.ms / ours, ..peer.clone() });
             }
         }
         Some(report)
+    } else {
+        None
+    };
+    let overheads = if overheads {
+        step(bench_started, "overheads against a plain glow loop");
+        let gl = Runtime::open_backend("gl", &sparkle::cache::CacheConfig::from_env()?)?;
+        Some(overhead::measure(&gl, &overhead::Options::defaults(), bench_started)?)
     } else {
         None
     };
@@ -313,12 +331,18 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         copied_over_warm,
         throughput,
         peers,
+        overheads,
     };
     let all_correct = report.scenarios.iter().flat_map(|s| &s.runs).all(|r| r.correct)
-        && report.throughput.iter().all(|t| t.correct == "yes");
+        && report.throughput.iter().all(|t| t.correct == "yes")
+        && report.overheads.as_ref().is_none_or(|o| o.correct);
     if let Some(path) = &json_out {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
             .map_err(|err| format!("cannot write the JSON report to {}: {err}", path.display()))?;
+    }
+    if let Some(path) = &chart {
+        chart::write(&serde_json::to_value(&report)?, path)?;
+        step(bench_started, &format!("chart written to {}", path.display()));
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -328,16 +352,8 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(super::WRONG_RESULT) })
 }
 
-fn progress_bar(steps: u64) -> ProgressBar {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(steps);
-    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}") {
-        bar.set_style(style);
-    }
-    bar
+fn progress_bar(steps: u64) -> Progress {
+    Progress::new(steps)
 }
 
 /// Where a measured child's GL driver keeps its shader cache.
@@ -379,6 +395,9 @@ fn spawn_child(sparkle_dir: Option<&Path>, driver: DriverCache<'_>) -> CliResult
                 command.env_remove(var);
             }
         }
+    }
+    if let Some(name) = backends::child_backend() {
+        command.env(backends::CHILD_ENV, name);
     }
     match sparkle_dir {
         Some(dir) => command.env("SPARKLE_CACHE_DIR", dir),
@@ -454,6 +473,8 @@ fn measure_throughput(backend: &Runtime, case: &dyn Case) -> CliResult<Throughpu
     let seconds = timed.best().as_secs_f64();
     let work = case.work();
     Ok(Throughput {
+        backend: backend.backend().to_owned(),
+        device: backend.info().name.clone(),
         case: case.describe(),
         key: suite::tuning::key(case),
         variant,
@@ -539,13 +560,14 @@ fn print_report(report: &Report) {
         "\nThroughput with warm programs after ≥ 0.5 s of warm-up (median GPU time per dispatch from timer \
          queries; wall = dispatch + wait; GFLOP/s and GB/s from GPU time):"
     );
+    let several = report.throughput.iter().any(|t| t.backend != report.backend);
     let rows: Vec<Vec<String>> = report
         .throughput
         .iter()
         .map(|t| {
             let peer = t.peer.as_ref();
             vec![
-                t.case.clone(),
+                if several { format!("{}: {}", t.backend, t.case) } else { t.case.clone() },
                 format!("{} ({})", t.variant, t.choice),
                 t.gpu_ms.map_or_else(|| "n/a".into(), |ms| format!("{ms:.4}")),
                 format!("{:.4}", t.wall_ms),
@@ -580,6 +602,9 @@ fn print_report(report: &Report) {
     );
     if let Some(peers) = &report.peers {
         println!("Peers: PyTorch {} on {} (FP32, TF32 off, CUDA events, medians)", peers.torch, peers.device);
+    }
+    if let Some(overheads) = &report.overheads {
+        print!("\n{}", overhead::render(overheads));
     }
 }
 

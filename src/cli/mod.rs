@@ -1,9 +1,13 @@
 //! Command-line parsing and the dispatch to each subcommand.
 
+mod backends;
 mod bench;
 mod cache;
+mod chart;
 mod info;
+mod overhead;
 mod pipeline;
+mod progress;
 mod run;
 mod table;
 mod tune;
@@ -78,6 +82,23 @@ enum Command {
         /// Also write the JSON report to this file.
         #[arg(long)]
         json_out: Option<std::path::PathBuf>,
+        /// Backends side by side, a comma list of SPARKLE_BACKEND names (e.g. gl,amdgpu-sim);
+        /// default: the one SPARKLE_BACKEND picks. Startup runs and peers use the first.
+        #[arg(long)]
+        backends: Option<String>,
+        /// Also measure the gl backend's overheads against a plain glow loop (bench-overhead).
+        #[arg(long)]
+        overheads: bool,
+        /// Also draw the chart (SVG) of startup and throughput to this file.
+        #[arg(long)]
+        chart: Option<std::path::PathBuf>,
+    },
+    /// Draws the chart (SVG) of a saved `sparkle bench --json-out` report, without measuring.
+    Chart {
+        /// The JSON report.
+        report: std::path::PathBuf,
+        /// The SVG to write.
+        out: std::path::PathBuf,
     },
     /// Times every variant of a suite kernel for a problem on this GPU and keeps the fastest in
     /// the cache dir; later runs use it. Without a kernel, tunes the benchmark's problems.
@@ -95,6 +116,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What the gl backend costs over a plain glow loop making the same GL calls: per dispatch,
+    /// dispatch → result round trip, program switch. Results are checked against the CPU.
+    BenchOverhead(overhead::Options),
     /// conv2d over a stream of batches: synchronous vs pipelined, with each stage alone.
     BenchPipeline(pipeline::Options),
     /// Inspects and maintains the on-disk program cache.
@@ -146,21 +170,29 @@ fn choose_log_filter(sparkle_log: Option<&str>, rust_log: Option<&str>) -> (Stri
 }
 
 pub fn run() -> CliResult<ExitCode> {
+    progress::start_clock();
     match Cli::parse().command {
         Command::Info { json } => info::run(json),
         Command::Run { kernel, sizes, seed } => run::run(&kernel, &sizes, seed),
-        Command::Bench { json, repeats, peers, quick, no_startup, json_out } => bench::run(bench::Options {
-            json,
-            repeats: repeats.max(1),
-            peers,
-            quick,
-            startup: !no_startup,
-            json_out,
-        }),
+        Command::Bench { json, repeats, peers, quick, no_startup, json_out, backends, overheads, chart } => {
+            bench::run(bench::Options {
+                json,
+                repeats: repeats.max(1),
+                peers,
+                quick,
+                startup: !no_startup,
+                json_out,
+                backends: backends.as_deref().map(backends::parse).transpose()?.unwrap_or_default(),
+                overheads,
+                chart,
+            })
+        }
+        Command::Chart { report, out } => chart::from_file(&report, &out),
         Command::Tune { kernel, sizes, force, quick, json } => {
             tune::run(kernel.as_deref(), &sizes, force, quick, json)
         }
         Command::BenchPipeline(options) => pipeline::run(options),
+        Command::BenchOverhead(options) => overhead::run(options),
         Command::Cache { action } => cache::run(action),
         Command::BenchChild { no_cache } => bench::child(no_cache),
     }

@@ -7,6 +7,7 @@
 //!
 //! [`hal`]: crate::hal
 
+pub mod baseline;
 mod buffer;
 mod context;
 mod device;

@@ -1,0 +1,164 @@
+//! `sparkle bench-overhead`, `sparkle bench --backends` and `sparkle chart` as users run them: the
+//! overhead measurement on this machine's GL device with a tiny loop (its structure and its check
+//! against the CPU, never its timings), unknown backend names refused with the valid ones listed,
+//! and a chart drawn from a saved report.
+
+#![cfg(feature = "gl")]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn sparkle(args: &[&str], cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sparkle"))
+        .args(args)
+        .env("SPARKLE_CACHE_DIR", cache)
+        .env("SPARKLE_BACKEND", "gl")
+        .output()
+        .expect("the sparkle binary runs")
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+#[test]
+fn the_overhead_bench_reports_every_measurement_and_checks_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "bench-overhead",
+        "--dispatches",
+        "24",
+        "--round-trips",
+        "12",
+        "--repeats",
+        "1",
+        "--elements",
+        "300",
+    ];
+    let output = sparkle(&[&args[..], &["--json"]].concat(), dir.path());
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["correct"], true, "{report:#}");
+    assert_eq!(report["mismatches"].as_array().unwrap().len(), 0);
+    assert_eq!(report["dispatches"], 24);
+    assert_eq!(report["elements"], 300);
+    let device = report["device"].as_str().unwrap();
+    assert!(
+        report["baseline_device"].as_str().unwrap().starts_with(device),
+        "both sides on one device: {report:#}"
+    );
+
+    let positive = |value: &serde_json::Value| value.as_f64().is_some_and(|v| v.is_finite() && v > 0.0);
+    let sides: Vec<&str> =
+        report["dispatch"].as_array().unwrap().iter().map(|d| d["side"].as_str().unwrap()).collect();
+    assert_eq!(
+        sides,
+        ["sparkle, one submission per dispatch", "sparkle, all in one submission", "plain glow loop"]
+    );
+    for cost in report["dispatch"].as_array().unwrap() {
+        assert!(positive(&cost["issue_us"]) && positive(&cost["complete_us"]), "{cost}");
+        assert!(cost["issue_us"].as_f64() <= cost["complete_us"].as_f64(), "issued before completed: {cost}");
+    }
+    let trip = &report["round_trip"];
+    assert_eq!(trip["runs"], 12);
+    assert!(positive(&trip["sparkle_median_us"]) && positive(&trip["plain_median_us"]), "{trip}");
+    let ratio = trip["sparkle_median_us"].as_f64().unwrap() / trip["plain_median_us"].as_f64().unwrap();
+    assert!((trip["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9, "{trip}");
+    let switches = report["program_switch"].as_array().unwrap();
+    assert_eq!(switches.len(), 2);
+    for s in switches {
+        let difference = s["two_programs_us"].as_f64().unwrap() - s["one_program_us"].as_f64().unwrap();
+        assert!((s["per_switch_us"].as_f64().unwrap() - difference).abs() < 1e-9, "{s}");
+    }
+
+    // The table form says the same, and says the check passed; --json-out saves the report too.
+    let saved = dir.path().join("overheads.json");
+    let output = sparkle(&[&args[..], &["--json-out", saved.to_str().unwrap()]].concat(), dir.path());
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("plain glow loop") && table.contains("correct: yes"), "{table}");
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    assert_eq!(saved["correct"], true);
+    assert_eq!(saved["round_trip"]["runs"], 12);
+
+    // A loop too long for exact results, or too short to time, is a usage error.
+    for bad in ["1", "600000"] {
+        let output = sparkle(&["bench-overhead", "--dispatches", bad], dir.path());
+        assert_eq!(output.status.code(), Some(2), "{bad}: {}", text(&output));
+    }
+}
+
+#[test]
+fn unknown_backends_are_a_usage_error_that_lists_the_valid_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = sparkle(&["bench", "--no-startup", "--backends", "gl,vulkan"], dir.path());
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let message = text(&output);
+    assert!(message.contains("`vulkan` is not a backend"), "{message}");
+    assert!(
+        message.contains("valid names are: ") && message.contains("gl") && message.contains("auto"),
+        "{message}"
+    );
+    #[cfg(feature = "amdgpu")]
+    assert!(message.contains("amdgpu-sim"), "{message}");
+    assert!(!message.contains("timing"), "nothing was measured first: {message}");
+}
+
+#[test]
+fn a_chart_is_drawn_from_a_saved_report_without_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bench-report.json");
+    let out = dir.path().join("chart.svg");
+    let output = sparkle(&["chart", fixture.to_str().unwrap(), out.to_str().unwrap()], dir.path());
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.trim_start().starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+    for name in [">Sparkle gl<", ">PyTorch 2.11.0<", ">cold<", ">7300 GFLOP/s<"] {
+        assert!(svg.replace(['\n', ' '], "").contains(&name.replace(' ', "")), "{name} missing");
+    }
+
+    let output = sparkle(&["chart", "no-such-report.json", out.to_str().unwrap()], dir.path());
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("no-such-report.json"), "{}", text(&output));
+}
+
+#[test]
+fn a_piped_bench_prints_a_line_per_startup_run_and_draws_its_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("bench.svg");
+    let report = dir.path().join("bench.json");
+    let output = sparkle(
+        &[
+            "bench",
+            "--quick",
+            "--repeats",
+            "1",
+            "--chart",
+            chart.to_str().unwrap(),
+            "--json-out",
+            report.to_str().unwrap(),
+        ],
+        &dir.path().join("cache"),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let steps: Vec<&str> =
+        stderr.lines().filter(|l| l.contains("] startup ") && l.contains("/6: ")).collect();
+    assert_eq!(steps.len(), 6, "one line per fresh-process run: {stderr}");
+    let names = ["cold", "cold, driver cache inside", "driver cache", "warm", "warm, driver cold", "copied"];
+    for (i, (line, name)) in steps.iter().zip(names).enumerate() {
+        assert!(line.starts_with('[') && line.contains(" s] "), "elapsed time first: {line}");
+        assert!(line.contains(&format!("startup {}/6: {name} (", i + 1)), "{line}");
+    }
+
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let svg = std::fs::read_to_string(&chart).unwrap().replace('\n', "");
+    for scenario in report["scenarios"].as_array().unwrap() {
+        let name = scenario["name"].as_str().unwrap();
+        assert!(
+            svg.contains(&format!(">{name}<")) || svg.contains(&format!("> {name} <")),
+            "{name} in the chart"
+        );
+    }
+    assert!(svg.contains("Sparkle gl"), "the throughput series is named");
+}
