@@ -203,13 +203,26 @@ fn wait_and_delete(
     sync: glow::NativeFence,
 ) -> Result<(), GlError> {
     let slice = WAIT_SLICE.as_nanos() as i32;
+    // Short work completes within the polling window; waits in the driver wake up late.
+    let mut status = glow::TIMEOUT_EXPIRED;
+    crate::hal::spin::poll(|| {
+        if !control.begin() {
+            return true;
+        }
+        // SAFETY: this thread's context is current and shares the sync object, which stays
+        // alive until the delete below (nobody else deletes watched fences); 0: no waiting.
+        status = unsafe { gl.client_wait_sync(sync, 0, 0) };
+        control.end();
+        status != glow::TIMEOUT_EXPIRED
+    });
     let outcome = loop {
         if !control.begin() {
             control.park_forever();
         }
-        // SAFETY: this thread's context is current and shares the sync object, which stays
-        // alive until the delete below (nobody else deletes watched fences).
-        let status = unsafe { gl.client_wait_sync(sync, 0, slice) };
+        if status == glow::TIMEOUT_EXPIRED {
+            // SAFETY: as above.
+            status = unsafe { gl.client_wait_sync(sync, 0, slice) };
+        }
         control.end();
         match status {
             glow::ALREADY_SIGNALED | glow::CONDITION_SATISFIED => break Ok(()),

@@ -136,6 +136,8 @@ struct Shared {
     progress: Condvar,
     /// Submissions whose fences have not settled yet.
     unsettled: Arc<AtomicUsize>,
+    /// Jobs queued (mirrors `Queue::jobs.len()`), for the idle thread's polling window.
+    queued: AtomicUsize,
     /// The fence thread, once started (absent where the GL thread polls).
     fence_thread: OnceLock<Arc<FenceThreadControl>>,
     /// GL objects and devices alive on this thread's context.
@@ -230,6 +232,7 @@ impl GlThread {
             work: Condvar::new(),
             progress: Condvar::new(),
             unsettled: Arc::default(),
+            queued: AtomicUsize::new(0),
             fence_thread: OnceLock::new(),
             live: AtomicUsize::new(0),
             timeline: Arc::new(Timeline::new()),
@@ -302,6 +305,7 @@ impl GlThread {
             return;
         }
         queue.jobs.push_back(job);
+        self.shared.queued.fetch_add(1, Ordering::Release);
         self.shared.work.notify_one();
     }
 
@@ -321,6 +325,7 @@ impl GlThread {
         }
         let value = before();
         queue.jobs.push_back(Box::new(move |state| job(state, value)));
+        self.shared.queued.fetch_add(1, Ordering::Release);
         self.shared.work.notify_one();
         Ok(value)
     }
@@ -336,7 +341,16 @@ impl GlThread {
                 catch_unwind(AssertUnwindSafe(|| job(state))).map_err(|panic| panic_message(&*panic));
             let _ = reply.send(outcome);
         }));
-        match result.recv() {
+        // Most jobs take microseconds: poll for the reply before sleeping on it.
+        let mut early = None;
+        crate::hal::spin::poll(|| match result.try_recv() {
+            Err(mpsc::TryRecvError::Empty) => false,
+            reply => {
+                early = Some(reply.map_err(|_| mpsc::RecvError));
+                true
+            }
+        });
+        match early.unwrap_or_else(|| result.recv()) {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(message)) => Err(GlError::JobPanicked(message)),
             Err(_) => Err(GlError::ThreadGone),
@@ -380,6 +394,7 @@ fn serve(shared: &Shared, mut state: GlState) {
     loop {
         let job = {
             let mut queue = shared.lock();
+            let mut polled = false;
             loop {
                 if queue.stopped {
                     queue.busy = false;
@@ -391,6 +406,7 @@ fn serve(shared: &Shared, mut state: GlState) {
                     park_forever(shared, state);
                 }
                 if let Some(job) = queue.jobs.pop_front() {
+                    shared.queued.fetch_sub(1, Ordering::Release);
                     queue.busy = true;
                     break Some(job);
                 }
@@ -400,6 +416,15 @@ fn serve(shared: &Shared, mut state: GlState) {
                 }
                 queue.busy = false;
                 shared.progress.notify_all();
+                if !polled {
+                    // The next job often follows within microseconds (a read-back after a
+                    // submission): look for it briefly before sleeping.
+                    polled = true;
+                    drop(queue);
+                    crate::hal::spin::poll(|| shared.queued.load(Ordering::Acquire) > 0);
+                    queue = shared.lock();
+                    continue;
+                }
                 queue = shared.work.wait(queue).unwrap_or_else(PoisonError::into_inner);
             }
         };

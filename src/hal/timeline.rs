@@ -3,6 +3,7 @@
 //! busy inside a long kernel.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,9 @@ struct State {
 pub struct Timeline {
     state: Mutex<State>,
     changed: Condvar,
+    /// `state.completed` (or `u64::MAX` once lost), readable without the lock while a waiter
+    /// polls (see `spin`).
+    settled: AtomicU64,
 }
 
 /// Failures kept for waiters that have not asked yet; older ones are dropped first.
@@ -48,6 +52,7 @@ impl Timeline {
     pub fn signal(&self, fence: u64) {
         let mut state = self.lock();
         state.completed = state.completed.max(fence);
+        self.settled.fetch_max(state.completed, Ordering::AcqRel);
         self.changed.notify_all();
     }
 
@@ -65,6 +70,7 @@ impl Timeline {
     pub fn lose(&self, error: Error) {
         let mut state = self.lock();
         state.lost.get_or_insert(error);
+        self.settled.store(u64::MAX, Ordering::Release);
         self.changed.notify_all();
     }
 
@@ -79,6 +85,9 @@ impl Timeline {
 
     /// Waits for `fence`: `Ok(true)` once it completed, `Ok(false)` after `timeout`.
     pub fn wait(&self, fence: u64, timeout: Duration) -> Result<bool> {
+        if !timeout.is_zero() {
+            super::spin::poll(|| self.settled.load(Ordering::Acquire) >= fence);
+        }
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.lock();
         loop {
