@@ -11,16 +11,20 @@
 // BK-deep slices of P (transposed) and Q go through two shared-memory buffers: the next slice is
 // loaded from global memory into registers while the current one is multiplied, then stored
 // into the other buffer, with one barrier per slice. The row of P's transposed slice is padded
-// by one vec4 against bank conflicts of the transposing stores.
+// by one vec4 against bank conflicts of the transposing stores. Each invocation loads chunks of
+// 4 values: of P either 4 rows at one k (VA = 1: scalar loads, stored as one vec4) or 4 k of
+// one row (VA = 4: one vec4 load, stored as 4 floats); of Q 4 columns at one k (VB = 4: one vec4
+// load; VB = 1: 4 scalar loads; conv2d: 4 gathered pixels). Loads read index 0 where they fall
+// outside the matrices (and the value is replaced by zero), so that no branch surrounds them.
 //
-// Defines: BM BN BK TM TN (TM, TN multiples of 4), VA (1 or 4: width of P loads; 4 needs GK to
-// be a multiple of 4), VB (1 or 4: width of Q loads and R stores; 4 needs GN a multiple of 4,
-// and for conv2d H·W a multiple of 4), CONV (0 or 1), WARP (0: invocations laid out row by row
-// over the tile; 1: each 32-wide subgroup covers an 8 x 4 patch of invocation positions, so
-// fewer distinct shared-memory vectors are read per instruction), FRAG (1: the next step's
-// fragments are read from shared memory into a second set of registers while this step
-// multiplies), UNROLL, SPLIT. Every load outside the matrices reads zero
-// and every store outside is skipped, so any size works.
+// Defines: BM BN BK TM TN (TM, TN multiples of 4), VA (1 or 4; 4 needs GK to be a multiple of
+// 4), VB (1 or 4: width of Q loads and R stores; 4 needs GN a multiple of 4, and for conv2d H·W
+// a multiple of 4), CONV (0 or 1), WARP (0: invocations laid out row by row over the tile; 1:
+// each 32-wide subgroup covers an 8 x 4 patch of invocation positions, so fewer distinct
+// shared-memory vectors are read per instruction), FRAG (1: the next step's fragments are read
+// from shared memory into a second set of registers while this step multiplies), UNROLL, SPLIT.
+// Every load outside the matrices reads zero and every store outside is skipped, so any size
+// works.
 
 // UNROLL = 1: ask NVIDIA's compiler to unroll every constant loop (other compilers ignore it).
 #if UNROLL
@@ -34,8 +38,8 @@
 #define TX (BN / TN)
 #define TY (BM / TM)
 #define THREADS (TX * TY)
-#define A_CHUNKS (BM * BK / (THREADS * VA))
-#define B_CHUNKS (BK * BN / (THREADS * VB))
+#define A_CHUNKS (BM * BK / (THREADS * 4))
+#define B_CHUNKS (BK * BN / (THREADS * 4))
 #define A_PITCH (BM / 4 + 1)
 
 #if VA == 4
@@ -81,7 +85,14 @@ uniform uint K;
 uniform uint phase;
 #endif
 
+#if VA == 4
+shared float tile_pf[2][BK][A_PITCH * 4];
+#define READ_P(b, k, v) vec4(tile_pf[b][k][(v) * 4u], tile_pf[b][k][(v) * 4u + 1u], \
+                             tile_pf[b][k][(v) * 4u + 2u], tile_pf[b][k][(v) * 4u + 3u])
+#else
 shared vec4 tile_p[2][BK][A_PITCH];
+#define READ_P(b, k, v) tile_p[b][k][v]
+#endif
 shared vec4 tile_q[2][BK][BN / 4];
 
 uint GM;
@@ -91,53 +102,72 @@ uint GK;
 uint K_END;
 
 // What one invocation loads of one slice, kept in registers until it is stored.
-A_ELEM reg_p[A_CHUNKS];
-B_ELEM reg_q[B_CHUNKS];
+vec4 reg_p[A_CHUNKS];
+vec4 reg_q[B_CHUNKS];
 
 #if CONV
 uint HW;
 // Per Q chunk and pixel: the pixel's offset of channel 0 in the input, its y and x (-1 marks a
 // pixel past the end, whose loads are all zero).
-int pix_base[B_CHUNKS * VB];
-int pix_y[B_CHUNKS * VB];
-int pix_x[B_CHUNKS * VB];
+int pix_base[B_CHUNKS * 4];
+int pix_y[B_CHUNKS * 4];
+int pix_x[B_CHUNKS * 4];
 #endif
 
 void load_slice(uint row0, uint col0, uint k0) {
+    // Loads read index 0 where they fall outside and the value is replaced by zero, so that
+    // they need no branch around them.
     for (int i = 0; i < A_CHUNKS; ++i) {
         uint q = gl_LocalInvocationIndex + uint(i * THREADS);
-        uint row = row0 + q / uint(BK / VA);
-        uint k = k0 + (q % uint(BK / VA)) * uint(VA);
+#if VA == 4
+        uint row = row0 + q / uint(BK / 4);
+        uint k = k0 + (q % uint(BK / 4)) * 4u;
         bool inside = row < GM && k < K_END;
-        reg_p[i] = inside ? P_DATA[(row * GK + k) / uint(VA)] : A_ELEM(0.0);
+        vec4 v = P_DATA[inside ? (row * GK + k) / 4u : 0u];
+        reg_p[i] = inside ? v : vec4(0.0);
+#else
+        // Four rows at one k: the registers hold the slice already transposed.
+        uint k = k0 + q % uint(BK);
+        uint row = row0 + (q / uint(BK)) * 4u;
+        for (int r = 0; r < 4; ++r) {
+            bool inside = row + uint(r) < GM && k < K_END;
+            float v = P_DATA[inside ? (row + uint(r)) * GK + k : 0u];
+            reg_p[i][r] = inside ? v : 0.0;
+        }
+#endif
     }
     for (int i = 0; i < B_CHUNKS; ++i) {
         uint q = gl_LocalInvocationIndex + uint(i * THREADS);
-        uint k = k0 + q / uint(BN / VB);
+        uint k = k0 + q / uint(BN / 4);
 #if CONV
         uint c = k / 9u;
         uint tap = k - c * 9u;
         int dy = int(tap / 3u) - 1;
         int dx = int(tap % 3u) - 1;
         int offset = int(c * HW) + dy * int(W_) + dx;
-        B_ELEM v = B_ELEM(0.0);
-        for (int j = 0; j < VB; ++j) {
-            int p = i * VB + j;
+        vec4 v;
+        for (int j = 0; j < 4; ++j) {
+            int p = i * 4 + j;
             int y = pix_y[p] + dy;
             int x = pix_x[p] + dx;
             bool inside = k < K_END && pix_y[p] >= 0 && y >= 0 && y < int(H) && x >= 0 && x < int(W_);
-            float value = inside ? inp[pix_base[p] + offset] : 0.0;
-#if VB == 4
-            v[j] = value;
-#else
-            v = value;
-#endif
+            float value = inp[inside ? pix_base[p] + offset : 0];
+            v[j] = inside ? value : 0.0;
         }
         reg_q[i] = v;
 #else
-        uint col = col0 + (q % uint(BN / VB)) * uint(VB);
+        uint col = col0 + (q % uint(BN / 4)) * 4u;
+#if VB == 4
         bool inside = k < K_END && col < GN;
-        reg_q[i] = inside ? b[(k * GN + col) / uint(VB)] : B_ELEM(0.0);
+        vec4 v = b[inside ? (k * GN + col) / 4u : 0u];
+        reg_q[i] = inside ? v : vec4(0.0);
+#else
+        for (int j = 0; j < 4; ++j) {
+            bool inside = k < K_END && col + uint(j) < GN;
+            float v = b[inside ? k * GN + col + uint(j) : 0u];
+            reg_q[i][j] = inside ? v : 0.0;
+        }
+#endif
 #endif
     }
 }
@@ -145,25 +175,21 @@ void load_slice(uint row0, uint col0, uint k0) {
 void store_slice(int buf) {
     for (int i = 0; i < A_CHUNKS; ++i) {
         uint q = gl_LocalInvocationIndex + uint(i * THREADS);
-        uint row = q / uint(BK / VA);
-        uint k = (q % uint(BK / VA)) * uint(VA);
 #if VA == 4
+        // Stored as floats: the component a row lands in differs between invocations, and a
+        // variable component of a vector compiles to a branch per component on NVIDIA.
+        uint row = q / uint(BK / 4);
+        uint k = (q % uint(BK / 4)) * 4u;
         for (int j = 0; j < 4; ++j) {
-            tile_p[buf][k + uint(j)][row / 4u][row % 4u] = reg_p[i][j];
+            tile_pf[buf][k + uint(j)][row] = reg_p[i][j];
         }
 #else
-        tile_p[buf][k][row / 4u][row % 4u] = reg_p[i];
+        tile_p[buf][q % uint(BK)][q / uint(BK)] = reg_p[i];
 #endif
     }
     for (int i = 0; i < B_CHUNKS; ++i) {
         uint q = gl_LocalInvocationIndex + uint(i * THREADS);
-        uint k = q / uint(BN / VB);
-        uint col = (q % uint(BN / VB)) * uint(VB);
-#if VB == 4
-        tile_q[buf][k][col / 4u] = reg_q[i];
-#else
-        tile_q[buf][k][col / 4u][col % 4u] = reg_q[i];
-#endif
+        tile_q[buf][q / uint(BN / 4)][q % uint(BN / 4)] = reg_q[i];
     }
 }
 
@@ -193,10 +219,10 @@ void main() {
 #if CONV
     for (int i = 0; i < B_CHUNKS; ++i) {
         uint q = gl_LocalInvocationIndex + uint(i * THREADS);
-        uint col = col0 + (q % uint(BN / VB)) * uint(VB);
-        for (int j = 0; j < VB; ++j) {
+        uint col = col0 + (q % uint(BN / 4)) * 4u;
+        for (int j = 0; j < 4; ++j) {
             uint pixel = col + uint(j);
-            int p = i * VB + j;
+            int p = i * 4 + j;
             if (pixel < GN) {
                 uint n = pixel / HW;
                 uint rest = pixel - n * HW;
@@ -250,7 +276,7 @@ void main() {
         vec4 p[2][TM / 4];
         vec4 q[2][TN / 4];
         for (int i = 0; i < TM / 4; ++i) {
-            p[0][i] = tile_p[buf][0][uint(i * TY) + ty];
+            p[0][i] = READ_P(buf, 0, uint(i * TY) + ty);
         }
         for (int j = 0; j < TN / 4; ++j) {
             q[0][j] = tile_q[buf][0][uint(j * TX) + tx];
@@ -259,7 +285,7 @@ void main() {
             int cur = k & 1;
             if (k + 1 < BK) {
                 for (int i = 0; i < TM / 4; ++i) {
-                    p[cur ^ 1][i] = tile_p[buf][k + 1][uint(i * TY) + ty];
+                    p[cur ^ 1][i] = READ_P(buf, k + 1, uint(i * TY) + ty);
                 }
                 for (int j = 0; j < TN / 4; ++j) {
                     q[cur ^ 1][j] = tile_q[buf][k + 1][uint(j * TX) + tx];
@@ -278,7 +304,7 @@ void main() {
             vec4 p[TM / 4];
             vec4 q[TN / 4];
             for (int i = 0; i < TM / 4; ++i) {
-                p[i] = tile_p[buf][k][uint(i * TY) + ty];
+                p[i] = READ_P(buf, k, uint(i * TY) + ty);
             }
             for (int j = 0; j < TN / 4; ++j) {
                 q[j] = tile_q[buf][k][uint(j * TX) + tx];

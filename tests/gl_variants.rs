@@ -41,6 +41,9 @@ fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
     let split = |v: GemmVariant, split| GemmVariant { split, ..v };
     vec![
         gemm(128, 128, 8, 8, 8, va, vb),
+        // Scalar, transposing loads of the left matrix at any size.
+        gemm(128, 128, 8, 8, 8, 1, vb),
+        warp(gemm(64, 128, 16, 4, 8, 1, vb)),
         GemmVariant { frag: 1, ..gemm(128, 64, 16, 8, 8, va, vb) },
         warp(gemm(64, 128, 16, 4, 8, va, vb)),
         GemmVariant { unroll: 0, ..gemm(64, 64, 16, 4, 4, va, vb) },

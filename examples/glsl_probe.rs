@@ -1,0 +1,150 @@
+//! A developer probe for kernel tuning: times GLSL compute programs read from files at run
+//! time, so that shader experiments need no rebuild. Each line of the plan file (argument 1) is
+//! one experiment:
+//!
+//! ```text
+//! micro  LABEL FILE THREADS GROUPS FLOPS_PER_INVOCATION [DEFINE=VALUE ...]
+//! sgemm  LABEL FILE M N K               DEFINE=VALUE ...
+//! conv2d LABEL FILE N C H W K           DEFINE=VALUE ...
+//! ```
+//!
+//! `micro` runs a program with one read-write storage buffer `outp` (THREADS·GROUPS floats) and
+//! reports its rate from FLOPS_PER_INVOCATION. `sgemm`/`conv2d` build a variant of the GEMM core
+//! from the defines (BM BN BK TM TN VA VB WARP UNROLL SPLIT FRAG; others are passed through),
+//! swap in FILE as its source, check the result against the CPU reference and time it the way
+//! `sparkle tune` does. Lines starting with `#` are skipped.
+
+use std::time::Duration;
+
+use sparkle::suite::gemm::GemmVariant;
+use sparkle::suite::{self, conv2d, sgemm, timing, DISPATCH_TIMEOUT};
+use sparkle::{Access, Arg, BufferUsage, KernelSpec, Runtime};
+
+type Failure = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Failure> {
+    let plan_path = std::env::args().nth(1).ok_or("usage: glsl_probe PLAN_FILE")?;
+    let plan = std::fs::read_to_string(&plan_path)?;
+    let runtime = Runtime::from_env()?;
+    println!("device: {}", runtime.info().name);
+    let mut warmed = false;
+    for line in plan.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let outcome = match words.first().copied() {
+            Some("micro") => micro(&runtime, &words[1..], &mut warmed),
+            Some(kind @ ("sgemm" | "conv2d")) => gemm(&runtime, kind, &words[1..], &mut warmed),
+            _ => Err(format!("unknown experiment: {line}").into()),
+        };
+        if let Err(err) = outcome {
+            println!("{:<40} FAILED: {err}", words.get(1).copied().unwrap_or("?"));
+        }
+    }
+    Ok(())
+}
+
+fn defines(words: &[&str]) -> Result<Vec<(String, String)>, Failure> {
+    words
+        .iter()
+        .map(|w| {
+            w.split_once('=')
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .ok_or_else(|| format!("not NAME=VALUE: {w}").into())
+        })
+        .collect()
+}
+
+fn micro(runtime: &Runtime, words: &[&str], warmed: &mut bool) -> Result<(), Failure> {
+    let [label, file, threads, groups, flops, rest @ ..] = words else {
+        return Err("micro LABEL FILE THREADS GROUPS FLOPS [DEFINES]".into());
+    };
+    let (threads, groups, flops): (u32, u32, f64) = (threads.parse()?, groups.parse()?, flops.parse()?);
+    let mut spec = KernelSpec::new(*label, [threads, 1, 1])
+        .glsl(std::fs::read_to_string(file)?)
+        .storage("outp", Access::ReadWrite);
+    for (name, value) in defines(rest)? {
+        spec = spec.define(name, value);
+    }
+    let program = runtime.program(&spec)?;
+    let out = runtime.create_buffer(u64::from(threads) * u64::from(groups) * 4, BufferUsage::Output)?;
+    let run = |timed: bool| -> Result<Option<Duration>, Failure> {
+        let mut commands = runtime.commands();
+        commands.dispatch(&program, &[Arg::Buffer(&out)], [groups, 1, 1])?;
+        let submission = if timed { runtime.submit_timed(commands)? } else { runtime.submit(commands)? };
+        submission.wait(DISPATCH_TIMEOUT)?;
+        Ok(submission.gpu_time())
+    };
+    let started = std::time::Instant::now();
+    let warm = if *warmed { Duration::from_millis(50) } else { Duration::from_millis(700) };
+    while started.elapsed() < warm {
+        run(false)?;
+    }
+    *warmed = true;
+    let mut times: Vec<Duration> = (0..15).filter_map(|_| run(true).transpose()).collect::<Result<_, _>>()?;
+    times.sort();
+    let median = times.get(times.len() / 2).copied().ok_or("no GPU time")?;
+    let total = flops * f64::from(threads) * f64::from(groups);
+    println!(
+        "{label:<40} {:9.4} ms {:8.2} TFLOP/s",
+        median.as_secs_f64() * 1e3,
+        total / median.as_secs_f64() / 1e12
+    );
+    Ok(())
+}
+
+fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Result<(), Failure> {
+    let sizes_len = if kind == "sgemm" { 3 } else { 5 };
+    if words.len() < 2 + sizes_len {
+        return Err(format!("{kind} LABEL FILE SIZES... DEFINES").into());
+    }
+    let (label, file) = (words[0], words[1]);
+    let sizes: Vec<usize> = words[2..2 + sizes_len].iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
+    let defs = defines(&words[2 + sizes_len..])?;
+    let get = |name: &str, default: u32| -> Result<u32, Failure> {
+        defs.iter().rev().find(|(n, _)| n == name).map_or(Ok(default), |(_, v)| Ok(v.parse()?))
+    };
+    let variant = GemmVariant {
+        bm: get("BM", 128)?,
+        bn: get("BN", 128)?,
+        bk: get("BK", 8)?,
+        tm: get("TM", 8)?,
+        tn: get("TN", 8)?,
+        va: get("VA", 4)?,
+        vb: get("VB", 4)?,
+        warp: get("WARP", 0)?,
+        unroll: get("UNROLL", 1)?,
+        frag: get("FRAG", 0)?,
+        split: get("SPLIT", 1)?,
+    };
+    if !variant.well_formed() {
+        return Err(format!("{variant} is not a well-formed variant").into());
+    }
+    let mut spec =
+        if kind == "sgemm" { sgemm::variant_spec(&variant) } else { conv2d::variant_spec(&variant) };
+    spec.sources.clear();
+    spec = spec.glsl(std::fs::read_to_string(file)?);
+    let core = ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG"];
+    for (name, value) in defs.iter().filter(|(n, _)| !core.contains(&n.as_str())) {
+        spec = spec.define(name, value);
+    }
+    let case = suite::case(kind, &sizes, 1, &runtime.info().limits)?;
+    let program = runtime.program(&spec)?;
+    let fresh = case.upload(runtime)?;
+    case.dispatch(runtime, &program, &fresh)?.wait(DISPATCH_TIMEOUT)?;
+    let verdict = suite::verify_sampled(case.as_ref(), &case.download(runtime, &fresh)?, 4096);
+    drop(fresh);
+    if !verdict.passed() {
+        return Err(verdict.to_string().into());
+    }
+    let sets = timing::upload_copies(runtime, case.as_ref(), timing::copies_for(case.as_ref()))?;
+    let warm = if *warmed { Duration::from_millis(30) } else { Duration::from_millis(700) };
+    timing::warm(runtime, &program, case.as_ref(), &sets, warm)?;
+    *warmed = true;
+    let time = timing::time(runtime, &program, case.as_ref(), &sets, 5, Duration::from_millis(60))?;
+    let seconds = time.best().as_secs_f64();
+    println!(
+        "{label:<40} {:9.4} ms {:8.2} TFLOP/s  {variant}",
+        seconds * 1e3,
+        case.work().flops / seconds / 1e12
+    );
+    Ok(())
+}
