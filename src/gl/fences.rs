@@ -77,6 +77,14 @@ impl Fences {
         }
     }
 
+    /// The oldest fence the GL thread polls, if any.
+    pub fn oldest_polled(&self) -> Option<u64> {
+        match self {
+            Fences::Polled(pending) => pending.front().map(|watch| watch.fence),
+            Fences::Thread(_) => None,
+        }
+    }
+
     /// Whether the GL thread has fences of its own to poll.
     pub fn polls_pending(&self) -> bool {
         matches!(self, Fences::Polled(pending) if !pending.is_empty())

@@ -32,6 +32,7 @@ pub use driver_cache::{
 pub use error::GlError;
 pub use live::{live_objects, LiveObjects};
 pub use program::GlProgram;
+pub use thread::FENCES_ENV;
 
 use device::Probe;
 use program::GlSource;
