@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use glow::HasContext;
 
-use super::fences::{Fences, Watch};
+use super::fences::Watch;
 use super::thread::GlState;
 use super::GlError;
 use crate::hal::ScalarValue;
@@ -206,8 +206,8 @@ fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
 pub(crate) fn poll(state: &mut GlState, slice: Duration) {
     let mut wait_ns = slice.as_nanos().min(i32::MAX as u128) as i32;
     loop {
-        let Fences::Polled(pending) = &state.fences else { return };
-        let Some(front) = pending.front() else { return };
+        // The fences handed to the fence thread complete first.
+        let Some(front) = state.fences.next_to_poll(state.timeline.completed()) else { return };
         let (fence, sync, query) = (front.fence, front.sync, front.query);
         if let Some(sync) = sync {
             // SAFETY: the context is current on the GL thread and `sync` is a live fence made on it.
@@ -231,9 +231,7 @@ pub(crate) fn poll(state: &mut GlState, slice: Duration) {
         if let Some(query) = query {
             read_timer(state, fence, query);
         }
-        if let Fences::Polled(pending) = &mut state.fences {
-            pending.pop_front();
-        }
+        state.fences.pop_polled();
         state.timeline.signal(fence);
         state.settled();
     }

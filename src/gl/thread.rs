@@ -10,11 +10,10 @@
 //! need somewhere to delete their GL names without blocking the dropper. A thread owning the
 //! context gives all three: calls are closures sent to it, deletes are posted without waiting.
 //!
-//! Fences of submitted work are waited for on a second thread with a context sharing this one's
-//! (`fences.rs`), which signals a [`Timeline`]: a waiter never needs the GL thread — it may be
-//! busy inside a long dispatch (llvmpipe runs kernels inside the GL call) — and the GL thread
-//! never waits for a fence. Where the driver gives no second context, the GL thread polls the
-//! fences between jobs instead.
+//! Fences of submitted work signal a [`Timeline`], polled by the GL thread while it is idle and
+//! waited for by a fence thread with a context sharing this one's while a job runs
+//! (`fences.rs`): a waiter never needs the GL thread — it may be busy inside a long dispatch
+//! (llvmpipe runs kernels inside the GL call) — and the GL thread never blocks on a fence.
 //!
 //! Exit safety: NVIDIA's driver crashed (SIGSEGV in `glDeleteBuffers`) when the GL thread was
 //! still deleting objects, queued by drops at the end of `main`, while the main thread ran the
@@ -180,18 +179,15 @@ impl Shared {
 /// The environment variable that picks who waits for fences: `thread` (the default) or `poll`.
 pub const FENCES_ENV: &str = "SPARKLE_GL_FENCES";
 
-/// Who waits for the fences of a GL thread's submissions.
-///
-/// Measured on an H100 (NVIDIA 580.159.04): with the fence thread a pipeline notices a batch's
-/// completion while the GL thread is busy with the next one (1.8–2.0× over its synchronous path
-/// against 1.4–1.7× when the GL thread polls), but each fence costs about 35 µs of the second
-/// context's time against 13 µs polled, and a lone dispatch → result round trip is a few µs
-/// slower. `SPARKLE_GL_FENCES=poll` picks polling for streams of tiny synchronous submissions.
+/// Who waits for the fences of a GL thread's submissions (`fences.rs` says how they share the
+/// work).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum FenceWaits {
-    /// A fence thread with a context of its own, where the driver gives one.
+    /// The GL thread while it is idle, the fence thread while a job runs (where the driver
+    /// gives a second context).
     OwnThread,
-    /// The GL thread, between jobs (drivers without a second context, `SPARKLE_GL_FENCES=poll`).
+    /// The GL thread alone, between jobs (drivers without a second context,
+    /// `SPARKLE_GL_FENCES=poll`).
     Polled,
 }
 
@@ -291,7 +287,7 @@ impl GlThread {
                 let waits = FenceWaits::from_env().unwrap_or(waits);
                 let fences = match waits {
                     FenceWaits::OwnThread => start_fence_thread(&thread_shared, &context),
-                    FenceWaits::Polled => Fences::Polled(Default::default()),
+                    FenceWaits::Polled => Fences::polled_only(),
                 };
                 let _ = ready_tx.send(Ok((probe, context.device_index)));
                 let state = GlState {
@@ -459,6 +455,7 @@ fn serve(shared: &Shared, mut state: GlState) {
         };
         match job {
             Some(job) => {
+                state.fences.hand_off();
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| job(&mut state))) {
                     tracing::error!("a GL job panicked: {}; the GL thread goes on", panic_message(&*panic));
                 }
@@ -504,6 +501,8 @@ fn start_fence_thread(shared: &Arc<Shared>, context: &EglContext) -> Fences {
                 let _queue = shared.lock();
                 shared.unsettled.fetch_sub(1, Ordering::AcqRel);
                 shared.progress.notify_all();
+                // The GL thread's own fences may wait for this one.
+                shared.work.notify_all();
             }
         }),
         read_timer: Box::new(move |fence, query| {
@@ -523,7 +522,7 @@ fn start_fence_thread(shared: &Arc<Shared>, context: &EglContext) -> Fences {
         }
         Err(err) => {
             tracing::info!(error = %err, "no second GL context for waiting on fences; the GL thread polls them");
-            Fences::Polled(Default::default())
+            Fences::polled_only()
         }
     }
 }
