@@ -1,11 +1,12 @@
 // Winograd F(2x2, 3x3) conv2d: 3x3 kernel, stride 1, zero padding 1, NCHW input, KCRS weights,
 // bias. Compiled appended to shaders/gemm.comp with WINOGRAD defined (the core's `main` becomes
-// `gemm_main`, batched over workgroup z); one program, four dispatches told apart by `stage`:
-//   0  U[xi][k][c] = (G g Gᵀ)[xi]    per output channel k and input channel c (the weights)
-//   1  V[xi][c][t] = (Bᵀ d B)[xi]    per input channel c and 4x4 input tile t (stride 2, the
-//                                    input's ragged right and bottom edges read as zero)
-//   2  M[xi] = U[xi] · V[xi]         16 products (K x C)·(C x tiles) on the GEMM core
-//   3  Y = Aᵀ M A + bias             per k and tile: its 2x2 outputs, clipped at the edges
+// `gemm_main`, batched over workgroup z); one program, three dispatches told apart by `stage`:
+//   0  U[xi][k][c] = (G g Gᵀ)[xi]    per output channel k and input channel c (the weights),
+//      V[xi][c][t] = (Bᵀ d B)[xi]    then per input channel c and 4x4 input tile t (stride 2,
+//                                    the input's ragged right and bottom edges read as zero):
+//                                    the first workgroups take the weights, the others the input
+//   1  M[xi] = U[xi] · V[xi]         16 products (K x C)·(C x tiles) on the GEMM core
+//   2  Y = Aᵀ M A + bias             per k and tile: its 2x2 outputs, clipped at the edges
 // xi = 4·row + column of an element of the 4x4 transformed tile. The tiles of all images are
 // numbered t = (n·TH + ty)·TW + tx with TH = ceil(height / 2), TW = ceil(width / 2); the core's
 // M, N, K are the output channels, the tiles and the input channels.
@@ -39,13 +40,18 @@ uniform uint stage;
 #define LANE_B(v, l) v
 #endif
 
+// Invocations of stage 0 that transform the weights (whole workgroups).
+uint weight_items() {
+    uint items = OUT_CHANNELS * (IN_CHANNELS / uint(VA));
+    return (items + uint(THREADS) - 1u) / uint(THREADS) * uint(THREADS);
+}
+
 uint item_index() {
     return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * uint(THREADS) + gl_LocalInvocationIndex;
 }
 
-void weight_transform() {
+void weight_transform(uint item) {
     uint groups = IN_CHANNELS / uint(VA);
-    uint item = item_index();
     if (item >= OUT_CHANNELS * groups) {
         return;
     }
@@ -82,11 +88,10 @@ void weight_transform() {
     }
 }
 
-void input_transform() {
+void input_transform(uint item) {
     uint th = (height + 1u) / 2u;
     uint tw = (width + 1u) / 2u;
     uint groups = TILES / uint(VB);
-    uint item = item_index();
     if (item >= IN_CHANNELS * groups) {
         return;
     }
@@ -182,10 +187,14 @@ void output_transform() {
 
 void main() {
     if (stage == 0u) {
-        weight_transform();
+        uint item = item_index();
+        uint weights = weight_items();
+        if (item < weights) {
+            weight_transform(item);
+        } else {
+            input_transform(item - weights);
+        }
     } else if (stage == 1u) {
-        input_transform();
-    } else if (stage == 2u) {
         gemm_main();
     } else {
         output_transform();

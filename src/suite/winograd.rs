@@ -1,7 +1,7 @@
 //! Winograd F(2×2, 3×3) conv2d as a family of the suite's conv2d variants: the weights and the
 //! input are transformed into 16 matrices each, multiplied pairwise on the GEMM core (batched
 //! over workgroup z) and transformed back (`shaders/winograd.comp`, compiled appended to
-//! `shaders/gemm.comp`). One program runs all four dispatches, told apart by its `stage`
+//! `shaders/gemm.comp`). One program runs all three dispatches, told apart by its `stage`
 //! scalar; the transformed weights, input and products live in buffers the case allocates.
 //! 2.25× fewer multiplications than the direct convolution, for more memory traffic: `sparkle
 //! tune` times it against the implicit GEMM and keeps whichever wins per shape.
@@ -135,30 +135,32 @@ impl WinogradVariant {
         out
     }
 
-    /// The four dispatches of one convolution: `(stage, groups)`.
-    pub fn dispatches(&self, shape: Shape) -> [(u32, [u32; 3]); 4] {
+    /// The three dispatches of one convolution: `(stage, groups)`. Stage 0's first workgroups
+    /// transform the weights, the others the input.
+    pub fn dispatches(&self, shape: Shape) -> [(u32, [u32; 3]); 3] {
         let product = gemm_shape(shape);
         let threads = self.gemm.threads() as usize;
         let (va, vb) = (self.gemm.va as usize, self.gemm.vb as usize);
         let [x, y, _] = self.gemm.groups(&product);
+        let weight_groups = (shape.k * shape.c / va).div_ceil(threads);
+        let input_groups = (shape.c * product.gn / vb).div_ceil(threads);
         [
-            (0, grid(shape.k * shape.c / va, threads)),
-            (1, grid(shape.c * product.gn / vb, threads)),
-            (2, [x, y, BATCH]),
-            (3, grid(shape.k * product.gn / vb, threads)),
+            (0, grid(weight_groups + input_groups, 1)),
+            (1, [x, y, BATCH]),
+            (2, grid(shape.k * product.gn / vb, threads)),
         ]
     }
 }
 
-/// Workgroups of `threads` over `items`, as rows of at most 32768 (every GL device takes
-/// 65535 per axis).
+/// Workgroups of `threads` over `items` (`threads` = 1: `items` are workgroups), as rows of
+/// at most 32768 (every GL device takes 65535 per axis).
 fn grid(items: usize, threads: usize) -> [u32; 3] {
     let groups = items.div_ceil(threads.max(1)).max(1);
     let x = groups.min(32768);
     [x as u32, groups.div_ceil(x) as u32, 1]
 }
 
-/// Records the four dispatches of `variant` over the case's buffers: input, weights, bias,
+/// Records the three dispatches of `variant` over the case's buffers: input, weights, bias,
 /// output, then the transformed weights, the transformed input and the products. The runtime
 /// puts a barrier between them (each writes what the next reads).
 pub(crate) fn record(
