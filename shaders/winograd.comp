@@ -50,6 +50,10 @@ uint item_index() {
     return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * uint(THREADS) + gl_LocalInvocationIndex;
 }
 
+// Each transform goes one row of its 4x4 (or 2x2) result at a time, so that an invocation holds
+// one row of its VA or VB lanes rather than all 16 elements: the program's register count is the
+// largest of its stages', and the product's tiles need all of theirs.
+
 void weight_transform(uint item) {
     uint groups = IN_CHANNELS / uint(VA);
     if (item >= OUT_CHANNELS * groups) {
@@ -57,36 +61,44 @@ void weight_transform(uint item) {
     }
     uint k = item / groups;
     uint c0 = (item - k * groups) * uint(VA);
-    A_ELEM u[16];
-    for (int lane = 0; lane < VA; ++lane) {
-        uint base = (k * IN_CHANNELS + c0 + uint(lane)) * 9u;
-        float g[9];
-        for (int i = 0; i < 9; ++i) {
-            g[i] = w[base + uint(i)];
+    uint first = (k * IN_CHANNELS + c0) * 9u;
+    for (int p = 0; p < 4; ++p) {
+        A_ELEM row[4];
+        for (int lane = 0; lane < VA; ++lane) {
+            uint base = first + uint(lane) * 9u;
+            // Row p of G g: g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2.
+            float t[3];
+            for (int j = 0; j < 3; ++j) {
+                float g0 = w[base + uint(j)];
+                float g1 = w[base + 3u + uint(j)];
+                float g2 = w[base + 6u + uint(j)];
+                if (p == 0) {
+                    t[j] = g0;
+                } else if (p == 1) {
+                    t[j] = 0.5 * (g0 + g1 + g2);
+                } else if (p == 2) {
+                    t[j] = 0.5 * (g0 - g1 + g2);
+                } else {
+                    t[j] = g2;
+                }
+            }
+            // The same combination along the row: (G g Gᵀ)[p].
+            LANE_A(row[0], lane) = t[0];
+            LANE_A(row[1], lane) = 0.5 * (t[0] + t[1] + t[2]);
+            LANE_A(row[2], lane) = 0.5 * (t[0] - t[1] + t[2]);
+            LANE_A(row[3], lane) = t[2];
         }
-        // G g, row by row: g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2.
-        float t[12];
-        for (int j = 0; j < 3; ++j) {
-            t[j] = g[j];
-            t[3 + j] = 0.5 * (g[j] + g[3 + j] + g[6 + j]);
-            t[6 + j] = 0.5 * (g[j] - g[3 + j] + g[6 + j]);
-            t[9 + j] = g[6 + j];
+        for (int q = 0; q < 4; ++q) {
+            uint xi = uint(p * 4 + q);
+            a[(xi * OUT_CHANNELS * IN_CHANNELS + k * IN_CHANNELS + c0) / uint(VA)] = row[q];
         }
-        // (G g) Gᵀ, the same combination along each row.
-        for (int i = 0; i < 4; ++i) {
-            float a0 = t[i * 3];
-            float a1 = t[i * 3 + 1];
-            float a2 = t[i * 3 + 2];
-            LANE_A(u[i * 4], lane) = a0;
-            LANE_A(u[i * 4 + 1], lane) = 0.5 * (a0 + a1 + a2);
-            LANE_A(u[i * 4 + 2], lane) = 0.5 * (a0 - a1 + a2);
-            LANE_A(u[i * 4 + 3], lane) = a2;
-        }
-    }
-    for (int xi = 0; xi < 16; ++xi) {
-        a[(uint(xi) * OUT_CHANNELS * IN_CHANNELS + k * IN_CHANNELS + c0) / uint(VA)] = u[xi];
     }
 }
+
+// Row p of Bᵀ d is d[ROW_A] + ROW_SIGN · d[ROW_B]: d0 - d2, d1 + d2, d2 - d1, d1 - d3.
+const int ROW_A[4] = int[4](0, 1, 2, 1);
+const int ROW_B[4] = int[4](2, 2, 1, 3);
+const float ROW_SIGN[4] = float[4](-1.0, 1.0, -1.0, -1.0);
 
 void input_transform(uint item) {
     uint th = (height + 1u) / 2u;
@@ -97,44 +109,46 @@ void input_transform(uint item) {
     }
     uint ch = item / groups;
     uint t0 = (item - ch * groups) * uint(VB);
-    B_ELEM v[16];
+    // Per lane: the tile's top-left input pixel (one up and left of its outputs) and plane.
+    int y0[VB];
+    int x0[VB];
+    uint plane[VB];
     for (int lane = 0; lane < VB; ++lane) {
         uint t = t0 + uint(lane);
         uint n = t / (th * tw);
         uint rest = t - n * th * tw;
         uint ty = rest / tw;
-        uint tx = rest - ty * tw;
-        int y0 = int(ty * 2u) - 1;
-        int x0 = int(tx * 2u) - 1;
-        uint plane = (n * IN_CHANNELS + ch) * height * width;
-        float d[16];
-        for (int i = 0; i < 4; ++i) {
-            for (int j = 0; j < 4; ++j) {
-                int y = y0 + i;
-                int x = x0 + j;
-                bool inside = y >= 0 && y < int(height) && x >= 0 && x < int(width);
-                float value = inp[inside ? plane + uint(y) * width + uint(x) : 0u];
-                d[i * 4 + j] = inside ? value : 0.0;
-            }
-        }
-        // Bᵀ d, row by row: d0 - d2, d1 + d2, d2 - d1, d1 - d3.
-        float r[16];
-        for (int j = 0; j < 4; ++j) {
-            r[j] = d[j] - d[8 + j];
-            r[4 + j] = d[4 + j] + d[8 + j];
-            r[8 + j] = d[8 + j] - d[4 + j];
-            r[12 + j] = d[4 + j] - d[12 + j];
-        }
-        // (Bᵀ d) B, the same combination along each row.
-        for (int i = 0; i < 4; ++i) {
-            LANE_B(v[i * 4], lane) = r[i * 4] - r[i * 4 + 2];
-            LANE_B(v[i * 4 + 1], lane) = r[i * 4 + 1] + r[i * 4 + 2];
-            LANE_B(v[i * 4 + 2], lane) = r[i * 4 + 2] - r[i * 4 + 1];
-            LANE_B(v[i * 4 + 3], lane) = r[i * 4 + 1] - r[i * 4 + 3];
-        }
+        y0[lane] = int(ty * 2u) - 1;
+        x0[lane] = int((rest - ty * tw) * 2u) - 1;
+        plane[lane] = (n * IN_CHANNELS + ch) * height * width;
     }
-    for (int xi = 0; xi < 16; ++xi) {
-        b[(uint(xi) * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)] = v[xi];
+    for (int p = 0; p < 4; ++p) {
+        B_ELEM row[4];
+        for (int lane = 0; lane < VB; ++lane) {
+            int ya = y0[lane] + ROW_A[p];
+            int yb = y0[lane] + ROW_B[p];
+            bool row_a = ya >= 0 && ya < int(height);
+            bool row_b = yb >= 0 && yb < int(height);
+            float r[4];
+            for (int j = 0; j < 4; ++j) {
+                int x = x0[lane] + j;
+                bool column = x >= 0 && x < int(width);
+                bool inside_a = row_a && column;
+                bool inside_b = row_b && column;
+                float da = inp[inside_a ? plane[lane] + uint(ya) * width + uint(x) : 0u];
+                float db = inp[inside_b ? plane[lane] + uint(yb) * width + uint(x) : 0u];
+                r[j] = (inside_a ? da : 0.0) + ROW_SIGN[p] * (inside_b ? db : 0.0);
+            }
+            // The same combination along the row: (Bᵀ d B)[p].
+            LANE_B(row[0], lane) = r[0] - r[2];
+            LANE_B(row[1], lane) = r[1] + r[2];
+            LANE_B(row[2], lane) = r[2] - r[1];
+            LANE_B(row[3], lane) = r[1] - r[3];
+        }
+        for (int q = 0; q < 4; ++q) {
+            uint xi = uint(p * 4 + q);
+            b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)] = row[q];
+        }
     }
 }
 
@@ -148,37 +162,45 @@ void output_transform() {
     }
     uint k = item / groups;
     uint t0 = (item - k * groups) * uint(VB);
-    C_ELEM m[16];
-    for (int xi = 0; xi < 16; ++xi) {
-        m[xi] = c[(uint(xi) * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
+    // Aᵀ m, accumulated over the rows of m: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3.
+    C_ELEM s0[4];
+    C_ELEM s1[4];
+    for (int p = 0; p < 4; ++p) {
+        for (int q = 0; q < 4; ++q) {
+            uint xi = uint(p * 4 + q);
+            C_ELEM m = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
+            if (p == 0) {
+                s0[q] = m;
+            } else if (p == 1) {
+                s0[q] += m;
+                s1[q] = m;
+            } else if (p == 2) {
+                s0[q] += m;
+                s1[q] -= m;
+            } else {
+                s1[q] -= m;
+            }
+        }
     }
     float offset = bias[k];
     for (int lane = 0; lane < VB; ++lane) {
-        // Aᵀ m, row by row: m0 + m1 + m2, m1 - m2 - m3.
-        float s[8];
-        for (int j = 0; j < 4; ++j) {
-            float m0 = LANE_B(m[j], lane);
-            float m1 = LANE_B(m[4 + j], lane);
-            float m2 = LANE_B(m[8 + j], lane);
-            float m3 = LANE_B(m[12 + j], lane);
-            s[j] = m0 + m1 + m2;
-            s[4 + j] = m1 - m2 - m3;
-        }
         uint t = t0 + uint(lane);
         uint n = t / (th * tw);
         uint rest = t - n * th * tw;
         uint ty = rest / tw;
         uint tx = rest - ty * tw;
         uint plane = (n * OUT_CHANNELS + k) * height * width;
+        uint x = tx * 2u;
         for (int i = 0; i < 2; ++i) {
+            float e0 = i == 0 ? LANE_B(s0[0], lane) : LANE_B(s1[0], lane);
+            float e1 = i == 0 ? LANE_B(s0[1], lane) : LANE_B(s1[1], lane);
+            float e2 = i == 0 ? LANE_B(s0[2], lane) : LANE_B(s1[2], lane);
+            float e3 = i == 0 ? LANE_B(s0[3], lane) : LANE_B(s1[3], lane);
             uint y = ty * 2u + uint(i);
-            float left = s[i * 4] + s[i * 4 + 1] + s[i * 4 + 2] + offset;
-            float right = s[i * 4 + 1] - s[i * 4 + 2] - s[i * 4 + 3] + offset;
-            uint x = tx * 2u;
             if (y < height) {
-                outp[plane + y * width + x] = left;
+                outp[plane + y * width + x] = e0 + e1 + e2 + offset;
                 if (x + 1u < width) {
-                    outp[plane + y * width + x + 1u] = right;
+                    outp[plane + y * width + x + 1u] = e1 - e2 - e3 + offset;
                 }
             }
         }
