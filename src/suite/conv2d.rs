@@ -14,7 +14,7 @@
 //! size (the direct one `9·C`, the Winograd one up to about `7·C` times `ε·Σ|in·w|`). Plus 1e-30.
 
 use crate::hal::BufferUsage;
-use crate::kernel::{Access, KernelSpec, ScalarType};
+use crate::kernel::{Access, KernelSpec, ScalarType, SourceLanguage};
 use crate::runtime::{Arg, Buffer, Program, Runtime};
 use crate::Result;
 
@@ -162,9 +162,9 @@ impl Case for Conv2d {
         format!("{NAME} n={n} c={c} h={h} w={w} k={k}")
     }
 
-    /// The input, weights, bias and output; then, where the device can bind them, the
-    /// intermediate buffers of the Winograd variants (transformed weights, transformed input,
-    /// products), so that any variant runs over the same buffers.
+    /// The input, weights, bias and output; then, where the backend takes the Winograd
+    /// variants (GLSL) and the device can bind them, their intermediate buffers (transformed
+    /// weights, transformed input, products), so that any variant runs over the same buffers.
     fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>> {
         let Shape { n, h, w, k, .. } = self.shape;
         let mut buffers = vec![
@@ -173,7 +173,8 @@ impl Case for Conv2d {
             backend.upload(&self.bias, BufferUsage::Input)?,
             backend.create_buffer((n * k * h * w * 4) as u64, BufferUsage::Output)?,
         ];
-        if winograd::fits(&backend.info().limits, self.shape) {
+        let glsl = backend.info().languages.contains(&SourceLanguage::Glsl);
+        if glsl && winograd::fits(&backend.info().limits, self.shape) {
             for bytes in winograd::intermediate_bytes(self.shape) {
                 buffers.push(backend.create_buffer(bytes, BufferUsage::InOut)?);
             }
