@@ -52,6 +52,9 @@ fn winograd_variants_match_the_reference_at_ragged_shapes() {
             WinogradVariant {
                 gemm: GemmVariant { warp: 1, frag: 1, ..variant(32, 64, 8, 4, 8, va, vb).gemm },
             },
+            // The big tiles a GPU picks: 8x8 per invocation, subgroup layout or fragments.
+            WinogradVariant { gemm: GemmVariant { va, vb, ..GemmVariant::BIG } },
+            WinogradVariant { gemm: GemmVariant { frag: 1, ..variant(128, 64, 8, 8, 8, va, vb).gemm } },
         ];
         if vb == 4 {
             // The scalar paths also run where vectors could.
