@@ -23,8 +23,9 @@
 // each 32-wide subgroup covers an 8 x 4 patch of invocation positions, so fewer distinct
 // shared-memory vectors are read per instruction), FRAG (1: the next step's fragments are read
 // from shared memory into a second set of registers while this step multiplies), UNROLL, SPLIT.
-// Every load outside the matrices reads zero and every store outside is skipped, so any size
-// works.
+// WINOGRAD (defined or not): the core becomes `gemm_main`, batched over workgroup z, for
+// shaders/winograd.comp. Every load outside the matrices reads zero and every store outside is
+// skipped, so any size works.
 
 // UNROLL = 1: ask NVIDIA's compiler to unroll every constant loop (other compilers ignore it).
 #if UNROLL
@@ -72,6 +73,21 @@ uniform uint H;
 uniform uint W_;
 uniform uint K;
 #define P_DATA w
+#elif defined(WINOGRAD)
+// The batched product of a Winograd conv2d (shaders/winograd.comp, appended to this file): batch
+// gl_WorkGroupID.z of 16 multiplies its slices of the transformed weights (M x K, here output
+// channels x input channels) and the transformed input (K x N: input channels x tiles). The
+// transforms write both, hence other block names than the read-only ones below.
+layout(std430, binding = 0) restrict buffer WinoU { A_ELEM a[]; };
+layout(std430, binding = 1) restrict buffer WinoV { B_ELEM b[]; };
+layout(std430, binding = 2) restrict buffer WinoM { C_ELEM c[]; };
+uniform uint M;
+uniform uint N;
+uniform uint K;
+#define P_DATA a
+#if SPLIT > 1
+#error "the Winograd product takes workgroup z as its batch, so it cannot be split"
+#endif
 #else
 layout(std430, binding = 0) restrict readonly buffer A { A_ELEM a[]; };
 layout(std430, binding = 1) restrict readonly buffer B { B_ELEM b[]; };
@@ -100,6 +116,16 @@ uint GN;
 uint GK;
 // Where this workgroup's part of the shared dimension ends (GK unless split).
 uint K_END;
+#ifdef WINOGRAD
+// Where this workgroup's batch starts in the left, right and result matrices.
+uint P_BASE;
+uint Q_BASE;
+uint R_BASE;
+#else
+#define P_BASE 0u
+#define Q_BASE 0u
+#define R_BASE 0u
+#endif
 
 // What one invocation loads of one slice, kept in registers until it is stored.
 vec4 reg_p[A_CHUNKS];
@@ -123,7 +149,7 @@ void load_slice(uint row0, uint col0, uint k0) {
         uint row = row0 + q / uint(BK / 4);
         uint k = k0 + (q % uint(BK / 4)) * 4u;
         bool inside = row < GM && k < K_END;
-        vec4 v = P_DATA[inside ? (row * GK + k) / 4u : 0u];
+        vec4 v = P_DATA[inside ? (P_BASE + row * GK + k) / 4u : 0u];
         reg_p[i] = inside ? v : vec4(0.0);
 #else
         // Four rows at one k: the registers hold the slice already transposed.
@@ -131,7 +157,7 @@ void load_slice(uint row0, uint col0, uint k0) {
         uint row = row0 + (q / uint(BK)) * 4u;
         for (int r = 0; r < 4; ++r) {
             bool inside = row + uint(r) < GM && k < K_END;
-            float v = P_DATA[inside ? (row + uint(r)) * GK + k : 0u];
+            float v = P_DATA[inside ? P_BASE + (row + uint(r)) * GK + k : 0u];
             reg_p[i][r] = inside ? v : 0.0;
         }
 #endif
@@ -159,12 +185,12 @@ void load_slice(uint row0, uint col0, uint k0) {
         uint col = col0 + (q % uint(BN / 4)) * 4u;
 #if VB == 4
         bool inside = k < K_END && col < GN;
-        vec4 v = b[inside ? (k * GN + col) / 4u : 0u];
+        vec4 v = b[inside ? (Q_BASE + k * GN + col) / 4u : 0u];
         reg_q[i] = inside ? v : vec4(0.0);
 #else
         for (int j = 0; j < 4; ++j) {
             bool inside = k < K_END && col + uint(j) < GN;
-            float v = b[inside ? k * GN + col + uint(j) : 0u];
+            float v = b[inside ? Q_BASE + k * GN + col + uint(j) : 0u];
             reg_q[i][j] = inside ? v : 0.0;
         }
 #endif
@@ -193,7 +219,13 @@ void store_slice(int buf) {
     }
 }
 
-void main() {
+// One opening brace whatever the name (the host reads the declarations without preprocessing).
+#ifdef WINOGRAD
+#define GEMM_MAIN gemm_main
+#else
+#define GEMM_MAIN main
+#endif
+void GEMM_MAIN() {
 #if CONV
     GM = K;
     HW = H * W_;
@@ -203,6 +235,11 @@ void main() {
     GM = M;
     GN = N;
     GK = K;
+#endif
+#ifdef WINOGRAD
+    P_BASE = gl_WorkGroupID.z * GM * GK;
+    Q_BASE = gl_WorkGroupID.z * GK * GN;
+    R_BASE = gl_WorkGroupID.z * GM * GN;
 #endif
     uint row0 = gl_WorkGroupID.y * uint(BM);
     uint col0 = gl_WorkGroupID.x * uint(BN);
@@ -353,7 +390,7 @@ void main() {
                     uint n = col / HW;
                     outp[((n * K + row) * HW + (col - n * HW)) / 4u] = value;
 #else
-                    c[(row * GN + col) / 4u] = value;
+                    c[(R_BASE + row * GN + col) / 4u] = value;
 #endif
                 }
 #else
@@ -369,7 +406,7 @@ void main() {
                         outp[at] = value[e];
 #endif
 #else
-                        uint at = row * GN + cc;
+                        uint at = R_BASE + row * GN + cc;
 #if SPLIT > 1
                         if (adding) { atomicAdd(c[at], value[e]); } else { c[at] = value[e]; }
 #else

@@ -20,6 +20,8 @@ struct Row {
     /// `tuned` now, or `stored` (kept from an earlier tune).
     source: &'static str,
     rejected: Vec<(String, String)>,
+    /// (variant, median ms) of every variant timed now, fastest first; empty when stored.
+    timings: Vec<(String, f64)>,
 }
 
 pub fn run(
@@ -62,6 +64,7 @@ pub fn run(
                 candidates: choice.candidates,
                 source: "stored",
                 rejected: Vec::new(),
+                timings: Vec::new(),
             });
             continue;
         }
@@ -89,6 +92,7 @@ pub fn run(
             candidates: outcome.choice.candidates,
             source: "tuned",
             rejected: outcome.rejected,
+            timings: outcome.timings,
         });
     }
     if json {

@@ -1,17 +1,26 @@
 //! conv2d: 3×3 kernel, stride 1, zero padding 1, NCHW, with bias — an implicit GEMM on the
 //! register-blocked core ([`super::gemm`]): the weights are the K×(C·9) left matrix, the input
-//! is gathered as the (C·9)×(N·H·W) right matrix without being copied.
+//! is gathered as the (C·9)×(N·H·W) right matrix without being copied. Winograd F(2×2, 3×3)
+//! variants ([`super::winograd`]) are offered beside it, and `sparkle tune` keeps whichever wins.
 //!
-//! Tolerance: each output is a dot product of up to `9·C` terms plus the bias, so as for sgemm
-//! we allow `(9·C + 1)·ε·(|bias| + Σ|in·w|)` (plus 1e-30) against an f64 reference.
+//! Tolerance, against an f64 reference: the larger of two bounds, since any variant may run.
+//! Direct (implicit GEMM): each output is a dot product of up to `9·C` terms plus the bias, so
+//! as for sgemm we allow `(9·C + 1)·ε·(|bias| + Σ|in·w|)`. Winograd: the output is
+//! `Aᵀ(Σ_c U_c ⊙ V_c)A + bias` with `U = G g Gᵀ`, `V = Bᵀ d B`; to first order, the transforms
+//! of g and d err by at most 4ε and 2ε relative to `Ū = |G||g||G|ᵀ` and `V̄ = |Bᵀ||d||B|`, the
+//! product adds ε, the C-term sum `(C − 1)·ε`, the output transform 4ε and the bias ε, all
+//! relative to `S = Σ_c (|Aᵀ|(Ū ⊙ V̄)|A|)_ij`, so we allow `(C + 16)·ε·S + 2ε·|bias|`. `S` is
+//! at least `Σ|in·w|` and at most 64/9 of it per unit inputs, so the two bounds are of the same
+//! size (the direct one `9·C`, the Winograd one up to about `7·C` times `ε·Σ|in·w|`). Plus 1e-30.
 
 use crate::hal::BufferUsage;
-use crate::kernel::{Access, KernelSpec, ScalarType};
+use crate::kernel::{Access, KernelSpec, ScalarType, SourceLanguage};
 use crate::runtime::{Arg, Buffer, Program, Runtime};
 use crate::Result;
 
 use super::gemm::{GemmShape, GemmVariant};
 use super::sgemm::{program_variant, record_gemm, with_phase};
+use super::winograd::{self, WinogradVariant};
 use super::{random_floats, Case, Work};
 use crate::hal::{DeviceInfo, Limits};
 use crate::runtime::Commands;
@@ -76,29 +85,43 @@ impl Conv2d {
 }
 
 impl Conv2d {
-    /// One output element of the f64 reference and its tolerance.
+    /// One output element of the f64 reference and its tolerance (see the module's doc).
     fn reference_at(&self, index: usize) -> (f64, f64) {
         let Shape { c, h, w, k, .. } = self.shape;
         let (x, y) = (index % w, (index / w) % h);
         let (o, b) = ((index / (w * h)) % k, index / (w * h * k));
-        let gamma = (9 * c + 1) as f64 * f64::from(f32::EPSILON);
+        let eps = f64::from(f32::EPSILON);
+        let gamma = (9 * c + 1) as f64 * eps;
         let bias = f64::from(self.bias[o]);
         let (mut sum, mut magnitude) = (bias, bias.abs());
+        let mut winograd_magnitude = 0.0;
+        // The Winograd tile holding (y, x): its 4×4 input patch starts one above and left of
+        // its 2×2 outputs.
+        let (y0, x0) = ((y / 2 * 2) as isize - 1, (x / 2 * 2) as isize - 1);
+        let at = |ci: usize, iy: isize, ix: isize| {
+            if iy < 0 || ix < 0 || iy as usize >= h || ix as usize >= w {
+                0.0
+            } else {
+                f64::from(self.input[((b * c + ci) * h + iy as usize) * w + ix as usize])
+            }
+        };
         for ci in 0..c {
+            let g: [f64; 9] = std::array::from_fn(|t| f64::from(self.weights[(o * c + ci) * 9 + t]));
             for dy in 0..3 {
                 for dx in 0..3 {
-                    let (iy, ix) = ((y + dy).wrapping_sub(1), (x + dx).wrapping_sub(1));
-                    if iy >= h || ix >= w {
-                        continue;
-                    }
-                    let input = f64::from(self.input[((b * c + ci) * h + iy) * w + ix]);
-                    let weight = f64::from(self.weights[(o * c + ci) * 9 + dy * 3 + dx]);
+                    let input = at(ci, y as isize + dy as isize - 1, x as isize + dx as isize - 1);
+                    let weight = g[dy * 3 + dx];
                     sum += input * weight;
                     magnitude += (input * weight).abs();
                 }
             }
+            let patch: [f64; 16] =
+                std::array::from_fn(|t| at(ci, y0 + (t / 4) as isize, x0 + (t % 4) as isize));
+            winograd_magnitude += winograd::magnitude(&g, &patch, y % 2, x % 2);
         }
-        (sum, gamma * magnitude + 1e-30)
+        let direct = gamma * magnitude;
+        let winograd = winograd::gamma(c) * winograd_magnitude + 2.0 * eps * bias.abs();
+        (sum, direct.max(winograd) + 1e-30)
     }
 }
 
@@ -112,10 +135,12 @@ impl Case for Conv2d {
     }
 
     fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)> {
-        GemmVariant::candidates(limits, &gemm_shape(self.shape))
-            .iter()
-            .map(|v| (v.to_string(), variant_spec(v)))
-            .collect()
+        let implicit = GemmVariant::candidates(limits, &gemm_shape(self.shape))
+            .into_iter()
+            .map(|v| (v.to_string(), variant_spec(&v)));
+        let winograd =
+            WinogradVariant::candidates(limits, self.shape).into_iter().map(|v| (v.to_string(), v.spec()));
+        implicit.chain(winograd).collect()
     }
 
     fn shape_key(&self) -> String {
@@ -137,18 +162,31 @@ impl Case for Conv2d {
         format!("{NAME} n={n} c={c} h={h} w={w} k={k}")
     }
 
+    /// The input, weights, bias and output; then, where the backend takes the Winograd
+    /// variants (GLSL) and the device can bind them, their intermediate buffers (transformed
+    /// weights, transformed input, products), so that any variant runs over the same buffers.
     fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>> {
         let Shape { n, h, w, k, .. } = self.shape;
-        Ok(vec![
+        let mut buffers = vec![
             backend.upload(&self.input, BufferUsage::Input)?,
             backend.upload(&self.weights, BufferUsage::Input)?,
             backend.upload(&self.bias, BufferUsage::Input)?,
             backend.create_buffer((n * k * h * w * 4) as u64, BufferUsage::Output)?,
-        ])
+        ];
+        let glsl = backend.info().languages.contains(&SourceLanguage::Glsl);
+        if glsl && winograd::fits(&backend.info().limits, self.shape) {
+            for bytes in winograd::intermediate_bytes(self.shape) {
+                buffers.push(backend.create_buffer(bytes, BufferUsage::InOut)?);
+            }
+        }
+        Ok(buffers)
     }
 
     fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()> {
         let Shape { n, c, h, w, k } = self.shape;
+        if let Some(variant) = WinogradVariant::from_spec(program.spec()) {
+            return winograd::record(commands, program, &variant, self.shape, buffers);
+        }
         let variant = program_variant(program)?;
         record_gemm(
             commands,

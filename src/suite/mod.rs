@@ -44,6 +44,7 @@ pub mod saxpy;
 pub mod sgemm;
 pub mod timing;
 pub mod tuning;
+pub mod winograd;
 
 use std::time::Duration;
 

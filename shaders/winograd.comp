@@ -1,0 +1,224 @@
+// Winograd F(2x2, 3x3) conv2d: 3x3 kernel, stride 1, zero padding 1, NCHW input, KCRS weights,
+// bias. Compiled appended to shaders/gemm.comp with WINOGRAD defined (the core's `main` becomes
+// `gemm_main`, batched over workgroup z); one program, three dispatches told apart by `stage`:
+//   0  U[xi][k][c] = (G g Gᵀ)[xi]    per output channel k and input channel c (the weights),
+//      V[xi][c][t] = (Bᵀ d B)[xi]    then per input channel c and 4x4 input tile t (stride 2,
+//                                    the input's ragged right and bottom edges read as zero):
+//                                    the first workgroups take the weights, the others the input
+//   1  M[xi] = U[xi] · V[xi]         16 products (K x C)·(C x tiles) on the GEMM core
+//   2  Y = Aᵀ M A + bias             per k and tile: its 2x2 outputs, clipped at the edges
+// xi = 4·row + column of an element of the 4x4 transformed tile. The tiles of all images are
+// numbered t = (n·TH + ty)·TW + tx with TH = ceil(height / 2), TW = ceil(width / 2); the core's
+// M, N, K are the output channels, the tiles and the input channels.
+//
+// Each invocation of the transforms takes VA (weights) or VB (input, output) neighbouring input
+// channels or tiles, so that U, V and M are read and written with the core's vector widths; VB
+// = 4 needs the tile count to be a multiple of 4 and VA = 4 the input channels. Every stage runs
+// with the core's workgroup size, over a grid of (x, y) workgroups numbered row by row.
+
+layout(std430, binding = 3) restrict readonly buffer WinoIn { float inp[]; };
+layout(std430, binding = 4) restrict readonly buffer WinoW { float w[]; };
+layout(std430, binding = 5) restrict readonly buffer WinoBias { float bias[]; };
+layout(std430, binding = 6) restrict buffer WinoOut { float outp[]; };
+uniform uint height;
+uniform uint width;
+uniform uint stage;
+
+#define OUT_CHANNELS M
+#define IN_CHANNELS K
+#define TILES N
+
+// Lane l of a VA- or VB-wide value (l is a constant loop index after unrolling).
+#if VA == 4
+#define LANE_A(v, l) v[l]
+#else
+#define LANE_A(v, l) v
+#endif
+#if VB == 4
+#define LANE_B(v, l) v[l]
+#else
+#define LANE_B(v, l) v
+#endif
+
+// Invocations of stage 0 that transform the weights (whole workgroups).
+uint weight_items() {
+    uint items = OUT_CHANNELS * (IN_CHANNELS / uint(VA));
+    return (items + uint(THREADS) - 1u) / uint(THREADS) * uint(THREADS);
+}
+
+uint item_index() {
+    return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * uint(THREADS) + gl_LocalInvocationIndex;
+}
+
+// Each transform goes one row of its 4x4 (or 2x2) result at a time, so that an invocation holds
+// one row of its VA or VB lanes rather than all 16 elements: the program's register count is the
+// largest of its stages', and the product's tiles need all of theirs.
+
+void weight_transform(uint item) {
+    uint groups = IN_CHANNELS / uint(VA);
+    if (item >= OUT_CHANNELS * groups) {
+        return;
+    }
+    uint k = item / groups;
+    uint c0 = (item - k * groups) * uint(VA);
+    uint first = (k * IN_CHANNELS + c0) * 9u;
+    for (int p = 0; p < 4; ++p) {
+        A_ELEM row[4];
+        for (int lane = 0; lane < VA; ++lane) {
+            uint base = first + uint(lane) * 9u;
+            // Row p of G g: g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2.
+            float t[3];
+            for (int j = 0; j < 3; ++j) {
+                float g0 = w[base + uint(j)];
+                float g1 = w[base + 3u + uint(j)];
+                float g2 = w[base + 6u + uint(j)];
+                if (p == 0) {
+                    t[j] = g0;
+                } else if (p == 1) {
+                    t[j] = 0.5 * (g0 + g1 + g2);
+                } else if (p == 2) {
+                    t[j] = 0.5 * (g0 - g1 + g2);
+                } else {
+                    t[j] = g2;
+                }
+            }
+            // The same combination along the row: (G g Gᵀ)[p].
+            LANE_A(row[0], lane) = t[0];
+            LANE_A(row[1], lane) = 0.5 * (t[0] + t[1] + t[2]);
+            LANE_A(row[2], lane) = 0.5 * (t[0] - t[1] + t[2]);
+            LANE_A(row[3], lane) = t[2];
+        }
+        for (int q = 0; q < 4; ++q) {
+            uint xi = uint(p * 4 + q);
+            a[(xi * OUT_CHANNELS * IN_CHANNELS + k * IN_CHANNELS + c0) / uint(VA)] = row[q];
+        }
+    }
+}
+
+// Row p of Bᵀ d is d[ROW_A] + ROW_SIGN · d[ROW_B]: d0 - d2, d1 + d2, d2 - d1, d1 - d3.
+const int ROW_A[4] = int[4](0, 1, 2, 1);
+const int ROW_B[4] = int[4](2, 2, 1, 3);
+const float ROW_SIGN[4] = float[4](-1.0, 1.0, -1.0, -1.0);
+
+void input_transform(uint item) {
+    uint th = (height + 1u) / 2u;
+    uint tw = (width + 1u) / 2u;
+    uint groups = TILES / uint(VB);
+    if (item >= IN_CHANNELS * groups) {
+        return;
+    }
+    uint ch = item / groups;
+    uint t0 = (item - ch * groups) * uint(VB);
+    // Per lane: the tile's top-left input pixel (one up and left of its outputs) and plane.
+    int y0[VB];
+    int x0[VB];
+    uint plane[VB];
+    for (int lane = 0; lane < VB; ++lane) {
+        uint t = t0 + uint(lane);
+        uint n = t / (th * tw);
+        uint rest = t - n * th * tw;
+        uint ty = rest / tw;
+        y0[lane] = int(ty * 2u) - 1;
+        x0[lane] = int((rest - ty * tw) * 2u) - 1;
+        plane[lane] = (n * IN_CHANNELS + ch) * height * width;
+    }
+    for (int p = 0; p < 4; ++p) {
+        B_ELEM row[4];
+        for (int lane = 0; lane < VB; ++lane) {
+            int ya = y0[lane] + ROW_A[p];
+            int yb = y0[lane] + ROW_B[p];
+            bool row_a = ya >= 0 && ya < int(height);
+            bool row_b = yb >= 0 && yb < int(height);
+            float r[4];
+            for (int j = 0; j < 4; ++j) {
+                int x = x0[lane] + j;
+                bool column = x >= 0 && x < int(width);
+                bool inside_a = row_a && column;
+                bool inside_b = row_b && column;
+                float da = inp[inside_a ? plane[lane] + uint(ya) * width + uint(x) : 0u];
+                float db = inp[inside_b ? plane[lane] + uint(yb) * width + uint(x) : 0u];
+                r[j] = (inside_a ? da : 0.0) + ROW_SIGN[p] * (inside_b ? db : 0.0);
+            }
+            // The same combination along the row: (Bᵀ d B)[p].
+            LANE_B(row[0], lane) = r[0] - r[2];
+            LANE_B(row[1], lane) = r[1] + r[2];
+            LANE_B(row[2], lane) = r[2] - r[1];
+            LANE_B(row[3], lane) = r[1] - r[3];
+        }
+        for (int q = 0; q < 4; ++q) {
+            uint xi = uint(p * 4 + q);
+            b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)] = row[q];
+        }
+    }
+}
+
+void output_transform() {
+    uint th = (height + 1u) / 2u;
+    uint tw = (width + 1u) / 2u;
+    uint groups = TILES / uint(VB);
+    uint item = item_index();
+    if (item >= OUT_CHANNELS * groups) {
+        return;
+    }
+    uint k = item / groups;
+    uint t0 = (item - k * groups) * uint(VB);
+    // Aᵀ m, accumulated over the rows of m: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3.
+    C_ELEM s0[4];
+    C_ELEM s1[4];
+    for (int p = 0; p < 4; ++p) {
+        for (int q = 0; q < 4; ++q) {
+            uint xi = uint(p * 4 + q);
+            C_ELEM m = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
+            if (p == 0) {
+                s0[q] = m;
+            } else if (p == 1) {
+                s0[q] += m;
+                s1[q] = m;
+            } else if (p == 2) {
+                s0[q] += m;
+                s1[q] -= m;
+            } else {
+                s1[q] -= m;
+            }
+        }
+    }
+    float offset = bias[k];
+    for (int lane = 0; lane < VB; ++lane) {
+        uint t = t0 + uint(lane);
+        uint n = t / (th * tw);
+        uint rest = t - n * th * tw;
+        uint ty = rest / tw;
+        uint tx = rest - ty * tw;
+        uint plane = (n * OUT_CHANNELS + k) * height * width;
+        uint x = tx * 2u;
+        for (int i = 0; i < 2; ++i) {
+            float e0 = i == 0 ? LANE_B(s0[0], lane) : LANE_B(s1[0], lane);
+            float e1 = i == 0 ? LANE_B(s0[1], lane) : LANE_B(s1[1], lane);
+            float e2 = i == 0 ? LANE_B(s0[2], lane) : LANE_B(s1[2], lane);
+            float e3 = i == 0 ? LANE_B(s0[3], lane) : LANE_B(s1[3], lane);
+            uint y = ty * 2u + uint(i);
+            if (y < height) {
+                outp[plane + y * width + x] = e0 + e1 + e2 + offset;
+                if (x + 1u < width) {
+                    outp[plane + y * width + x + 1u] = e1 - e2 - e3 + offset;
+                }
+            }
+        }
+    }
+}
+
+void main() {
+    if (stage == 0u) {
+        uint item = item_index();
+        uint weights = weight_items();
+        if (item < weights) {
+            weight_transform(item);
+        } else {
+            input_transform(item - weights);
+        }
+    } else if (stage == 1u) {
+        gemm_main();
+    } else {
+        output_transform();
+    }
+}

@@ -1,0 +1,125 @@
+//! Winograd F(2×2, 3×3) conv2d on the gl backend (llvmpipe in CI): every layout of its
+//! variants matches the CPU reference at ragged shapes (odd H and W, channels off the tile
+//! sizes, several images); a broken variant is caught by the same tolerance; the tuner offers
+//! Winograd beside the implicit GEMM, and a stored Winograd choice selects it again in a fresh
+//! runtime.
+
+#![cfg(feature = "gl")]
+
+use sparkle::cache::CacheConfig;
+use sparkle::suite::conv2d::{Conv2d, Shape};
+use sparkle::suite::gemm::GemmVariant;
+use sparkle::suite::winograd::{self, WinogradVariant};
+use sparkle::suite::{self, tuning, Case};
+use sparkle::{KernelSpec, Runtime};
+
+fn backend() -> Runtime {
+    Runtime::open_backend("gl", &CacheConfig::memory_only()).expect("a GL 4.3 context (llvmpipe is enough)")
+}
+
+fn verdict(backend: &Runtime, case: &dyn Case, spec: &KernelSpec) -> suite::Verdict {
+    let program = backend.program(spec).unwrap_or_else(|e| panic!("{} compiles: {e}", spec.name));
+    suite::run_and_verify(backend, &program, case).expect("the dispatch runs")
+}
+
+fn variant(bm: u32, bn: u32, bk: u32, tm: u32, tn: u32, va: u32, vb: u32) -> WinogradVariant {
+    WinogradVariant { gemm: GemmVariant { bm, bn, bk, tm, tn, va, vb, ..GemmVariant::SAFE } }
+}
+
+#[test]
+fn winograd_variants_match_the_reference_at_ragged_shapes() {
+    let backend = backend();
+    for shape in [
+        // One pixel: a single tile, three quarters of it padding.
+        Shape { n: 1, c: 1, h: 1, w: 1, k: 1 },
+        // Odd H and W (ragged tiles), channels off every tile size, two images.
+        Shape { n: 2, c: 3, h: 7, w: 9, k: 5 },
+        // C a multiple of 4 (vector weight loads), tile count a multiple of 4 (vector V and M).
+        Shape { n: 2, c: 8, h: 5, w: 11, k: 12 },
+        // Three images, K past one 32-row tile, even sizes.
+        Shape { n: 3, c: 12, h: 6, w: 6, k: 37 },
+        // Odd sizes with a tile count that is a multiple of 4 (vector V and M) but C that is not.
+        Shape { n: 4, c: 5, h: 3, w: 5, k: 9 },
+    ] {
+        let case = Conv2d::random(shape, (shape.h * 31 + shape.w) as u64);
+        let tiles = winograd::tiles(shape);
+        let vb = if tiles % 4 == 0 { 4 } else { 1 };
+        let va = if shape.c % 4 == 0 { 4 } else { 1 };
+        let mut variants = vec![
+            variant(32, 32, 16, 4, 4, 1, vb),
+            variant(32, 32, 16, 4, 4, va, vb),
+            variant(64, 32, 16, 8, 4, va, vb),
+            WinogradVariant {
+                gemm: GemmVariant { warp: 1, frag: 1, ..variant(32, 64, 8, 4, 8, va, vb).gemm },
+            },
+            // The big tiles a GPU picks: 8x8 per invocation, subgroup layout or fragments.
+            WinogradVariant { gemm: GemmVariant { va, vb, ..GemmVariant::BIG } },
+            WinogradVariant { gemm: GemmVariant { frag: 1, ..variant(128, 64, 8, 8, 8, va, vb).gemm } },
+        ];
+        if vb == 4 {
+            // The scalar paths also run where vectors could.
+            variants.push(variant(32, 32, 16, 4, 4, 1, 1));
+        }
+        for v in variants {
+            assert!(v.fits(&backend.info().limits, shape), "{v} fits {shape:?}");
+            let verdict = verdict(&backend, &case, &v.spec());
+            assert!(verdict.passed(), "{} with {v}: {verdict}", case.describe());
+        }
+    }
+}
+
+#[test]
+fn the_tolerance_catches_a_winograd_variant_that_drops_one_tap() {
+    // A kernel whose weight transform ignores the centre tap must fail: the bound is tight
+    // enough to see one missing term of a few channels.
+    let backend = backend();
+    let shape = Shape { n: 1, c: 4, h: 5, w: 5, k: 3 };
+    let case = Conv2d::random(shape, 5);
+    let good = variant(32, 32, 16, 4, 4, 4, 1);
+    assert!(verdict(&backend, &case, &good.spec()).passed());
+    let mut broken = good.spec();
+    let sparkle::KernelSource::Glsl(source) = &mut broken.sources[0] else { panic!("a GLSL source") };
+    let centre = "float g1 = w[base + 3u + uint(j)];";
+    assert!(source.contains(centre));
+    *source = source.replace(centre, "float g1 = j == 1 ? 0.0 : w[base + 3u + uint(j)];");
+    let verdict = verdict(&backend, &case, &broken);
+    assert!(!verdict.passed(), "a conv2d without its centre tap passed: {verdict}");
+}
+
+#[test]
+fn the_tuner_offers_winograd_and_a_stored_winograd_choice_is_selected_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = CacheConfig { dir: Some(dir.path().to_path_buf()), ..CacheConfig::memory_only() };
+    let shape = Shape { n: 1, c: 4, h: 6, w: 6, k: 8 };
+    let case = Conv2d::random(shape, 11);
+    let first = Runtime::open_backend("gl", &config).unwrap();
+    let variants = suite::variants_for(&first, &case);
+    let implicit = variants.iter().filter(|(l, _)| !l.starts_with("winograd")).count();
+    let offered: Vec<&(String, KernelSpec)> =
+        variants.iter().filter(|(l, _)| l.starts_with("winograd f2x2 ")).collect();
+    assert!(implicit > 0 && !offered.is_empty(), "{:?}", variants.iter().map(|v| &v.0).collect::<Vec<_>>());
+    // The default stays the implicit GEMM.
+    assert!(WinogradVariant::from_spec(&case.default_spec(first.info())).is_none());
+
+    // Check a few Winograd variants (timing them all is too slow on llvmpipe) and store one as
+    // a tuned choice, as `sparkle tune` would.
+    let winograd_only: Vec<(String, KernelSpec)> = offered.iter().take(2).map(|&v| v.clone()).collect();
+    let mut timings = Vec::new();
+    for (label, spec) in &winograd_only {
+        let program = first.program(spec).unwrap();
+        let verdict = suite::run_and_verify(&first, &program, &case).unwrap();
+        assert!(verdict.passed(), "{label}: {verdict}");
+        timings.push(label.clone());
+    }
+    let choice = tuning::Choice { variant: timings[0].clone(), ms: 1.0, timer: "wall".into(), candidates: 2 };
+    tuning::Tuning::store(&first, &tuning::key(&case), choice).unwrap();
+    drop(first);
+
+    let second = Runtime::open_backend("gl", &config).unwrap();
+    let spec = suite::chosen_spec(&second, &case);
+    let chosen = WinogradVariant::from_spec(&spec).expect("the stored Winograd choice is selected");
+    assert_eq!(chosen.to_string(), timings[0]);
+    let program = second.program(&spec).unwrap();
+    let verdict = suite::run_and_verify(&second, &program, &case).unwrap();
+    assert!(verdict.passed(), "{verdict}");
+}
