@@ -1,15 +1,17 @@
 //! The reference the overhead benchmark (`sparkle bench-overhead`) compares the gl backend
-//! against: a plain loop that makes the GL calls a hand-written application would make, directly
-//! with glow, on a context of its own on the same EGL device — no runtime, no validation, no cache,
-//! no GL thread in between. It is for benchmarking only; applications use [`Runtime`].
+//! against: a plain loop that makes, directly with glow on a context of its own on the same EGL
+//! device, the same GL calls the gl backend makes for the same work — no runtime, no validation,
+//! no cache, no GL thread in between. It is for benchmarking only; applications use [`Runtime`].
 //!
 //! It runs kernels with saxpy's interface (storage buffers `x` and `y`, uniforms `a` and `n`),
 //! compiled from exactly the GLSL text the gl backend hands its driver, so both sides run the
-//! same program:
-//! - [`Baseline::dispatch_loop`]: per dispatch `glUseProgram`, two `glBindBufferRange`, two
-//!   uniforms, `glDispatchCompute`, `glMemoryBarrier`; one fence at the end;
-//! - [`Baseline::round_trips`]: one such dispatch, `glFenceSync` + `glClientWaitSync`, then
-//!   `glGetBufferSubData` of `y`.
+//! same program, and issues what `submit.rs` and `buffer.rs` issue:
+//! - [`Baseline::dispatch_loop`]: `glGetError` once, then per dispatch `glUseProgram`, two
+//!   `glBindBufferRange`, two uniforms, `glDispatchCompute`, `glGetError`, `glMemoryBarrier`
+//!   (the backend's barrier bits); one fence at the end;
+//! - [`Baseline::round_trips`]: `glGetError`, one such dispatch and `glGetError`, the barrier,
+//!   `glFenceSync`, `glFlush`, `glClientWaitSync` until it signals, then `glBindBuffer`,
+//!   `glGetBufferSubData` of `y`, `glBindBuffer`, `glGetError`.
 //!
 //! Times are taken on the baseline's own thread around the GL calls. Results are returned for
 //! the caller to check; nothing here judges them.
@@ -31,6 +33,7 @@ use glow::HasContext;
 use super::context::{self, EglContext};
 use super::glsl::{Assembled, BlockDecl};
 use super::interface::Introspection;
+use super::submit::ALL_BARRIERS;
 use super::GlError;
 use crate::kernel::{KernelSource, KernelSpec, SourceLanguage};
 
@@ -385,9 +388,9 @@ impl Buffers {
         // SAFETY: the context is current on the baseline thread; `y` holds exactly the buffer's
         // bytes.
         unsafe {
-            gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(self.y));
-            gl.get_buffer_sub_data(glow::SHADER_STORAGE_BUFFER, 0, bytemuck::cast_slice_mut(&mut y));
-            gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, None);
+            gl.bind_buffer(glow::COPY_READ_BUFFER, Some(self.y));
+            gl.get_buffer_sub_data(glow::COPY_READ_BUFFER, 0, bytemuck::cast_slice_mut(&mut y));
+            gl.bind_buffer(glow::COPY_READ_BUFFER, None);
         }
         y
     }
@@ -439,6 +442,7 @@ fn fence_and_wait(gl: &glow::Context) -> Result<(), GlError> {
             code: 0,
             name: "no fence",
         })?;
+        gl.flush();
         let started = Instant::now();
         let outcome = loop {
             match gl.client_wait_sync(fence, glow::SYNC_FLUSH_COMMANDS_BIT, WAIT_SLICE_NS) {
@@ -474,12 +478,18 @@ fn run_loop(
     dispatches: usize,
 ) -> Result<LoopRun, GlError> {
     let started = Instant::now();
+    // SAFETY: the context is current on the baseline thread.
+    let _stale = unsafe { gl.get_error() };
     for i in 0..dispatches {
         let which = i % programs.len();
         // SAFETY: the context is current on the baseline thread; programs and buffers are its own.
         unsafe {
             dispatch(gl, &programs[which], buffers, a, groups[which]);
-            gl.memory_barrier(glow::SHADER_STORAGE_BARRIER_BIT);
+        }
+        driver_error(gl, "a baseline dispatch")?;
+        // SAFETY: as above.
+        unsafe {
+            gl.memory_barrier(ALL_BARRIERS);
         }
     }
     let issue = started.elapsed();
@@ -507,11 +517,15 @@ fn run_round_trips(
         let started = Instant::now();
         // SAFETY: the context is current on the baseline thread; program and buffers are its own.
         unsafe {
+            let _stale = gl.get_error();
             dispatch(gl, &program, buffers, a, groups);
-            gl.memory_barrier(glow::BUFFER_UPDATE_BARRIER_BIT);
         }
+        driver_error(gl, "a baseline dispatch")?;
+        // SAFETY: as above.
+        unsafe { gl.memory_barrier(ALL_BARRIERS) };
         fence_and_wait(gl)?;
         let y = buffers.read_y(gl);
+        driver_error(gl, "reading the baseline's result")?;
         times.push(started.elapsed());
         results.push(y);
     }

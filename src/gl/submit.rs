@@ -15,7 +15,7 @@ use super::GlError;
 use crate::hal::ScalarValue;
 
 /// Barriers that make shader and copy writes visible to later shaders, copies and reads.
-const ALL_BARRIERS: u32 =
+pub(crate) const ALL_BARRIERS: u32 =
     glow::SHADER_STORAGE_BARRIER_BIT | glow::BUFFER_UPDATE_BARRIER_BIT | glow::UNIFORM_BARRIER_BIT;
 
 /// GPU times kept for submissions whose owner has not read them yet, at most.
