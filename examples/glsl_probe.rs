@@ -128,14 +128,15 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
     }
     let case = suite::case(kind, &sizes, 1, &runtime.info().limits)?;
     let program = runtime.program(&spec)?;
-    let fresh = case.upload(runtime)?;
+    let fresh = case.upload_for(runtime, &program)?;
     case.dispatch(runtime, &program, &fresh)?.wait(DISPATCH_TIMEOUT)?;
     let verdict = suite::verify_sampled(case.as_ref(), &case.download(runtime, &fresh)?, 4096);
     drop(fresh);
     if !verdict.passed() {
         return Err(verdict.to_string().into());
     }
-    let sets = timing::upload_copies(runtime, case.as_ref(), timing::copies_for(case.as_ref()))?;
+    let sets =
+        timing::upload_copies(runtime, case.as_ref(), Some(&program), timing::copies_for(case.as_ref()))?;
     let warm = if *warmed { Duration::from_millis(30) } else { Duration::from_millis(700) };
     timing::warm(runtime, &program, case.as_ref(), &sets, warm)?;
     *warmed = true;

@@ -123,3 +123,19 @@ fn the_tuner_offers_winograd_and_a_stored_winograd_choice_is_selected_again() {
     let verdict = suite::run_and_verify(&second, &program, &case).unwrap();
     assert!(verdict.passed(), "{verdict}");
 }
+
+#[test]
+fn winograd_buffers_are_made_only_for_a_winograd_variant() {
+    let backend = backend();
+    let case = Conv2d::random(Shape { n: 1, c: 3, h: 5, w: 7, k: 2 }, 4);
+    let implicit = backend.program(&case.default_spec(backend.info())).unwrap();
+    let winograd = backend.program(&variant(32, 32, 16, 4, 4, 4, 4).spec()).unwrap();
+    assert_eq!(case.upload_for(&backend, &implicit).unwrap().len(), 4, "input, weights, bias, output");
+    assert_eq!(case.upload_for(&backend, &winograd).unwrap().len(), 7, "plus Winograd's three");
+    assert_eq!(case.upload(&backend).unwrap().len(), 7, "every variant's buffers, for the tuner");
+
+    let lean = case.upload_for(&backend, &implicit).unwrap();
+    let mut commands = backend.commands();
+    let err = case.record(&mut commands, &winograd, &lean).unwrap_err();
+    assert!(err.to_string().contains("upload_for"), "{err}");
+}

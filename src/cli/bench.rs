@@ -74,7 +74,7 @@ pub fn child(no_cache: bool) -> CliResult<ExitCode> {
     let programs = backend.warm_up(&specs)?;
     let mut results = Vec::with_capacity(cases.len());
     for (case, program) in cases.iter().zip(&programs) {
-        let buffers = case.upload(&backend)?;
+        let buffers = case.upload_for(&backend, program)?;
         case.dispatch(&backend, program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
         results.push(case.download(&backend, &buffers)?);
     }
@@ -461,12 +461,12 @@ fn measure_throughput(backend: &Runtime, case: &dyn Case) -> CliResult<Throughpu
         .find(|(_, s)| *s == spec)
         .map_or_else(|| "default".to_owned(), |(label, _)| label);
     let program = backend.program(&spec)?;
-    let fresh = case.upload(backend)?;
+    let fresh = case.upload_for(backend, &program)?;
     case.dispatch(backend, &program, &fresh)?.wait(suite::DISPATCH_TIMEOUT)?;
     let verdict = suite::verify_sampled(case, &case.download(backend, &fresh)?, 20_000);
     drop(fresh);
     let copies = timing::copies_for(case);
-    let sets = timing::upload_copies(backend, case, copies)?;
+    let sets = timing::upload_copies(backend, case, Some(&program), copies)?;
     timing::warm(backend, &program, case, &sets, Duration::from_millis(600))?;
     let timed = timing::time(backend, &program, case, &sets, 30, Duration::from_secs(2))?;
     let clock_mhz = smi(&["clocks.sm"]).and_then(|v| v.first().and_then(|c| c.parse().ok()));

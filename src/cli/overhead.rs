@@ -424,7 +424,7 @@ fn round_trips(
 fn warm_gpu(runtime: &Runtime) -> CliResult<()> {
     let case = suite::saxpy::Saxpy::random(1 << 22, 3);
     let program = runtime.program(&case.spec())?;
-    let sets = timing::upload_copies(runtime, &case, 1)?;
+    let sets = timing::upload_copies(runtime, &case, Some(&program), 1)?;
     timing::warm(runtime, &program, &case, &sets, GPU_WARM_UP)?;
     Ok(())
 }

@@ -32,7 +32,7 @@ pub fn run(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
         "found in memory"
     };
 
-    let buffers = case.upload(&runtime)?;
+    let buffers = case.upload_for(&runtime, &program)?;
     let dispatched = Instant::now();
     case.dispatch(&runtime, &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
     let got = case.download(&runtime, &buffers)?;

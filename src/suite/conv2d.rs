@@ -82,6 +82,23 @@ impl Conv2d {
             bias: random_floats(k, seed ^ 0xB1A5),
         }
     }
+
+    /// The input, weights, bias and output, and with `winograd` Winograd's intermediate buffers.
+    fn upload_with(&self, backend: &Runtime, winograd: bool) -> Result<Vec<Buffer>> {
+        let Shape { n, h, w, k, .. } = self.shape;
+        let mut buffers = vec![
+            backend.upload(&self.input, BufferUsage::Input)?,
+            backend.upload(&self.weights, BufferUsage::Input)?,
+            backend.upload(&self.bias, BufferUsage::Input)?,
+            backend.create_buffer((n * k * h * w * 4) as u64, BufferUsage::Output)?,
+        ];
+        if winograd {
+            for bytes in winograd::intermediate_bytes(self.shape) {
+                buffers.push(backend.create_buffer(bytes, BufferUsage::InOut)?);
+            }
+        }
+        Ok(buffers)
+    }
 }
 
 impl Conv2d {
@@ -166,20 +183,13 @@ impl Case for Conv2d {
     /// variants (GLSL) and the device can bind them, their intermediate buffers (transformed
     /// weights, transformed input, products), so that any variant runs over the same buffers.
     fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>> {
-        let Shape { n, h, w, k, .. } = self.shape;
-        let mut buffers = vec![
-            backend.upload(&self.input, BufferUsage::Input)?,
-            backend.upload(&self.weights, BufferUsage::Input)?,
-            backend.upload(&self.bias, BufferUsage::Input)?,
-            backend.create_buffer((n * k * h * w * 4) as u64, BufferUsage::Output)?,
-        ];
         let glsl = backend.info().languages.contains(&SourceLanguage::Glsl);
-        if glsl && winograd::fits(&backend.info().limits, self.shape) {
-            for bytes in winograd::intermediate_bytes(self.shape) {
-                buffers.push(backend.create_buffer(bytes, BufferUsage::InOut)?);
-            }
-        }
-        Ok(buffers)
+        self.upload_with(backend, glsl && winograd::fits(&backend.info().limits, self.shape))
+    }
+
+    /// Winograd's intermediate buffers (3–4× the input and output) only for a Winograd variant.
+    fn upload_for(&self, backend: &Runtime, program: &Program) -> Result<Vec<Buffer>> {
+        self.upload_with(backend, WinogradVariant::from_spec(program.spec()).is_some())
     }
 
     fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()> {

@@ -70,8 +70,15 @@ pub trait Case: Send + Sync {
     fn shape_key(&self) -> String;
     /// e.g. `sgemm 257x129x65`.
     fn describe(&self) -> String;
-    /// Uploads the inputs and allocates the outputs.
+    /// Uploads the inputs and allocates the outputs, with whatever any variant needs besides
+    /// (for the tuner, which runs every variant over the same buffers).
     fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>>;
+    /// What running `program` needs: [`upload`](Self::upload) unless a case can do with less for
+    /// that variant (conv2d allocates Winograd's intermediate buffers only for a Winograd one).
+    fn upload_for(&self, backend: &Runtime, program: &Program) -> Result<Vec<Buffer>> {
+        let _ = program;
+        self.upload(backend)
+    }
     /// Records a dispatch over buffers from [`upload`](Self::upload) with any variant's program.
     fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()>;
     /// Dispatches over buffers from [`upload`](Self::upload), as one submission.
@@ -263,7 +270,7 @@ fn takes(backend: &Runtime, spec: &KernelSpec) -> bool {
 
 /// Runs `case` once with `program` and checks it against the CPU.
 pub fn run_and_verify(backend: &Runtime, program: &Program, case: &dyn Case) -> Result<Verdict> {
-    let buffers = case.upload(backend)?;
+    let buffers = case.upload_for(backend, program)?;
     case.dispatch(backend, program, &buffers)?.wait(DISPATCH_TIMEOUT)?;
     let got = case.download(backend, &buffers)?;
     let (want, tolerance) = case.reference();

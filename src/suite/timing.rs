@@ -44,9 +44,20 @@ pub fn copies_for(case: &dyn Case) -> usize {
     ((ROTATE_BELOW_BYTES / work.bytes).ceil() as usize).clamp(1, MAX_COPIES)
 }
 
-/// Uploads `copies` independent sets of `case`'s inputs.
-pub fn upload_copies(backend: &Runtime, case: &dyn Case, copies: usize) -> Result<Vec<Vec<Buffer>>> {
-    (0..copies.max(1)).map(|_| case.upload(backend)).collect()
+/// Uploads `copies` independent sets of `case`'s inputs: what `program` needs, or with `None`
+/// what every variant needs.
+pub fn upload_copies(
+    backend: &Runtime,
+    case: &dyn Case,
+    program: Option<&Program>,
+    copies: usize,
+) -> Result<Vec<Vec<Buffer>>> {
+    (0..copies.max(1))
+        .map(|_| match program {
+            Some(program) => case.upload_for(backend, program),
+            None => case.upload(backend),
+        })
+        .collect()
 }
 
 /// Keeps the GPU busy with `case` for at least `duration` (two submissions in flight, so it

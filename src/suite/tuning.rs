@@ -163,7 +163,7 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
         variants.truncate(max);
     }
     let copies = timing::copies_for(case);
-    let sets = timing::upload_copies(backend, case, copies)?;
+    let sets = timing::upload_copies(backend, case, None, copies)?;
     let mut warmed = false;
     let mut timings = Vec::new();
     let mut rejected = Vec::new();
@@ -183,7 +183,7 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
                 continue;
             }
         };
-        let fresh = case.upload(backend)?;
+        let fresh = case.upload_for(backend, &program)?;
         case.dispatch(backend, &program, &fresh)?.wait(DISPATCH_TIMEOUT)?;
         let verdict = verify_sampled(case, &case.download(backend, &fresh)?, CHECKED_OUTPUTS);
         drop(fresh);

@@ -175,8 +175,8 @@ pub(crate) fn record(
             ErrorKind::InvalidArgument,
             format!(
                 "a Winograd conv2d needs 7 buffers (input, weights, bias, output and three intermediate ones), \
-                 got {}; this device cannot bind the intermediate buffers of {}x{}x{}x{}x{}, so run an implicit \
-                 GEMM variant",
+                 got {}: make them with the case's `upload_for` this program (or `upload`); where the device \
+                 cannot bind the intermediate buffers of {}x{}x{}x{}x{}, run an implicit GEMM variant",
                 buffers.len(),
                 shape.n,
                 shape.c,
