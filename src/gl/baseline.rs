@@ -254,12 +254,13 @@ impl State {
 }
 
 fn driver_error(gl: &glow::Context, operation: &str) -> Result<(), GlError> {
-    // SAFETY: the context is current on the baseline thread.
-    let code = unsafe { gl.get_error() };
-    if code == glow::NO_ERROR {
-        Ok(())
-    } else {
-        Err(GlError::Driver { operation: operation.to_owned(), code, name: super::error::error_name(code) })
+    match super::error::take_error(gl) {
+        None => Ok(()),
+        Some(code) => Err(GlError::Driver {
+            operation: operation.to_owned(),
+            code,
+            name: super::error::error_name(code),
+        }),
     }
 }
 
@@ -270,34 +271,13 @@ fn link(
     blocks: &[BlockDecl],
 ) -> Result<Linked, GlError> {
     let failed = |log: String| GlError::Link { kernel: "baseline".into(), log };
-    // SAFETY: the context is current on the baseline thread; every name used is created here and
-    // deleted on each failure path.
+    // Built as the gl backend builds its programs, on this thread's context; nothing persisted.
+    let (program, shader) = super::program::start_build(gl, "baseline", glsl)?;
+    let ((program, interface, _), _) =
+        super::program::finish_build(gl, introspection, "baseline", program, shader, blocks, false)?;
+    // SAFETY: the context is current on the baseline thread; `program` was just linked on it and
+    // is deleted if it lacks saxpy's interface.
     unsafe {
-        let shader = gl.create_shader(glow::COMPUTE_SHADER).map_err(failed)?;
-        gl.shader_source(shader, glsl);
-        gl.compile_shader(shader);
-        if !gl.get_shader_compile_status(shader) {
-            let log = gl.get_shader_info_log(shader);
-            gl.delete_shader(shader);
-            return Err(GlError::Compile { kernel: "baseline".into(), log });
-        }
-        let program = match gl.create_program() {
-            Ok(program) => program,
-            Err(log) => {
-                gl.delete_shader(shader);
-                return Err(failed(log));
-            }
-        };
-        gl.attach_shader(program, shader);
-        gl.link_program(program);
-        gl.detach_shader(program, shader);
-        gl.delete_shader(shader);
-        if !gl.get_program_link_status(program) {
-            let log = gl.get_program_info_log(program);
-            gl.delete_program(program);
-            return Err(failed(log));
-        }
-        let (interface, _) = super::interface::read(gl, introspection, program, blocks);
         let block_binding = |name: &str| {
             interface
                 .storage

@@ -64,3 +64,18 @@ pub(crate) fn error_name(code: u32) -> &'static str {
         _ => "unknown GL error",
     }
 }
+
+/// Drains `glGetError`, returning the first error seen. Call it on the thread where `gl`'s
+/// context is current (the GL thread, the baseline's thread).
+pub(crate) fn take_error(gl: &glow::Context) -> Option<u32> {
+    let mut first = None;
+    for _ in 0..16 {
+        // SAFETY: per this function's contract the context is current on this thread.
+        let code = unsafe { glow::HasContext::get_error(gl) };
+        if code == glow::NO_ERROR {
+            break;
+        }
+        first.get_or_insert(code);
+    }
+    first
+}

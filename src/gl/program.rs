@@ -42,7 +42,7 @@ impl Drop for GlProgram {
 /// How long the GL thread is left alone between completion polls of a background compile.
 const COMPILE_POLL: Duration = Duration::from_micros(200);
 
-type Linked = (glow::NativeProgram, ProgramInterface, Vec<Option<glow::NativeUniformLocation>>);
+pub(crate) type Linked = (glow::NativeProgram, ProgramInterface, Vec<Option<glow::NativeUniformLocation>>);
 
 pub(crate) fn compile(
     thread: &GlThread,
@@ -52,7 +52,7 @@ pub(crate) fn compile(
 ) -> Result<Compiled<GlProgram>, GlError> {
     let glsl = source.glsl.text.clone();
     let kernel = source.kernel.clone();
-    let (program, shader) = thread.call(move |state| start_build(state, &kernel, &glsl))??;
+    let (program, shader) = thread.call(move |state| start_build(state.gl(), &kernel, &glsl))??;
     if parallel_compile {
         // The driver links on its own threads; other GL work proceeds meanwhile.
         while !thread.call(move |state| {
@@ -64,8 +64,10 @@ pub(crate) fn compile(
     }
     let kernel = source.kernel.clone();
     let blocks = source.glsl.blocks.clone();
-    let ((id, interface, locations), blob) =
-        thread.call(move |state| finish_build(state, &kernel, program, shader, &blocks, persist))??;
+    let ((id, interface, locations), blob) = thread.call(move |state| {
+        let context = &state.context;
+        finish_build(&context.gl, &context.introspection, &kernel, program, shader, &blocks, persist)
+    })??;
     super::live::program_made();
     let program = GlProgram { id, interface, locations, live: thread.acquire() };
     Ok(Compiled { program, blob })
@@ -86,13 +88,14 @@ pub(crate) fn load(
     Ok(GlProgram { id, interface, locations, live: thread.acquire() })
 }
 
-fn start_build(
-    state: &mut GlState,
+/// Starts compiling and linking `glsl` on `gl`, whose context is current on this thread (the
+/// GL thread, or the overhead baseline's).
+pub(crate) fn start_build(
+    gl: &glow::Context,
     kernel: &str,
     glsl: &str,
 ) -> Result<(glow::NativeProgram, glow::NativeShader), GlError> {
-    let gl = state.gl();
-    // SAFETY: the context is current on the GL thread; every name used is created right here.
+    // SAFETY: the context is current on this thread; every name used is created right here.
     unsafe {
         let shader = gl.create_shader(glow::COMPUTE_SHADER).map_err(|log| GlError::Compile {
             kernel: kernel.to_owned(),
@@ -117,16 +120,18 @@ fn start_build(
     }
 }
 
-fn finish_build(
-    state: &mut GlState,
+/// Ends what [`start_build`] started (on the same context): the compile and link status, the
+/// program's interface and, with `persist`, its binary.
+pub(crate) fn finish_build(
+    gl: &glow::Context,
+    introspection: &super::interface::Introspection,
     kernel: &str,
     program: glow::NativeProgram,
     shader: glow::NativeShader,
     blocks: &[BlockDecl],
     persist: bool,
 ) -> Result<(Linked, Option<Blob>), GlError> {
-    let gl = state.gl();
-    // SAFETY: the context is current on the GL thread; `program` and `shader` were created on it
+    // SAFETY: the context is current on this thread; `program` and `shader` were created on it
     // by `start_build` and are deleted here on every failure path.
     unsafe {
         let compiled = gl.get_shader_compile_status(shader);
@@ -148,11 +153,10 @@ fn finish_build(
             gl.delete_program(program);
             return Err(GlError::Link { kernel: kernel.to_owned(), log });
         }
-        let (interface, locations) =
-            super::interface::read(gl, &state.context.introspection, program, blocks);
+        let (interface, locations) = super::interface::read(gl, introspection, program, blocks);
         let blob = if persist {
             // glow reports `None` when any GL error is pending, so clear stale ones first.
-            state.take_error();
+            super::error::take_error(gl);
             match gl.get_program_binary(program) {
                 Some(binary) if !binary.buffer.is_empty() => {
                     Some(Blob { format: binary.format, bytes: binary.buffer })

@@ -173,7 +173,7 @@ fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
                     }
                     gl.dispatch_compute(groups[0], groups[1], groups[2]);
                 }
-                state.check(&format!("the dispatch of kernel `{kernel}`"))?;
+                state.check_with(|| format!("the dispatch of kernel `{kernel}`"))?;
             }
             Step::Copy { src, src_offset, dst, dst_offset, size } => {
                 // SAFETY: as above; ranges were checked against both buffers' sizes.

@@ -96,27 +96,22 @@ impl GlState {
 
     /// Drains `glGetError`, returning the first error seen.
     pub fn take_error(&self) -> Option<u32> {
-        let mut first = None;
-        for _ in 0..16 {
-            // SAFETY: the context is current on this thread.
-            let code = unsafe { glow::HasContext::get_error(&self.context.gl) };
-            if code == glow::NO_ERROR {
-                break;
-            }
-            first.get_or_insert(code);
-        }
-        first
+        super::error::take_error(&self.context.gl)
     }
 
     /// `Err` naming `operation` if the driver reported an error since the last check.
     pub fn check(&self, operation: &str) -> Result<(), GlError> {
+        self.check_with(|| operation.to_owned())
+    }
+
+    /// [`check`](Self::check) with the operation's name made only when there is an error (for
+    /// calls made on every dispatch).
+    pub fn check_with(&self, operation: impl FnOnce() -> String) -> Result<(), GlError> {
         match self.take_error() {
             None => Ok(()),
-            Some(code) => Err(GlError::Driver {
-                operation: operation.to_owned(),
-                code,
-                name: super::error::error_name(code),
-            }),
+            Some(code) => {
+                Err(GlError::Driver { operation: operation(), code, name: super::error::error_name(code) })
+            }
         }
     }
 }
