@@ -305,7 +305,7 @@ impl DiskTier {
         false
     }
 
-    fn expect(&self, key: CacheKey) -> Expect {
+    fn expected(&self, key: CacheKey) -> Expect {
         Expect { backend: self.backend, gpu_hash: self.gpu_hash, key }
     }
 
@@ -315,7 +315,7 @@ impl DiskTier {
             return Lookup::Missing;
         }
         let replace = if self.read_only { "" } else { "; compiling it and replacing it with our own" };
-        match files::read_entry(&path, &self.expect(key)) {
+        match files::read_entry(&path, &self.expected(key)) {
             Ok(ReadOutcome::Missing) => Lookup::Missing,
             Ok(ReadOutcome::Found(verified)) => Lookup::Hit(verified),
             Ok(ReadOutcome::Foreign { uid }) => {
@@ -397,7 +397,7 @@ impl DiskTier {
             return false;
         }
         let header = EntryHeader::new(
-            self.expect(key),
+            self.expected(key),
             blob.format,
             &blob.bytes,
             super::stats::duration_ns(compile_time),
