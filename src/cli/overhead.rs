@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sparkle::cache::CacheConfig;
-use sparkle::gl::baseline::{Baseline, BaselineKernel, SaxpyInputs};
+use sparkle::gl::baseline::{Baseline, BaselineKernel, RoundTripSteps, SaxpyInputs};
 use sparkle::suite::saxpy::SaxpyVariant;
 use sparkle::suite::{self, timing, Case};
 use sparkle::{Arg, Buffer, BufferUsage, Program, Runtime};
@@ -90,6 +90,34 @@ pub struct RoundTrip {
     pub sparkle_p90_us: f64,
     pub plain_p90_us: f64,
     pub runs: usize,
+    /// Where each side's time goes (medians of each step).
+    #[serde(default)]
+    pub steps: Vec<RoundTripStepTimes>,
+}
+
+/// The median time of each step of one side's round trips.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RoundTripStepTimes {
+    pub side: String,
+    /// Until the dispatch call returned (Sparkle: queued on the GL thread; plain: issued,
+    /// fenced and flushed).
+    pub submit_us: f64,
+    /// From there until the wait for the GPU returned.
+    pub wait_us: f64,
+    /// From there until the result was in host memory.
+    pub read_us: f64,
+}
+
+impl RoundTripStepTimes {
+    fn of(side: &str, runs: &[RoundTripSteps]) -> Self {
+        let step = |pick: fn(&RoundTripSteps) -> Duration| median_us(runs.iter().map(pick).collect());
+        RoundTripStepTimes {
+            side: side.into(),
+            submit_us: step(|r| r.submitted),
+            wait_us: step(|r| r.waited.saturating_sub(r.submitted)),
+            read_us: step(|r| r.total.saturating_sub(r.waited)),
+        }
+    }
 }
 
 /// The program-switch loops of one side.
@@ -397,9 +425,11 @@ fn round_trips(
             let started = Instant::now();
             let submission =
                 sparkle.runtime.dispatch(&sparkle.programs[0], &args, sparkle.kernels[0].groups)?;
+            let submitted = started.elapsed();
             submission.wait(suite::DISPATCH_TIMEOUT)?;
+            let waited = started.elapsed();
             sparkle.runtime.read_buffer(&buffers[1], 0, bytemuck::cast_slice_mut(&mut out))?;
-            ours.push(started.elapsed());
+            ours.push(RoundTripSteps { submitted, waited, total: started.elapsed() });
             check.compare("sparkle round trip", &out, sparkle.inputs, ours.len());
         }
         let done = baseline.round_trips(&sparkle.kernels[0], sparkle.inputs, block)?;
@@ -408,15 +438,20 @@ fn round_trips(
         }
         plain.extend(done.times);
     }
-    let sparkle_median_us = median_us(ours.clone());
-    let plain_median_us = median_us(plain.clone());
+    let totals = |runs: &[RoundTripSteps]| runs.iter().map(|r| r.total).collect::<Vec<_>>();
+    let sparkle_median_us = median_us(totals(&ours));
+    let plain_median_us = median_us(totals(&plain));
     Ok(RoundTrip {
         sparkle_median_us,
         plain_median_us,
         ratio: sparkle_median_us / plain_median_us,
-        sparkle_p90_us: quantile_us(ours, 0.9),
-        plain_p90_us: quantile_us(plain, 0.9),
+        sparkle_p90_us: quantile_us(totals(&ours), 0.9),
+        plain_p90_us: quantile_us(totals(&plain), 0.9),
         runs,
+        steps: vec![
+            RoundTripStepTimes::of("sparkle", &ours),
+            RoundTripStepTimes::of("plain glow loop", &plain),
+        ],
     })
 }
 
@@ -466,6 +501,20 @@ pub fn render(report: &OverheadReport) -> String {
         ],
     ));
     out.push_str(&format!("sparkle / plain = {:.3} (target ≤ 1.2)\n", r.ratio));
+    out.push_str("Steps of a round trip (median µs):\n");
+    let rows: Vec<Vec<String>> = r
+        .steps
+        .iter()
+        .map(|s| {
+            vec![
+                s.side.clone(),
+                format!("{:.1}", s.submit_us),
+                format!("{:.1}", s.wait_us),
+                format!("{:.1}", s.read_us),
+            ]
+        })
+        .collect();
+    out.push_str(&table::render(&["side", "submit", "wait", "read"], &rows));
     out.push_str("\nProgram switch (one submission; µs per dispatch):\n");
     let rows: Vec<Vec<String>> = report
         .program_switch

@@ -105,8 +105,8 @@ pub struct LoopRun {
 /// The runs of [`Baseline::round_trips`], in order.
 #[derive(Debug, Clone)]
 pub struct RoundTrips {
-    /// Dispatch → fence wait → read back, per run.
-    pub times: Vec<Duration>,
+    /// Dispatch → fence wait → read back, per run, with the time of each step.
+    pub times: Vec<RoundTripSteps>,
     /// `y` as read back after each run (run `k` has seen `k + 1` dispatches).
     pub results: Vec<Vec<f32>>,
 }
@@ -195,6 +195,17 @@ impl Baseline {
             .map_err(|_| GlError::ThreadGone)?;
         result.recv().map_err(|_| GlError::JobPanicked("a baseline GL call panicked".into()))
     }
+}
+
+/// Where one round trip's time went, each since its start.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RoundTripSteps {
+    /// The dispatch was issued (and flushed, for the plain loop).
+    pub submitted: Duration,
+    /// The wait for the GPU returned.
+    pub waited: Duration,
+    /// The result was read back: the whole round trip.
+    pub total: Duration,
 }
 
 /// The text the gl backend would compile for `kernel`.
@@ -415,7 +426,13 @@ unsafe fn dispatch(gl: &glow::Context, program: &Linked, buffers: &Buffers, a: f
 
 /// Fences everything issued so far and waits for it.
 fn fence_and_wait(gl: &glow::Context) -> Result<(), GlError> {
-    // SAFETY: the context is current on the baseline thread; the fence is deleted once.
+    let fence = fence_and_flush(gl)?;
+    wait_and_delete(gl, fence)
+}
+
+/// Fences everything issued so far and flushes it to the GPU.
+fn fence_and_flush(gl: &glow::Context) -> Result<glow::NativeFence, GlError> {
+    // SAFETY: the context is current on the baseline thread.
     unsafe {
         let fence = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map_err(|reason| GlError::Driver {
             operation: format!("glFenceSync ({reason})"),
@@ -423,6 +440,15 @@ fn fence_and_wait(gl: &glow::Context) -> Result<(), GlError> {
             name: "no fence",
         })?;
         gl.flush();
+        Ok(fence)
+    }
+}
+
+/// Waits until `fence` signals, then deletes it.
+fn wait_and_delete(gl: &glow::Context, fence: glow::NativeFence) -> Result<(), GlError> {
+    // SAFETY: the context is current on the baseline thread; the fence was made on it and is
+    // deleted once.
+    unsafe {
         let started = Instant::now();
         let outcome = loop {
             match gl.client_wait_sync(fence, glow::SYNC_FLUSH_COMMANDS_BIT, WAIT_SLICE_NS) {
@@ -503,10 +529,13 @@ fn run_round_trips(
         driver_error(gl, "a baseline dispatch")?;
         // SAFETY: as above.
         unsafe { gl.memory_barrier(ALL_BARRIERS) };
-        fence_and_wait(gl)?;
+        let fence = fence_and_flush(gl)?;
+        let submitted = started.elapsed();
+        wait_and_delete(gl, fence)?;
+        let waited = started.elapsed();
         let y = buffers.read_y(gl);
         driver_error(gl, "reading the baseline's result")?;
-        times.push(started.elapsed());
+        times.push(RoundTripSteps { submitted, waited, total: started.elapsed() });
         results.push(y);
     }
     driver_error(gl, "the baseline's round trips")?;
