@@ -35,6 +35,9 @@ struct FakeDevice {
     /// Every device call, in order.
     calls: Arc<Mutex<Vec<String>>>,
     live_buffers: Arc<AtomicUsize>,
+    /// How a read that may settle its writer first behaves: `None`, the fake declines; else the
+    /// writer settles with this outcome and the read happens in the same call.
+    read_settles: Arc<Mutex<Option<Result<()>>>>,
 }
 
 struct FakeBuffer {
@@ -105,6 +108,23 @@ impl hal::Device<Fake> for FakeDevice {
         Ok(())
     }
 
+    fn read_buffer_once_settled(
+        &self,
+        buffer: &FakeBuffer,
+        fence: u64,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<bool> {
+        self.log("read_buffer_once_settled");
+        let Some(outcome) = self.read_settles.lock().unwrap().clone() else { return Ok(false) };
+        if let Err(error) = outcome {
+            self.timeline.fail(fence, error);
+        }
+        self.timeline.signal(fence);
+        out.copy_from_slice(&buffer.bytes.lock().unwrap()[offset as usize..][..out.len()]);
+        Ok(true)
+    }
+
     fn submit(&self, commands: &[Command<'_, Fake>]) -> Result<u64> {
         let kinds: Vec<&str> = commands
             .iter()
@@ -132,6 +152,7 @@ struct Harness {
     timeline: Arc<Timeline>,
     calls: Arc<Mutex<Vec<String>>>,
     live_buffers: Arc<AtomicUsize>,
+    read_settles: Arc<Mutex<Option<Result<()>>>>,
 }
 
 fn harness(token: u64) -> Harness {
@@ -144,10 +165,12 @@ fn harness(token: u64) -> Harness {
         timeline: timeline.clone(),
         calls: calls.clone(),
         live_buffers: live_buffers.clone(),
+        read_settles: Arc::default(),
     };
+    let read_settles = device.read_settles.clone();
     let runtime = Runtime::from_device::<Fake>(device, &CacheConfig::memory_only())
         .with_host_timeout(Duration::from_millis(50));
-    Harness { runtime, timeline, calls, live_buffers }
+    Harness { runtime, timeline, calls, live_buffers, read_settles }
 }
 
 fn copy_kernel() -> KernelSpec {
@@ -180,12 +203,59 @@ fn host_reads_wait_for_writers_only_and_host_writes_for_every_user() {
     // Read by it: a host write must wait too.
     let err = h.runtime.write_buffer(&src, 0, &[0; 4]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
-    assert_eq!(submission.wait(Duration::from_millis(1)).unwrap_err().kind(), ErrorKind::Timeout);
+    let err = submission.wait(Duration::from_millis(1)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(err.to_string().contains("the submission of kernel `copy` did not finish within 1 ms"), "{err}");
 
     h.timeline.signal(submission.fence());
     submission.wait(Duration::ZERO).unwrap();
     assert_eq!(h.runtime.download::<u32>(&dst).unwrap(), vec![0; 4]);
     h.runtime.write_buffer(&src, 0, &[0; 4]).unwrap();
+
+    // A timeout names what did not finish: each kernel once, and the copies.
+    let mut commands = h.runtime.commands();
+    commands.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(4)], [1, 1, 1]).unwrap();
+    commands.copy(&dst, 0, &unrelated, 0, 4).unwrap();
+    commands.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(4)], [1, 1, 1]).unwrap();
+    commands.copy(&dst, 4, &unrelated, 0, 4).unwrap();
+    let err = h.runtime.submit(commands).unwrap().wait(Duration::ZERO).unwrap_err();
+    assert!(err.to_string().contains("the submission of kernel `copy` and 2 copies did not"), "{err}");
+}
+
+#[test]
+fn a_read_right_after_its_writer_may_settle_it_and_read_at_once_but_never_returns_failed_work() {
+    let h = harness(1);
+    let program = h.runtime.program(&copy_kernel()).unwrap();
+    let src = h.runtime.upload(&[1u32; 4], BufferUsage::Input).unwrap();
+    let dst = h.runtime.upload(&[5u32; 4], BufferUsage::Output).unwrap();
+    let args = [Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(4)];
+    let last_calls = |n: usize| {
+        let calls = h.calls.lock().unwrap();
+        calls[calls.len() - n..].to_vec()
+    };
+
+    // The backend settles the writer and reads in one call: no wait, no second read.
+    *h.read_settles.lock().unwrap() = Some(Ok(()));
+    let submission = h.runtime.dispatch(&program, &args, [1, 1, 1]).unwrap();
+    assert_eq!(h.runtime.download::<u32>(&dst).unwrap(), vec![5; 4]);
+    assert!(submission.is_done());
+    assert_eq!(last_calls(2), ["submit dispatch", "read_buffer_once_settled"]);
+
+    // The writer failed: its error, not the bytes the backend copied.
+    *h.read_settles.lock().unwrap() = Some(Err(Error::new(ErrorKind::DeviceLost, "the GPU was reset")));
+    h.runtime.dispatch(&program, &args, [1, 1, 1]).unwrap();
+    let err = h.runtime.download::<u32>(&dst).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::DeviceLost, "{err}");
+    assert!(err.to_string().contains("the work that writes the buffer failed: the GPU was reset"), "{err}");
+
+    // The backend declines (the work runs longer): the read waits as always, here in vain.
+    *h.read_settles.lock().unwrap() = None;
+    let submission = h.runtime.dispatch(&program, &args, [1, 1, 1]).unwrap();
+    assert_eq!(h.runtime.download::<u32>(&dst).unwrap_err().kind(), ErrorKind::Timeout);
+    assert_eq!(last_calls(2), ["submit dispatch", "read_buffer_once_settled"]);
+    h.timeline.signal(submission.fence());
+    assert_eq!(h.runtime.download::<u32>(&dst).unwrap(), vec![5; 4]);
+    assert_eq!(last_calls(1), ["read_buffer"], "a finished writer needs no settling");
 }
 
 #[test]

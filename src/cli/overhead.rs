@@ -26,13 +26,16 @@ use super::{table, CliResult, UsageError};
 /// The saxpy factor: a power of two, so every result stays an exact small integer.
 const A: f32 = 2.0;
 
+const SPARKLE_READ_WAITS: &str = "sparkle: dispatch, read";
+const SPARKLE_WAITS: &str = "sparkle: dispatch, wait, read";
+
 /// Most dispatches one loop may run: `y` must stay below 2²⁴ to be exact in f32.
 pub const MAX_DISPATCHES: usize = 500_000;
 
 /// How long the GPU is kept busy before anything is timed (its clock follows its load).
 const GPU_WARM_UP: Duration = Duration::from_millis(600);
 
-/// Round trips per block; the two sides alternate blocks so that drift hits both alike.
+/// Round trips per block; the sides alternate blocks so that drift hits them alike.
 const ROUND_TRIP_BLOCK: usize = 10;
 
 /// What to measure; `None` picks by device class (GPU: many, CPU renderer: few).
@@ -81,6 +84,9 @@ pub struct DispatchCost {
     pub complete_us: f64,
 }
 
+/// Dispatch → result round trips. Sparkle's is `dispatch` then `read_buffer`, which waits for
+/// the work that writes the buffer; the same with an explicit `Submission::wait` between them
+/// is reported too. The plain loop fences, waits and reads.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RoundTrip {
     pub sparkle_median_us: f64,
@@ -89,6 +95,14 @@ pub struct RoundTrip {
     pub ratio: f64,
     pub sparkle_p90_us: f64,
     pub plain_p90_us: f64,
+    /// Sparkle with an explicit wait before the read.
+    #[serde(default)]
+    pub sparkle_waiting_median_us: f64,
+    #[serde(default)]
+    pub sparkle_waiting_p90_us: f64,
+    /// That over plain.
+    #[serde(default)]
+    pub waiting_ratio: f64,
     pub runs: usize,
     /// Where each side's time goes (medians of each step).
     #[serde(default)]
@@ -102,7 +116,7 @@ pub struct RoundTripStepTimes {
     /// Until the dispatch call returned (Sparkle: queued on the GL thread; plain: issued,
     /// fenced and flushed).
     pub submit_us: f64,
-    /// From there until the wait for the GPU returned.
+    /// From there until the wait for the GPU returned (none where the read waits).
     pub wait_us: f64,
     /// From there until the result was in host memory.
     pub read_us: f64,
@@ -358,6 +372,22 @@ impl Side<'_> {
         ]
     }
 
+    /// One dispatch of the first program on `buffers` and the read-back of `y`, with
+    /// `Submission::wait` before the read if `wait`, else the read waiting by itself.
+    fn round_trip(&self, buffers: &[Buffer; 2], wait: bool) -> CliResult<(RoundTripSteps, Vec<f32>)> {
+        let args = self.args(buffers);
+        let mut out = vec![0f32; self.inputs.x.len()];
+        let started = Instant::now();
+        let submission = self.runtime.dispatch(&self.programs[0], &args, self.kernels[0].groups)?;
+        let submitted = started.elapsed();
+        if wait {
+            submission.wait(suite::DISPATCH_TIMEOUT)?;
+        }
+        let waited = started.elapsed();
+        self.runtime.read_buffer(&buffers[1], 0, bytemuck::cast_slice_mut(&mut out))?;
+        Ok((RoundTripSteps { submitted, waited, total: started.elapsed() }, out))
+    }
+
     /// `n` dispatches of the first program, each its own submission; (issue, complete).
     fn submit_each(&self, n: usize, check: &mut Check) -> CliResult<(Duration, Duration)> {
         let buffers = self.buffers()?;
@@ -407,30 +437,28 @@ impl Side<'_> {
     }
 }
 
-/// Both sides' round trips, in alternating blocks.
+/// Every side's round trips, in alternating blocks.
 fn round_trips(
     sparkle: &Side<'_>,
     baseline: &Baseline,
     runs: usize,
     check: &mut Check,
 ) -> CliResult<RoundTrip> {
-    let buffers = sparkle.buffers()?;
-    let args = sparkle.args(&buffers);
+    let buffers = [sparkle.buffers()?, sparkle.buffers()?];
     let mut ours = Vec::with_capacity(runs);
+    let mut waiting = Vec::with_capacity(runs);
     let mut plain = Vec::with_capacity(runs);
-    let mut out = vec![0f32; sparkle.inputs.x.len()];
     while ours.len() < runs {
         let block = ROUND_TRIP_BLOCK.min(runs - ours.len());
         for _ in 0..block {
-            let started = Instant::now();
-            let submission =
-                sparkle.runtime.dispatch(&sparkle.programs[0], &args, sparkle.kernels[0].groups)?;
-            let submitted = started.elapsed();
-            submission.wait(suite::DISPATCH_TIMEOUT)?;
-            let waited = started.elapsed();
-            sparkle.runtime.read_buffer(&buffers[1], 0, bytemuck::cast_slice_mut(&mut out))?;
-            ours.push(RoundTripSteps { submitted, waited, total: started.elapsed() });
-            check.compare("sparkle round trip", &out, sparkle.inputs, ours.len());
+            let (steps, y) = sparkle.round_trip(&buffers[0], false)?;
+            ours.push(steps);
+            check.compare("sparkle round trip", &y, sparkle.inputs, ours.len());
+        }
+        for _ in 0..block {
+            let (steps, y) = sparkle.round_trip(&buffers[1], true)?;
+            waiting.push(steps);
+            check.compare("sparkle round trip with a wait", &y, sparkle.inputs, waiting.len());
         }
         let done = baseline.round_trips(&sparkle.kernels[0], sparkle.inputs, block)?;
         for (k, y) in done.results.iter().enumerate() {
@@ -440,6 +468,7 @@ fn round_trips(
     }
     let totals = |runs: &[RoundTripSteps]| runs.iter().map(|r| r.total).collect::<Vec<_>>();
     let sparkle_median_us = median_us(totals(&ours));
+    let sparkle_waiting_median_us = median_us(totals(&waiting));
     let plain_median_us = median_us(totals(&plain));
     Ok(RoundTrip {
         sparkle_median_us,
@@ -447,9 +476,13 @@ fn round_trips(
         ratio: sparkle_median_us / plain_median_us,
         sparkle_p90_us: quantile_us(totals(&ours), 0.9),
         plain_p90_us: quantile_us(totals(&plain), 0.9),
+        sparkle_waiting_median_us,
+        sparkle_waiting_p90_us: quantile_us(totals(&waiting), 0.9),
+        waiting_ratio: sparkle_waiting_median_us / plain_median_us,
         runs,
         steps: vec![
-            RoundTripStepTimes::of("sparkle", &ours),
+            RoundTripStepTimes::of(SPARKLE_READ_WAITS, &ours),
+            RoundTripStepTimes::of(SPARKLE_WAITS, &waiting),
             RoundTripStepTimes::of("plain glow loop", &plain),
         ],
     })
@@ -492,7 +525,16 @@ pub fn render(report: &OverheadReport) -> String {
     out.push_str(&table::render(
         &["side", "median µs", "p90 µs"],
         &[
-            vec!["sparkle".into(), format!("{:.1}", r.sparkle_median_us), format!("{:.1}", r.sparkle_p90_us)],
+            vec![
+                SPARKLE_READ_WAITS.into(),
+                format!("{:.1}", r.sparkle_median_us),
+                format!("{:.1}", r.sparkle_p90_us),
+            ],
+            vec![
+                SPARKLE_WAITS.into(),
+                format!("{:.1}", r.sparkle_waiting_median_us),
+                format!("{:.1}", r.sparkle_waiting_p90_us),
+            ],
             vec![
                 "plain glow loop".into(),
                 format!("{:.1}", r.plain_median_us),
@@ -500,7 +542,10 @@ pub fn render(report: &OverheadReport) -> String {
             ],
         ],
     ));
-    out.push_str(&format!("sparkle / plain = {:.3} (target ≤ 1.2)\n", r.ratio));
+    out.push_str(&format!(
+        "sparkle / plain = {:.3} (target ≤ 1.2); with the explicit wait {:.3}\n",
+        r.ratio, r.waiting_ratio
+    ));
     out.push_str("Steps of a round trip (median µs):\n");
     let rows: Vec<Vec<String>> = r
         .steps

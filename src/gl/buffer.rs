@@ -6,6 +6,7 @@
 
 use std::ptr::NonNull;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use glow::HasContext;
 
@@ -143,18 +144,44 @@ impl GlBuffer {
     /// Reads `len` bytes at `offset` (checked by the runtime).
     pub(crate) fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, GlError> {
         let id = self.id;
-        self.live.thread().call(move |state| {
-            let mut out = vec![0u8; len];
-            // SAFETY: the context is current on the GL thread; the range was checked. Shader
-            // writes are made visible by the barrier that ends every submission.
-            unsafe {
-                state.gl().bind_buffer(glow::COPY_READ_BUFFER, Some(id));
-                state.gl().get_buffer_sub_data(glow::COPY_READ_BUFFER, offset as i32, &mut out);
-                state.gl().bind_buffer(glow::COPY_READ_BUFFER, None);
+        self.live.thread().call(move |state| read_on_thread(state, id, offset, len))?
+    }
+
+    /// Reads `len` bytes at `offset` in one GL-thread job that first lets submission `fence`
+    /// settle, polling for a short window; `None` if it had not by then (nothing read). Saves
+    /// a synchronous read-back the hand-offs of waiting on the caller's thread first.
+    pub(crate) fn read_once_settled(
+        &self,
+        fence: u64,
+        offset: u64,
+        len: usize,
+    ) -> Result<Option<Vec<u8>>, GlError> {
+        let id = self.id;
+        self.live.thread().call_keeping_fences(move |state| {
+            // A failed write leaves the read to the runtime, which reports the failure.
+            if !state.settle_briefly(fence) || state.timeline.wait(fence, Duration::ZERO).is_err() {
+                return Ok(None);
             }
-            state.check("buffer download").map(|()| out)
+            read_on_thread(state, id, offset, len).map(Some)
         })?
     }
+}
+
+fn read_on_thread(
+    state: &GlState,
+    id: glow::NativeBuffer,
+    offset: u64,
+    len: usize,
+) -> Result<Vec<u8>, GlError> {
+    let mut out = vec![0u8; len];
+    // SAFETY: the context is current on the GL thread; the range was checked. Shader writes are
+    // made visible by the barrier that ends every submission.
+    unsafe {
+        state.gl().bind_buffer(glow::COPY_READ_BUFFER, Some(id));
+        state.gl().get_buffer_sub_data(glow::COPY_READ_BUFFER, offset as i32, &mut out);
+        state.gl().bind_buffer(glow::COPY_READ_BUFFER, None);
+    }
+    state.check("buffer download").map(|()| out)
 }
 
 fn create(state: &mut GlState, size: i32, hint: u32) -> Result<glow::NativeBuffer, GlError> {

@@ -205,6 +205,26 @@ impl hal::Device<Gl> for GlDevice {
         Ok(())
     }
 
+    fn read_buffer_once_settled(
+        &self,
+        buffer: &GlBuffer,
+        fence: u64,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<bool> {
+        if buffer.mapping().is_some() {
+            // A copy from the mapping needs no GL call: the caller waits and copies.
+            return Ok(false);
+        }
+        match buffer.read_once_settled(fence, offset, out.len())? {
+            Some(bytes) => {
+                out.copy_from_slice(&bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     fn submit(&self, commands: &[Command<'_, Gl>]) -> Result<u64> {
         self.post(commands, false)
     }

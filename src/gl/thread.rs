@@ -39,6 +39,14 @@ use crate::hal::Timeline;
 
 type Job = Box<dyn FnOnce(&mut GlState) + Send>;
 
+/// A job in the queue.
+struct Queued {
+    job: Job,
+    /// The job polls the GL thread's fences itself (a read that waits for the write before
+    /// it): pending fences stay with the GL thread instead of going to the fence thread.
+    keeps_fences: bool,
+}
+
 /// How long the thread sleeps between checks of a fence that is still pending after the polling
 /// window (where it waits for fences itself); a queued job wakes it at once.
 const FENCE_RECHECK: Duration = Duration::from_micros(100);
@@ -71,6 +79,8 @@ pub(crate) struct GlState {
     pub fences: Fences,
     /// Submissions handed to `fences` and not settled yet (shared with the fence thread).
     unsettled: Arc<AtomicUsize>,
+    /// Jobs waiting behind the one running (shared with the queue).
+    queued: Arc<AtomicUsize>,
     /// The oldest polled fence the thread already polled for a window without waiting.
     spun_for: Option<u64>,
     pub timeline: Arc<Timeline>,
@@ -92,6 +102,17 @@ impl GlState {
     /// A polled submission settled (its fence signalled or failed).
     pub fn settled(&self) {
         self.unsettled.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// From inside a job: polls this thread's fences until submission `fence` has settled
+    /// (`true`), for at most the polling window and only while no other job waits (`false`:
+    /// still running; the caller waits on the timeline instead).
+    pub fn settle_briefly(&mut self, fence: u64) -> bool {
+        crate::hal::spin::poll(|| {
+            super::submit::poll(self, Duration::ZERO);
+            self.timeline.reached(fence) || self.queued.load(Ordering::Acquire) > 0
+        });
+        self.timeline.reached(fence)
     }
 
     /// Drains `glGetError`, returning the first error seen.
@@ -118,11 +139,16 @@ impl GlState {
 
 #[derive(Default)]
 struct Queue {
-    jobs: VecDeque<Job>,
+    jobs: VecDeque<Queued>,
     /// A job or a fence poll is making GL calls right now.
     busy: bool,
     /// The process is exiting: no GL call may start any more.
     stopped: bool,
+    /// The GL thread sleeps on `Shared::work`: a new job must wake it. While it runs or polls it
+    /// sees new jobs by itself, and a wake-up would only cost the poster a system call.
+    sleeping: bool,
+    /// Threads sleeping on `Shared::progress`; progress is announced only when there are some.
+    watchers: usize,
 }
 
 struct Shared {
@@ -134,7 +160,7 @@ struct Shared {
     /// Submissions whose fences have not settled yet.
     unsettled: Arc<AtomicUsize>,
     /// Jobs queued (mirrors `Queue::jobs.len()`), for the idle thread's polling window.
-    queued: AtomicUsize,
+    queued: Arc<AtomicUsize>,
     /// The fence thread, once started (absent where the GL thread polls).
     fence_thread: OnceLock<Arc<FenceThreadControl>>,
     /// GL objects and devices alive on this thread's context.
@@ -148,6 +174,35 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes the GL thread if it sleeps; `queue` is the locked queue.
+    fn wake_worker(&self, queue: &Queue) {
+        if queue.sleeping {
+            self.work.notify_one();
+        }
+    }
+
+    /// Wakes the threads waiting for progress, if any; `queue` is the locked queue.
+    fn announce_progress(&self, queue: &Queue) {
+        if queue.watchers > 0 {
+            self.progress.notify_all();
+        }
+    }
+
+    /// Sleeps on `work` until woken or `timeout` passed (`None`: until woken).
+    fn sleep<'a>(
+        &self,
+        mut queue: MutexGuard<'a, Queue>,
+        timeout: Option<Duration>,
+    ) -> MutexGuard<'a, Queue> {
+        queue.sleeping = true;
+        let mut queue = match timeout {
+            Some(timeout) => self.work.wait_timeout(queue, timeout).unwrap_or_else(PoisonError::into_inner).0,
+            None => self.work.wait(queue).unwrap_or_else(PoisonError::into_inner),
+        };
+        queue.sleeping = false;
+        queue
     }
 
     /// Waits until no job is queued or running, no fence is pending, or `timeout` passed.
@@ -165,8 +220,10 @@ impl Shared {
             if now >= deadline {
                 return false;
             }
+            queue.watchers += 1;
             queue =
                 self.progress.wait_timeout(queue, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+            queue.watchers -= 1;
         }
     }
 }
@@ -250,7 +307,7 @@ impl GlThread {
             work: Condvar::new(),
             progress: Condvar::new(),
             unsettled: Arc::default(),
-            queued: AtomicUsize::new(0),
+            queued: Arc::default(),
             fence_thread: OnceLock::new(),
             live: AtomicUsize::new(0),
             timeline: Arc::new(Timeline::new()),
@@ -289,6 +346,7 @@ impl GlThread {
                     context,
                     fences,
                     unsettled: thread_shared.unsettled.clone(),
+                    queued: thread_shared.queued.clone(),
                     spun_for: None,
                     timeline: thread_shared.timeline.clone(),
                     gpu_times: thread_shared.gpu_times.clone(),
@@ -316,17 +374,17 @@ impl GlThread {
 
     /// Queues `job` without waiting. A stopped thread (process exit) drops it unrun.
     pub fn post(&self, job: impl FnOnce(&mut GlState) + Send + 'static) {
-        self.post_boxed(Box::new(job));
+        self.post_queued(Queued { job: Box::new(job), keeps_fences: false });
     }
 
-    fn post_boxed(&self, job: Job) {
+    fn post_queued(&self, job: Queued) {
         let mut queue = self.shared.lock();
         if queue.stopped {
             return;
         }
         queue.jobs.push_back(job);
         self.shared.queued.fetch_add(1, Ordering::Release);
-        self.shared.work.notify_one();
+        self.shared.wake_worker(&queue);
     }
 
     /// Queues `job` and returns the value `before` computed while the queue was locked, so that
@@ -344,9 +402,9 @@ impl GlThread {
             return Err(GlError::ThreadGone);
         }
         let value = before();
-        queue.jobs.push_back(Box::new(move |state| job(state, value)));
+        queue.jobs.push_back(Queued { job: Box::new(move |state| job(state, value)), keeps_fences: false });
         self.shared.queued.fetch_add(1, Ordering::Release);
-        self.shared.work.notify_one();
+        self.shared.wake_worker(&queue);
         Ok(value)
     }
 
@@ -355,12 +413,29 @@ impl GlThread {
         &self,
         job: impl FnOnce(&mut GlState) -> R + Send + 'static,
     ) -> Result<R, GlError> {
+        self.call_queued(job, false)
+    }
+
+    /// [`call`](Self::call) for a job that polls fences itself ([`GlState::settle_briefly`]).
+    pub fn call_keeping_fences<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut GlState) -> R + Send + 'static,
+    ) -> Result<R, GlError> {
+        self.call_queued(job, true)
+    }
+
+    fn call_queued<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut GlState) -> R + Send + 'static,
+        keeps_fences: bool,
+    ) -> Result<R, GlError> {
         let (reply, result) = mpsc::sync_channel(1);
-        self.post_boxed(Box::new(move |state| {
+        let job = Box::new(move |state: &mut GlState| {
             let outcome =
                 catch_unwind(AssertUnwindSafe(|| job(state))).map_err(|panic| panic_message(&*panic));
             let _ = reply.send(outcome);
-        }));
+        });
+        self.post_queued(Queued { job, keeps_fences });
         // Most jobs take microseconds: poll for the reply before sleeping on it.
         let mut early = None;
         crate::hal::spin::poll(|| match result.try_recv() {
@@ -419,7 +494,7 @@ fn serve(shared: &Shared, mut state: GlState) {
                 if queue.stopped {
                     queue.busy = false;
                     let dropped = std::mem::take(&mut queue.jobs);
-                    shared.progress.notify_all();
+                    shared.announce_progress(&queue);
                     drop(queue);
                     drop(dropped);
                     // Park for good: returning would tear the context down during exit.
@@ -435,7 +510,7 @@ fn serve(shared: &Shared, mut state: GlState) {
                     break None;
                 }
                 queue.busy = false;
-                shared.progress.notify_all();
+                shared.announce_progress(&queue);
                 if !polled {
                     // The next job often follows within microseconds (a read-back after a
                     // submission): look for it briefly before sleeping.
@@ -445,12 +520,14 @@ fn serve(shared: &Shared, mut state: GlState) {
                     queue = shared.lock();
                     continue;
                 }
-                queue = shared.work.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                queue = shared.sleep(queue, None);
             }
         };
         match job {
-            Some(job) => {
-                state.fences.hand_off();
+            Some(Queued { job, keeps_fences }) => {
+                if !keeps_fences {
+                    state.fences.hand_off();
+                }
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| job(&mut state))) {
                     tracing::error!("a GL job panicked: {}; the GL thread goes on", panic_message(&*panic));
                 }
@@ -472,7 +549,7 @@ fn serve(shared: &Shared, mut state: GlState) {
                     if state.fences.polls_pending() {
                         let queue = shared.lock();
                         if queue.jobs.is_empty() && !queue.stopped {
-                            let _ = shared.work.wait_timeout(queue, FENCE_RECHECK);
+                            drop(shared.sleep(queue, Some(FENCE_RECHECK)));
                         }
                     }
                 }
@@ -480,7 +557,7 @@ fn serve(shared: &Shared, mut state: GlState) {
         }
         let mut queue = shared.lock();
         queue.busy = false;
-        shared.progress.notify_all();
+        shared.announce_progress(&queue);
     }
 }
 
@@ -493,11 +570,11 @@ fn start_fence_thread(shared: &Arc<Shared>, context: &EglContext) -> Fences {
         timeline: shared.timeline.clone(),
         settled: Box::new(move || {
             if let Some(shared) = settled_shared.upgrade() {
-                let _queue = shared.lock();
+                let queue = shared.lock();
                 shared.unsettled.fetch_sub(1, Ordering::AcqRel);
-                shared.progress.notify_all();
+                shared.announce_progress(&queue);
                 // The GL thread's own fences may wait for this one.
-                shared.work.notify_all();
+                shared.wake_worker(&queue);
             }
         }),
         read_timer: Box::new(move |fence, query| {
@@ -612,8 +689,11 @@ mod tests {
         let refused =
             submit(|id| vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 0, size: 64 }], false);
         let after = submit(|_| vec![Step::Barrier], false);
+        // A read that settles its writer first never reads after a failed one.
+        assert!(buffer.read_once_settled(refused, 0, 16).unwrap().is_none());
         let wait = |fence| timeline.wait(fence, Duration::from_secs(30));
         assert!(wait(after).unwrap(), "the last submission completes");
+        assert_eq!(buffer.read_once_settled(after, 0, 16).unwrap().map(|bytes| bytes.len()), Some(16));
         assert!(wait(empty).unwrap() && wait(timed).unwrap());
         let err = wait(refused).unwrap_err();
         assert!(err.to_string().contains("copy"), "{err}");

@@ -216,6 +216,22 @@ pub trait Device<A: Api>: Send + Sync + 'static {
     /// Host reads; ranges were checked and every submission writing the buffer completed.
     fn read_buffer(&self, buffer: &A::Buffer, offset: u64, out: &mut [u8]) -> Result<()>;
 
+    /// A host read of a buffer whose last writer, submission `fence`, may still be running:
+    /// where the backend can let the fence settle and read in one step on its worker (the
+    /// polling window of [`spin`] at most), it does so and returns `Ok(true)`; `Ok(false)`
+    /// means nothing was read (the work runs longer, or the backend has no such path) and the
+    /// runtime waits and calls [`read_buffer`](Self::read_buffer). The runtime checks the
+    /// outcome of `fence` either way: a failed write is never returned as data.
+    fn read_buffer_once_settled(
+        &self,
+        _buffer: &A::Buffer,
+        _fence: u64,
+        _offset: u64,
+        _out: &mut [u8],
+    ) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Queues the commands as one submission and returns its fence value at once; values grow
     /// by one per submission. The objects stay alive until the fence completes (the runtime
     /// holds them). A failure while running it is reported by [`wait`](Self::wait).

@@ -17,6 +17,9 @@ struct State {
     failures: BTreeMap<u64, Error>,
     /// Set when the worker can complete nothing any more.
     lost: Option<Error>,
+    /// Threads sleeping on `changed`: the signaller makes the system call to wake them only
+    /// when there are some (a polling waiter sees `settled` by itself).
+    sleepers: usize,
 }
 
 /// Fence values 1, 2, 3… in submission order, completed in the same order.
@@ -53,7 +56,9 @@ impl Timeline {
         let mut state = self.lock();
         state.completed = state.completed.max(fence);
         self.settled.fetch_max(state.completed, Ordering::AcqRel);
-        self.changed.notify_all();
+        if state.sleepers > 0 {
+            self.changed.notify_all();
+        }
     }
 
     /// Records that submission `fence` failed with `error`; its waiters get the error once it
@@ -72,6 +77,12 @@ impl Timeline {
         state.lost.get_or_insert(error);
         self.settled.store(u64::MAX, Ordering::Release);
         self.changed.notify_all();
+    }
+
+    /// Whether `fence` has settled (completed or failed) or the device was lost, without
+    /// taking the lock.
+    pub fn reached(&self, fence: u64) -> bool {
+        self.settled.load(Ordering::Acquire) >= fence
     }
 
     pub fn completed(&self) -> u64 {
@@ -106,7 +117,9 @@ impl Timeline {
                 Some(deadline) => deadline - now,
                 None => Duration::from_secs(3600),
             };
+            state.sleepers += 1;
             state = self.changed.wait_timeout(state, remaining).unwrap_or_else(PoisonError::into_inner).0;
+            state.sleepers -= 1;
         }
     }
 }

@@ -145,30 +145,44 @@ impl Commands {
         self.len() == 0
     }
 
-    /// "kernel `a`, kernel `b` and 1 copy": for messages about the submission.
-    pub(crate) fn describe(&self) -> String {
-        let mut kernels: Vec<String> = Vec::new();
-        let mut copies = 0;
+    /// What the submission holds, for messages about it (written out only when one is needed:
+    /// this runs on every submission).
+    pub(crate) fn contents(&self) -> Contents {
+        let mut contents = Contents { kernels: Vec::new(), copies: 0 };
         for command in &self.list {
             match command {
                 Recorded::Dispatch { program, .. } => {
-                    let name = format!("`{}`", program.name());
-                    if !kernels.contains(&name) {
-                        kernels.push(name);
+                    if !contents.kernels.iter().any(|k| **k == *program.name()) {
+                        contents.kernels.push(program.shared.name.clone());
                     }
                 }
-                Recorded::Copy { .. } => copies += 1,
+                Recorded::Copy { .. } => contents.copies += 1,
                 Recorded::Barrier => {}
             }
         }
-        let mut parts = Vec::new();
-        if !kernels.is_empty() {
-            parts.push(format!("kernel {}", kernels.join(", ")));
+        contents
+    }
+}
+
+/// The kernels (each name once) and copies of a submission; displays as
+/// "kernel `a`, `b` and 2 copies".
+pub(crate) struct Contents {
+    kernels: Vec<Arc<str>>,
+    copies: usize,
+}
+
+impl fmt::Display for Contents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, kernel) in self.kernels.iter().enumerate() {
+            let lead = if i == 0 { "kernel " } else { ", " };
+            write!(f, "{lead}`{kernel}`")?;
         }
-        if copies > 0 {
-            parts.push(format!("{copies} cop{}", if copies == 1 { "y" } else { "ies" }));
+        if self.copies > 0 {
+            let and = if self.kernels.is_empty() { "" } else { " and " };
+            let plural = if self.copies == 1 { "y" } else { "ies" };
+            write!(f, "{and}{} cop{plural}", self.copies)?;
         }
-        parts.join(" and ")
+        Ok(())
     }
 }
 
@@ -183,7 +197,7 @@ impl fmt::Debug for Commands {
 pub struct Submission {
     pub(crate) device: Arc<dyn DynDevice>,
     pub(crate) fence: u64,
-    pub(crate) what: String,
+    pub(crate) contents: Contents,
     /// Submitted with [`Runtime::submit_timed`](super::Runtime::submit_timed) on a device that
     /// measures GPU time.
     pub(crate) timed: bool,
@@ -227,7 +241,11 @@ impl Submission {
         } else {
             Err(Error::new(
                 ErrorKind::Timeout,
-                format!("{} did not finish within {} ms", self.what, timeout.as_millis()),
+                format!(
+                    "the submission of {} did not finish within {} ms",
+                    self.contents,
+                    timeout.as_millis()
+                ),
             ))
         }
     }
@@ -244,6 +262,9 @@ impl Drop for Submission {
 
 impl fmt::Debug for Submission {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Submission").field("fence", &self.fence).field("what", &self.what).finish()
+        f.debug_struct("Submission")
+            .field("fence", &self.fence)
+            .field("contents", &self.contents.to_string())
+            .finish()
     }
 }

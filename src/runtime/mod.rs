@@ -194,10 +194,10 @@ impl Runtime {
                 "an empty submission: record a dispatch or a copy first",
             ));
         }
-        let what = format!("the submission of {}", commands.describe());
+        let contents = commands.contents();
         let timed = timed && self.device.measures_gpu_time();
         let fence = self.device.submit(commands, timed)?;
-        Ok(Submission { device: self.device.clone(), fence, what, timed, gpu_time: OnceLock::new() })
+        Ok(Submission { device: self.device.clone(), fence, contents, timed, gpu_time: OnceLock::new() })
     }
 
     /// Records and submits one dispatch; returns at once.

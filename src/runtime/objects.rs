@@ -110,6 +110,8 @@ pub(crate) struct ProgramShared {
     pub token: u64,
     pub backend: &'static str,
     pub spec: KernelSpec,
+    /// `spec.name`, shared cheaply with the submissions that name the program in messages.
+    pub name: Arc<str>,
     pub plan: Plan,
     /// The cache handle of the backend's program: keeps it in the memory tier while held.
     pub handle: Box<dyn Any + Send + Sync>,
