@@ -227,7 +227,10 @@ fn serve(
         batch.extend(received.try_iter());
         let newest = batch.iter().rposition(|watch| watch.sync.is_some());
         let newest_done = match newest {
-            Some(at) => batch[at].sync.take().map(|sync| wait_and_delete(&context.gl, control, sync)),
+            Some(at) => batch[at]
+                .sync
+                .take()
+                .map(|sync| wait_and_delete(&context.gl, control, sync, hooks.timeline.spin_window())),
             None => None,
         };
         for (at, watch) in batch.into_iter().enumerate() {
@@ -237,7 +240,9 @@ fn serve(
                 match (watch.sync, &newest_done) {
                     // Older than a fence that signalled: complete; only its object is left.
                     (Some(sync), Some(Ok(()))) => delete(&context.gl, control, sync),
-                    (Some(sync), _) => wait_and_delete(&context.gl, control, sync),
+                    (Some(sync), _) => {
+                        wait_and_delete(&context.gl, control, sync, hooks.timeline.spin_window())
+                    }
                     // Failed while being recorded: its error is on the timeline already.
                     (None, _) => Ok(()),
                 }
@@ -276,11 +281,12 @@ fn wait_and_delete(
     gl: &glow::Context,
     control: &FenceThreadControl,
     sync: glow::NativeFence,
+    spin: Duration,
 ) -> Result<(), GlError> {
     let slice = WAIT_SLICE.as_nanos() as i32;
     // Short work completes within the polling window; waits in the driver wake up late.
     let mut status = glow::TIMEOUT_EXPIRED;
-    crate::hal::spin::poll(|| {
+    crate::hal::spin::poll_within(spin, || {
         if !control.begin() {
             return true;
         }

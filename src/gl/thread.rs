@@ -108,7 +108,7 @@ impl GlState {
     /// (`true`), for at most the polling window and only while no other job waits (`false`:
     /// still running; the caller waits on the timeline instead).
     pub fn settle_briefly(&mut self, fence: u64) -> bool {
-        crate::hal::spin::poll(|| {
+        crate::hal::spin::poll_within(self.timeline.spin_window(), || {
             super::submit::poll(self, Duration::ZERO);
             self.timeline.reached(fence) || self.queued.load(Ordering::Acquire) > 0
         });
@@ -335,6 +335,9 @@ impl GlThread {
                         return;
                     }
                 };
+                // Polling for the end of work that runs on this machine's own cores would take
+                // a core from it (`spin`).
+                thread_shared.timeline.set_spin_window(crate::hal::spin::window_for(probe.is_cpu_renderer()));
                 // Before `spawn` returns, so the first submission already has its waiter.
                 let waits = FenceWaits::from_env().unwrap_or(waits);
                 let fences = match waits {
@@ -438,7 +441,7 @@ impl GlThread {
         self.post_queued(Queued { job, keeps_fences });
         // Most jobs take microseconds: poll for the reply before sleeping on it.
         let mut early = None;
-        crate::hal::spin::poll(|| match result.try_recv() {
+        crate::hal::spin::poll_within(self.shared.timeline.spin_window(), || match result.try_recv() {
             Err(mpsc::TryRecvError::Empty) => false,
             reply => {
                 early = Some(reply.map_err(|_| mpsc::RecvError));
@@ -516,7 +519,8 @@ fn serve(shared: &Shared, mut state: GlState) {
                     // submission): look for it briefly before sleeping.
                     polled = true;
                     drop(queue);
-                    crate::hal::spin::poll(|| shared.queued.load(Ordering::Acquire) > 0);
+                    let window = shared.timeline.spin_window();
+                    crate::hal::spin::poll_within(window, || shared.queued.load(Ordering::Acquire) > 0);
                     queue = shared.lock();
                     continue;
                 }
@@ -538,7 +542,7 @@ fn serve(shared: &Shared, mut state: GlState) {
                 let oldest = state.fences.oldest_polled();
                 if oldest != state.spun_for {
                     state.spun_for = oldest;
-                    crate::hal::spin::poll(|| {
+                    crate::hal::spin::poll_within(shared.timeline.spin_window(), || {
                         super::submit::poll(&mut state, Duration::ZERO);
                         !state.fences.polls_pending() || shared.queued.load(Ordering::Acquire) > 0
                     });

@@ -23,13 +23,25 @@ struct State {
 }
 
 /// Fence values 1, 2, 3… in submission order, completed in the same order.
-#[derive(Default)]
 pub struct Timeline {
     state: Mutex<State>,
     changed: Condvar,
     /// `state.completed` (or `u64::MAX` once lost), readable without the lock while a waiter
     /// polls (see `spin`).
     settled: AtomicU64,
+    /// How long a waiter polls `settled` before sleeping, in nanoseconds.
+    spin_ns: AtomicU64,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline {
+            state: Mutex::default(),
+            changed: Condvar::new(),
+            settled: AtomicU64::new(0),
+            spin_ns: AtomicU64::new(super::spin::window().as_nanos() as u64),
+        }
+    }
 }
 
 /// Failures kept for waiters that have not asked yet; older ones are dropped first.
@@ -42,6 +54,17 @@ impl Timeline {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets how long waiters poll before sleeping (see `spin`: zero for a device that computes
+    /// on the host's cores).
+    pub fn set_spin_window(&self, window: Duration) {
+        self.spin_ns.store(window.as_nanos().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+    }
+
+    /// How long waiters poll before sleeping.
+    pub fn spin_window(&self) -> Duration {
+        Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed))
     }
 
     /// The next fence value; call once per submission, in submission order.
@@ -97,7 +120,7 @@ impl Timeline {
     /// Waits for `fence`: `Ok(true)` once it completed, `Ok(false)` after `timeout`.
     pub fn wait(&self, fence: u64, timeout: Duration) -> Result<bool> {
         if !timeout.is_zero() {
-            super::spin::poll(|| self.settled.load(Ordering::Acquire) >= fence);
+            super::spin::poll_within(self.spin_window(), || self.settled.load(Ordering::Acquire) >= fence);
         }
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.lock();
