@@ -392,10 +392,15 @@ impl DiskStore {
         let mut report = VerifyReport::default();
         let uid = current_uid();
         for found in self.walk()? {
-            let key = match &found.kind {
+            let checked = match &found.kind {
                 FoundKind::Temp => continue,
-                FoundKind::Misplaced(_, problem) => {
-                    let problem = problem.clone();
+                FoundKind::Entry(key) if !found.is_foreign(uid) => Ok(*key),
+                FoundKind::Entry(_) => Err(foreign_problem(found.meta.uid())),
+                FoundKind::Misplaced(_, problem) => Err(problem.clone()),
+            };
+            let key = match checked {
+                Ok(key) => key,
+                Err(problem) => {
                     settle_problem(
                         found.path,
                         &found.meta,
@@ -406,19 +411,6 @@ impl DiskStore {
                     );
                     continue;
                 }
-                FoundKind::Entry(_) if found.is_foreign(uid) => {
-                    let problem = foreign_problem(found.meta.uid());
-                    settle_problem(
-                        found.path,
-                        &found.meta,
-                        problem,
-                        fix,
-                        &mut report.fixed,
-                        &mut report.problems,
-                    );
-                    continue;
-                }
-                FoundKind::Entry(key) => *key,
             };
             report.checked += 1;
             let dir_identity = parse_gpu_dir_name(&found.gpu_dir);
