@@ -14,6 +14,10 @@
 //! waited for by a fence thread with a context sharing this one's while a job runs
 //! (`fences.rs`): a waiter never needs the GL thread — it may be busy inside a long dispatch
 //! (llvmpipe runs kernels inside the GL call) — and the GL thread never blocks on a fence.
+//! The one job that polls a fence is a read queued right behind the work that writes its buffer
+//! (`GlState::settle_briefly`): a synchronous round trip then needs no trip through the caller's
+//! thread between the fence and the read, and the job gives up after the polling window, or as
+//! soon as another job is queued, leaving longer work to the timeline.
 //!
 //! Exit safety: NVIDIA's driver crashed (SIGSEGV in `glDeleteBuffers`) when the GL thread was
 //! still deleting objects, queued by drops at the end of `main`, while the main thread ran the
