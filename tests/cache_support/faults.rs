@@ -3,7 +3,7 @@
 //! for another GPU, backend or format version), and the runner that warms a cache of suite
 //! kernels through a `Runtime` opener and checks that each damaged entry is rejected by
 //! verification before the backend's load, compiled again, and computes the right result.
-//! Included by the per-backend fault tests with `#[path]`.
+//! Included with `#[path]` by the per-backend fault tests and by `gl_cache.rs`.
 
 #![allow(dead_code)]
 
