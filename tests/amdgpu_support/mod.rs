@@ -3,8 +3,11 @@
 //! memory with their GPU mappings, records every CS submission (its IB words copied out at
 //! submit time, its BO list) and answers waits as told: done at once, still busy, or reset.
 //! The memory steps (create, close, CPU map, VA map and unmap) are logged in order, and a test
-//! can make the next call of any one of them fail.
+//! can make the next call of any one of them fail. `code_objects` reads the committed AOT code
+//! objects.
 #![allow(dead_code)]
+
+pub mod code_objects;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
