@@ -52,18 +52,8 @@ const KERNELS: [&str; 3] = ["saxpy", "sgemm", "conv2d"];
 #[test]
 fn every_damaged_amdgpu_sim_entry_is_rejected_before_the_backend_and_recompiled_correctly() {
     let dir = tempfile::tempdir().unwrap();
-    let start = std::time::Instant::now();
     let tally = damage_every_entry(dir.path(), &open_sim, &cases(), 256);
-    eprintln!(
-        "amdgpu-sim fault injection: {} damaged entries over {} kernels, {} rejected by verification, {} \
-         refused by the backend, {} recompiled, all results correct ({:.1} s)",
-        tally.cases,
-        cases().len(),
-        tally.rejected,
-        tally.driver_refused,
-        tally.recompiled,
-        start.elapsed().as_secs_f64()
-    );
+    eprintln!("amdgpu-sim fault injection: {tally}");
     assert!(tally.cases >= 3 * (HEADER_LEN + 256));
     assert_eq!(tally.driver_refused, 0);
 }
