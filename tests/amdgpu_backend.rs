@@ -12,6 +12,7 @@ mod amdgpu_support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use amdgpu_support::code_objects::aot_blob;
 use amdgpu_support::{FakeDriver, Recorded, WaitMode};
 use pm4::fields::PgmRsrc2;
 use pm4::{Body, Gfx};
@@ -32,10 +33,6 @@ fn device(kmd: &Arc<FakeDriver>, options: DeviceOptions) -> AmdgpuDevice<Hardwar
 
 fn runtime(kmd: &Arc<FakeDriver>) -> Runtime {
     Runtime::from_device::<Amdgpu>(device(kmd, DeviceOptions::default()), &CacheConfig::memory_only())
-}
-
-fn aot_blob(kernel: &str, target: &str) -> Vec<u8> {
-    std::fs::read(format!("{}/shaders/aot/{target}/{kernel}.co", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 /// What an explicit kernel argument must hold.

@@ -9,15 +9,6 @@ use amdgpu_sim_support::*;
 use sparkle::amdgpu::kernarg::{ArgValue, DispatchGrid};
 use sparkle::amdgpu::kmd::{VaFlags, WaitStatus};
 
-const SAXPY: &str = r#"
-kernel void saxpy(global const float* x, global float* y, float a, uint n) {
-    uint i = __builtin_amdgcn_workgroup_id_x() * 64u + __builtin_amdgcn_workitem_id_x();
-    if (i < n) {
-        y[i] = a * x[i] + y[i];
-    }
-}
-"#;
-
 #[test]
 fn saxpy_with_a_ragged_size_matches_the_cpu_and_signals_its_fence() {
     let gpu = Gpu::new();

@@ -15,15 +15,6 @@ use sparkle::amdgpu::kernarg::ArgValue;
 use sparkle::amdgpu::kmd::{ContextId, HwIp, Timeout, VaFlags, WaitStatus};
 use sparkle::amdgpu::sim::SimOptions;
 
-const SAXPY: &str = r#"
-kernel void saxpy(global const float* x, global float* y, float a, uint n) {
-    uint i = __builtin_amdgcn_workgroup_id_x() * 64u + __builtin_amdgcn_workitem_id_x();
-    if (i < n) {
-        y[i] = a * x[i] + y[i];
-    }
-}
-"#;
-
 const OOB: &str = r#"
 kernel void oob(global uint* out, uint far) {
     out[__builtin_amdgcn_workitem_id_x() + far] = 7;

@@ -5,21 +5,12 @@
 
 #![cfg(feature = "gl")]
 
+#[path = "gl_support/cli.rs"]
+mod gl_cli;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn sparkle(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sparkle"))
-        .args(args)
-        .env("SPARKLE_CACHE_DIR", cache)
-        .env("SPARKLE_BACKEND", "gl")
-        .output()
-        .expect("the sparkle binary runs")
-}
-
-fn text(output: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
-}
+use gl_cli::{sparkle, text};
 
 #[test]
 fn the_overhead_bench_reports_every_measurement_and_checks_both_sides() {

@@ -5,10 +5,14 @@
 
 #![cfg(feature = "gl")]
 
-use std::path::{Path, PathBuf};
+#[path = "cache_support/faults.rs"]
+mod faults;
+
+use std::path::Path;
 use std::process::Command;
 
-use sparkle::cache::{CacheConfig, CacheStats, EntryHeader, HEADER_LEN};
+use faults::{entry_files, payload, with_payload};
+use sparkle::cache::{CacheConfig, CacheStats, HEADER_LEN};
 use sparkle::gl::GlError;
 use sparkle::suite::{self, Case};
 use sparkle::{Access, Arg, BufferUsage, ErrorKind, KernelError, KernelSpec, Runtime, ScalarType};
@@ -57,24 +61,6 @@ fn run_suite_in(dir: &Path) -> CacheStats {
     let backend = open(dir);
     run_suite(&backend);
     backend.cache_stats()
-}
-
-fn entry_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if path.is_dir() {
-                stack.push(path);
-            } else if name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
 }
 
 #[derive(serde::Deserialize)]
@@ -150,16 +136,10 @@ fn a_verified_binary_the_driver_refuses_is_recompiled_and_replaced() {
     // verification passes, so only the driver can refuse it.
     for path in entry_files(dir.path()) {
         let bytes = std::fs::read(&path).unwrap();
-        let mut header: EntryHeader = bytemuck::pod_read_unaligned(&bytes[..HEADER_LEN]);
-        let mut payload = bytes[HEADER_LEN..].to_vec();
-        let middle = payload.len() / 2;
-        payload[middle] ^= 0x40;
-        header.payload_xxh3 = xxhash_rust::xxh3::xxh3_64(&payload);
-        let mut sealed = bytemuck::bytes_of(&header).to_vec();
-        header.header_xxh3 = xxhash_rust::xxh3::xxh3_64(&sealed[..HEADER_LEN - 8]);
-        sealed = bytemuck::bytes_of(&header).to_vec();
-        sealed.extend_from_slice(&payload);
-        std::fs::write(&path, sealed).unwrap();
+        let mut damaged = payload(&bytes).to_vec();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0x40;
+        std::fs::write(&path, with_payload(&bytes, &damaged)).unwrap();
     }
 
     let stats = run_suite_in(dir.path());

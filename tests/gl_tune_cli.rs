@@ -4,21 +4,12 @@
 
 #![cfg(feature = "gl")]
 
-use std::path::Path;
-use std::process::{Command, Output};
+#[path = "gl_support/cli.rs"]
+mod gl_cli;
 
-fn sparkle(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sparkle"))
-        .args(args)
-        .env("SPARKLE_CACHE_DIR", cache)
-        .env("SPARKLE_BACKEND", "gl")
-        .output()
-        .expect("the sparkle binary runs")
-}
+use std::process::Output;
 
-fn text(output: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
-}
+use gl_cli::{sparkle, text};
 
 fn rows(output: &Output) -> Vec<serde_json::Value> {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("JSON rows ({e}): {}", text(output)))

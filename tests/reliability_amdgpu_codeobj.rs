@@ -12,27 +12,12 @@
 #[path = "amdgpu_support/mod.rs"]
 mod amdgpu_support;
 
+use amdgpu_support::code_objects::{aot_blob, descriptor_offset};
 use amdgpu_support::FakeDriver;
-use sparkle::amdgpu::codeobj::CodeObject;
 use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions, Hardware};
 use sparkle::cache::{Blob, LoadFailure};
 use sparkle::hal::Device;
 use sparkle::suite;
-
-fn aot_blob(kernel: &str, target: &str) -> Vec<u8> {
-    std::fs::read(format!("{}/shaders/aot/{target}/{kernel}.co", env!("CARGO_MANIFEST_DIR"))).unwrap()
-}
-
-/// File offset of `<kernel>.kd` (the first PT_LOAD segment maps the file at address 0).
-fn descriptor_offset(bytes: &[u8], kernel: &str) -> usize {
-    let object = CodeObject::parse(bytes).unwrap();
-    let found = object.kernels().iter().find(|k| k.name == kernel).unwrap();
-    assert_eq!(
-        &bytes[found.descriptor_offset as usize + 16..][..8],
-        &found.descriptor.kernel_code_entry_byte_offset.to_le_bytes()
-    );
-    found.descriptor_offset as usize
-}
 
 /// File offset of the `.dynsym` entry whose value is `value` and whose size is 64 (a descriptor).
 fn descriptor_symbol(bytes: &[u8], value: u64) -> usize {

@@ -36,18 +36,8 @@ fn cases() -> Vec<Box<dyn Case>> {
 #[test]
 fn every_damaged_gl_entry_is_rejected_before_the_driver_and_recompiled_correctly() {
     let dir = tempfile::tempdir().unwrap();
-    let start = std::time::Instant::now();
     let tally = damage_every_entry(dir.path(), &open_gl, &cases(), 256);
-    eprintln!(
-        "gl fault injection: {} damaged entries over {} kernels, {} rejected by verification, {} refused by \
-         the driver, {} recompiled, all results correct ({:.1} s)",
-        tally.cases,
-        cases().len(),
-        tally.rejected,
-        tally.driver_refused,
-        tally.recompiled,
-        start.elapsed().as_secs_f64()
-    );
+    eprintln!("gl fault injection: {tally}");
     assert!(tally.cases >= 3 * (HEADER_LEN + 256));
     assert_eq!(tally.driver_refused, 0);
 }

@@ -26,6 +26,17 @@ use sparkle::amdgpu::sim::{identity, SimDriver, SimOptions};
 
 pub const LIBCLC: &str = "/usr/lib/clc/amdgcn-amd-amdhsa.bc";
 
+/// `y[i] = a * x[i] + y[i]` for `i < n`, one work-item per element in groups of 64, built with
+/// [`Builtins::Clang`].
+pub const SAXPY: &str = r#"
+kernel void saxpy(global const float* x, global float* y, float a, uint n) {
+    uint i = __builtin_amdgcn_workgroup_id_x() * 64u + __builtin_amdgcn_workitem_id_x();
+    if (i < n) {
+        y[i] = a * x[i] + y[i];
+    }
+}
+"#;
+
 /// How a kernel gets its builtins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Builtins {

@@ -2,7 +2,12 @@
 //! simulator: it runs nothing). It reports a chosen gfx target, keeps buffer contents in host
 //! memory with their GPU mappings, records every CS submission (its IB words copied out at
 //! submit time, its BO list) and answers waits as told: done at once, still busy, or reset.
+//! The memory steps (create, close, CPU map, VA map and unmap) are logged in order, and a test
+//! can make the next call of any one of them fail. `code_objects` reads the committed AOT code
+//! objects.
 #![allow(dead_code)]
+
+pub mod code_objects;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,6 +52,22 @@ struct State {
     va: BTreeMap<u64, (u32, u64, VaFlags)>,
     submissions: Vec<Recorded>,
     contexts: usize,
+    /// The memory steps called, in order.
+    calls: Vec<&'static str>,
+    /// The memory step whose next call fails.
+    fail: Option<&'static str>,
+}
+
+impl State {
+    /// Logs the memory step `op` and fails it if a test asked for that.
+    fn step(&mut self, op: &'static str) -> Result<()> {
+        self.calls.push(op);
+        if self.fail == Some(op) {
+            self.fail = None;
+            return Err(AmdgpuError::io(op, std::io::Error::other("injected failure")));
+        }
+        Ok(())
+    }
 }
 
 pub struct FakeDriver {
@@ -74,6 +95,22 @@ impl FakeDriver {
 
     pub fn set_wait_mode(&self, mode: WaitMode) {
         *self.wait_mode.lock().unwrap() = mode;
+    }
+
+    /// Makes the next call of the memory step `op` (the trait method's name, e.g. `"va_map"`)
+    /// fail with an error that says "injected".
+    pub fn fail_next(&self, op: &'static str) {
+        self.state.lock().unwrap().fail = Some(op);
+    }
+
+    /// The memory steps called so far, oldest first, failed ones included.
+    pub fn calls(&self) -> Vec<&'static str> {
+        self.state.lock().unwrap().calls.clone()
+    }
+
+    /// How the open buffer `bo` was created.
+    pub fn buffer_desc(&self, bo: BoHandle) -> Option<BufferDesc> {
+        self.state.lock().unwrap().buffers.get(&bo.0).map(|(desc, _)| *desc)
     }
 
     pub fn submissions(&self) -> Vec<Recorded> {
@@ -165,6 +202,7 @@ impl KernelDriver for FakeDriver {
     }
     fn gem_create(&self, desc: &BufferDesc) -> Result<BoHandle> {
         let mut s = self.state.lock().unwrap();
+        s.step("gem_create")?;
         s.next_handle += 1;
         let handle = s.next_handle;
         s.buffers.insert(handle, (*desc, Arc::new(Mutex::new(vec![0; desc.size as usize]))));
@@ -172,6 +210,8 @@ impl KernelDriver for FakeDriver {
     }
     fn gem_close(&self, bo: BoHandle) -> Result<()> {
         let mut s = self.state.lock().unwrap();
+        s.step("gem_close")?;
+        // Like the kernel, closing a handle drops whatever mappings it still has.
         s.va.retain(|_, (h, _, _)| *h != bo.0);
         s.buffers
             .remove(&bo.0)
@@ -179,7 +219,8 @@ impl KernelDriver for FakeDriver {
             .ok_or_else(|| AmdgpuError::io("close", std::io::Error::other("unknown handle")))
     }
     fn map_cpu(&self, bo: BoHandle, size: u64) -> Result<Box<dyn CpuMapping>> {
-        let s = self.state.lock().unwrap();
+        let mut s = self.state.lock().unwrap();
+        s.step("map_cpu")?;
         let (desc, bytes) = s.buffers.get(&bo.0).unwrap();
         assert!(size <= desc.size);
         self.cpu_mappings.fetch_add(1, Ordering::SeqCst);
@@ -191,6 +232,7 @@ impl KernelDriver for FakeDriver {
     }
     fn va_map(&self, bo: BoHandle, va: u64, size: u64, flags: VaFlags) -> Result<()> {
         let mut s = self.state.lock().unwrap();
+        s.step("va_map")?;
         assert!(s.buffers[&bo.0].0.size >= size, "mapping more than the buffer holds");
         for (&start, &(_, len, _)) in &s.va {
             assert!(va + size <= start || start + len <= va, "overlapping VA {va:#x}");
@@ -200,6 +242,7 @@ impl KernelDriver for FakeDriver {
     }
     fn va_unmap(&self, bo: BoHandle, va: u64, size: u64) -> Result<()> {
         let mut s = self.state.lock().unwrap();
+        s.step("va_unmap")?;
         let (handle, len, _) = s.va.remove(&va).unwrap();
         assert_eq!((handle, len), (bo.0, size));
         Ok(())

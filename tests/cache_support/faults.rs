@@ -3,11 +3,13 @@
 //! for another GPU, backend or format version), and the runner that warms a cache of suite
 //! kernels through a `Runtime` opener and checks that each damaged entry is rejected by
 //! verification before the backend's load, compiled again, and computes the right result.
-//! Included by the per-backend fault tests with `#[path]`.
+//! Included with `#[path]` by the per-backend fault tests and by `gl_cache.rs`.
 
 #![allow(dead_code)]
 
+use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use sparkle::cache::{EntryHeader, HEADER_LEN};
 use sparkle::suite::{self, Case};
@@ -104,9 +106,29 @@ pub fn mutations(good: &[u8], other: &[u8], payload_samples: usize) -> Vec<(Stri
 #[derive(Debug, Default)]
 pub struct Tally {
     pub cases: usize,
+    pub kernels: usize,
     pub rejected: u64,
     pub driver_refused: u64,
     pub recompiled: u64,
+    /// The whole run, warming the cache included.
+    pub elapsed: Duration,
+}
+
+/// The counts in one line, printed by the tests (`-- --nocapture`).
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} damaged entries over {} kernels, {} rejected by verification, {} refused by the backend, {} \
+             recompiled, all results correct ({:.1} s)",
+            self.cases,
+            self.kernels,
+            self.rejected,
+            self.driver_refused,
+            self.recompiled,
+            self.elapsed.as_secs_f64()
+        )
+    }
 }
 
 /// Runs `case`'s portable spec (one program per kernel on every backend) on a runtime opened on
@@ -144,9 +166,10 @@ pub fn damage_every_entry(
     cases: &[Box<dyn Case>],
     payload_samples: usize,
 ) -> Tally {
+    let start = Instant::now();
     let entries = warm(dir, open, cases);
     let genuine: Vec<Vec<u8>> = entries.iter().map(|p| std::fs::read(p).unwrap()).collect();
-    let mut tally = Tally::default();
+    let mut tally = Tally { kernels: cases.len(), ..Tally::default() };
     for (index, (case, path)) in cases.iter().zip(&entries).enumerate() {
         let other = &genuine[(index + 1) % genuine.len()];
         for (what, bytes) in mutations(&genuine[index], other, payload_samples) {
@@ -168,5 +191,6 @@ pub fn damage_every_entry(
         let runtime = run_case(dir, open, case.as_ref(), "the genuine entry");
         assert_eq!(runtime.cache_stats().disk_hits, 1);
     }
+    tally.elapsed = start.elapsed();
     tally
 }
