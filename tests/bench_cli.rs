@@ -55,6 +55,16 @@ fn the_overhead_bench_reports_every_measurement_and_checks_both_sides() {
     assert!(positive(&trip["sparkle_median_us"]) && positive(&trip["plain_median_us"]), "{trip}");
     let ratio = trip["sparkle_median_us"].as_f64().unwrap() / trip["plain_median_us"].as_f64().unwrap();
     assert!((trip["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9, "{trip}");
+    assert!(positive(&trip["sparkle_waiting_median_us"]) && positive(&trip["waiting_ratio"]), "{trip}");
+    // Each side's steps: the dispatch-read side has no separate wait, the others do.
+    let steps = trip["steps"].as_array().unwrap();
+    let step_sides: Vec<&str> = steps.iter().map(|s| s["side"].as_str().unwrap()).collect();
+    assert_eq!(step_sides, ["sparkle: dispatch, read", "sparkle: dispatch, wait, read", "plain glow loop"]);
+    for step in steps {
+        assert!(positive(&step["submit_us"]) && positive(&step["read_us"]), "{step}");
+        assert!(step["wait_us"].as_f64().is_some_and(|w| w >= 0.0), "{step}");
+    }
+    assert!(steps[0]["wait_us"].as_f64().unwrap() < 1.0, "nothing between dispatch and read: {trip}");
     let switches = report["program_switch"].as_array().unwrap();
     assert_eq!(switches.len(), 2);
     for s in switches {
