@@ -74,6 +74,13 @@ pub struct VerifyReport {
     pub problems: Vec<(PathBuf, String)>,
 }
 
+impl VerifyReport {
+    /// Records a problem, removing it first if `fix` (see [`settle_problem`]).
+    fn settle(&mut self, path: PathBuf, meta: &fs::Metadata, problem: String, fix: bool) {
+        settle_problem(path, meta, problem, fix, &mut self.fixed, &mut self.problems);
+    }
+}
+
 /// What `prune` or `clear` removed and what is left. Bytes count entries and driver cache
 /// folders together, as the size bound does.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -401,14 +408,7 @@ impl DiskStore {
             let key = match checked {
                 Ok(key) => key,
                 Err(problem) => {
-                    settle_problem(
-                        found.path,
-                        &found.meta,
-                        problem,
-                        fix,
-                        &mut report.fixed,
-                        &mut report.problems,
-                    );
+                    report.settle(found.path, &found.meta, problem, fix);
                     continue;
                 }
             };
@@ -428,26 +428,12 @@ impl DiskStore {
                 // Replaced between the walk and the read.
                 ReadOutcome::Foreign { uid: owner } => {
                     report.checked -= 1;
-                    settle_problem(
-                        found.path,
-                        &found.meta,
-                        foreign_problem(owner),
-                        fix,
-                        &mut report.fixed,
-                        &mut report.problems,
-                    );
+                    report.settle(found.path, &found.meta, foreign_problem(owner), fix);
                 }
                 ReadOutcome::NotAFile(what) => {
                     report.checked -= 1;
                     let problem = format!("{what} at an entry's path; not loaded");
-                    settle_problem(
-                        found.path,
-                        &found.meta,
-                        problem,
-                        fix,
-                        &mut report.fixed,
-                        &mut report.problems,
-                    );
+                    report.settle(found.path, &found.meta, problem, fix);
                 }
                 ReadOutcome::Rejected { problem, identity } => {
                     match files::remove_if_same(&found.path, identity) {
@@ -464,9 +450,7 @@ impl DiskStore {
             match found {
                 DriverFound::Folder(_) => report.driver_caches += 1,
                 DriverFound::Temp(_) => {}
-                DriverFound::Problem { path, meta, problem } => {
-                    settle_problem(path, &meta, problem, fix, &mut report.fixed, &mut report.problems)
-                }
+                DriverFound::Problem { path, meta, problem } => report.settle(path, &meta, problem, fix),
             }
         }
         Ok(report)

@@ -49,7 +49,7 @@ fn parse_window(value: Option<&str>) -> Option<Duration> {
     match text.parse::<u64>() {
         Ok(micros) => Some(Duration::from_micros(micros).min(MAX_WINDOW)),
         Err(_) => {
-            tracing::warn!("{SPIN_ENV}={text:?} is not a number of microseconds; using the default window",);
+            tracing::warn!("{SPIN_ENV}={text:?} is not a number of microseconds; using the default window");
             None
         }
     }

@@ -120,7 +120,7 @@ impl Timeline {
     /// Waits for `fence`: `Ok(true)` once it completed, `Ok(false)` after `timeout`.
     pub fn wait(&self, fence: u64, timeout: Duration) -> Result<bool> {
         if !timeout.is_zero() {
-            super::spin::poll_within(self.spin_window(), || self.settled.load(Ordering::Acquire) >= fence);
+            super::spin::poll_within(self.spin_window(), || self.reached(fence));
         }
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.lock();
