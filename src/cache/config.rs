@@ -1,11 +1,12 @@
 //! `CacheConfig`: where the cache lives, how large it may grow and whether it may be written, with
 //! the defaults and the environment variables (`SPARKLE_CACHE_DIR`, `SPARKLE_CACHE_MAX_SIZE`,
-//! `SPARKLE_CACHE_MAX_AGE_DAYS`, `SPARKLE_CACHE_READ_ONLY`) that override them, and the one parser
+//! `SPARKLE_CACHE_MAX_AGE_DAYS`, `SPARKLE_CACHE_READ_ONLY`, `SPARKLE_CACHE_REMOTE`…) that override them, and the one parser
 //! for each kind of value, shared with the `sparkle cache` command line.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::remote::RemoteConfig;
 use super::CacheError;
 
 pub const DIR_ENV: &str = "SPARKLE_CACHE_DIR";
@@ -36,6 +37,8 @@ pub struct CacheConfig {
     /// Read entries from `dir` but never write there: no publish, no removal, no recorded use, no
     /// description files. A folder the cache cannot write to but can read is used this way too.
     pub read_only: bool,
+    /// The fleet cache below the disk tier (`SPARKLE_CACHE_REMOTE`); `None`: this machine only.
+    pub remote: Option<RemoteConfig>,
 }
 
 impl Default for CacheConfig {
@@ -54,6 +57,7 @@ impl CacheConfig {
             max_disk_bytes: DEFAULT_MAX_DISK_BYTES,
             max_age: Some(DEFAULT_MAX_AGE),
             read_only: false,
+            remote: None,
         }
     }
 
@@ -76,6 +80,8 @@ impl CacheConfig {
     /// - `SPARKLE_CACHE_MAX_AGE_DAYS`: days (fractions allowed); `0`, `off` or `never` lift the limit
     ///   ([`parse_age_days`]);
     /// - `SPARKLE_CACHE_READ_ONLY`: `1`, `true`, `yes` or `0`, `false`, `no` ([`parse_switch`]).
+    ///
+    /// - the remote tier: `SPARKLE_CACHE_REMOTE` and its companions ([`RemoteConfig::from_lookup`]).
     ///
     /// Empty variables count as unset.
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<CacheConfig, CacheError> {
@@ -118,6 +124,7 @@ impl CacheConfig {
                 example: "1",
             })?;
         }
+        config.remote = RemoteConfig::from_lookup(var)?;
         Ok(config)
     }
 }

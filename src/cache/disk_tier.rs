@@ -360,6 +360,20 @@ impl DiskTier {
         }
     }
 
+    /// The keys of the entries in this GPU's folder (file names only; nothing is verified).
+    pub fn entry_keys(&self) -> Vec<CacheKey> {
+        let mut keys = Vec::new();
+        let Ok(shards) = fs::read_dir(&self.gpu_dir) else { return keys };
+        for shard in shards.flatten() {
+            let Ok(files) = fs::read_dir(shard.path()) else { continue };
+            keys.extend(
+                files.flatten().filter_map(|file| file.file_name().to_str().and_then(CacheKey::from_hex)),
+            );
+        }
+        keys.sort_unstable();
+        keys
+    }
+
     /// Records a use of a loaded entry in its mtime (not when read-only).
     pub fn record_use(&self, verified: &files::Verified) {
         if !self.read_only {

@@ -194,6 +194,19 @@ impl EntryHeader {
     }
 }
 
+/// Verifies a whole entry held in memory (a remote object's payload) exactly as
+/// `files::read_entry` verifies a file: header, identity, then payload.
+pub(crate) fn verify_bytes<'a>(bytes: &'a [u8], expect: &Expect) -> Result<(EntryHeader, &'a [u8]), Problem> {
+    let len = bytes.len() as u64;
+    let header_bytes: &[u8; HEADER_LEN] =
+        bytes.get(..HEADER_LEN).and_then(|b| b.try_into().ok()).ok_or(Problem::Truncated { len })?;
+    let header = EntryHeader::parse(header_bytes, len)?;
+    header.check_identity(expect)?;
+    let payload = &bytes[HEADER_LEN..];
+    header.check_payload(payload)?;
+    Ok((header, payload))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,8 +2,9 @@
 //! a backend keeps in memory (`P`).
 //!
 //! `get`: memory hit → handle · else, once per key however many threads ask (single flight):
-//! disk hit → verify → backend loads the blob (a refusal discards the entry) · else compile →
-//! publish to disk → insert.
+//! disk hit → verify → backend loads the blob (a refusal discards the entry) · else, with a
+//! remote configured, remote hit within its budget → verify → load → keep on disk · else
+//! compile → publish to disk (and to the remote, in the background) → insert.
 
 mod config;
 mod disk;
@@ -12,11 +13,15 @@ mod driver_dirs;
 mod entry;
 mod error;
 mod files;
+#[cfg(feature = "remote")]
+mod fleet;
 mod key;
 mod memory;
 mod program_cache;
+pub mod remote;
 mod single_flight;
 mod stats;
+mod working_set;
 
 use std::time::Duration;
 
@@ -34,9 +39,13 @@ pub use error::CacheError;
 /// Test hook: every entry write fails with an errno (a full disk) until reset.
 #[doc(hidden)]
 pub use files::inject_write_error;
+#[cfg(feature = "remote")]
+pub use fleet::{FleetCache, PullReport, PushReport, RemoteStatus};
 pub use key::{backend_tag, CacheKey, GpuId, CACHE_FORMAT_VERSION};
 pub use memory::ProgramHandle;
+pub use remote::RemoteConfig;
 pub use stats::{human_bytes, CacheStats};
+pub use working_set::WORKING_SET_FILE;
 
 /// A serialized program as a backend's driver produced it.
 #[derive(Debug, Clone, PartialEq, Eq)]

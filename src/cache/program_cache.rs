@@ -9,8 +9,11 @@ use std::time::Instant;
 
 use super::disk_tier::{DiskTier, Lookup};
 use super::memory::{Entry, MemoryTier, ProgramHandle};
+#[cfg(feature = "remote")]
+use super::remote::{RemoteLookup, RemoteTier};
 use super::single_flight::{Join, Outcome, SingleFlight};
 use super::stats::{self, duration_ns, CacheStats, Counters};
+use super::working_set::WorkingSet;
 use super::{CacheConfig, CacheKey, GpuId, LoadFailure, ProgramSource};
 
 /// The program cache of one GPU. Share it between threads by reference or in an `Arc`.
@@ -19,6 +22,10 @@ pub struct ProgramCache<P: Send + Sync + 'static> {
     memory: Arc<MemoryTier<P>>,
     flights: SingleFlight<Arc<Entry<P>>>,
     disk: Option<DiskTier>,
+    /// Which programs this machine used, in first-use order (with the disk tier only).
+    working_set: Option<WorkingSet>,
+    #[cfg(feature = "remote")]
+    remote: Option<RemoteTier>,
     counters: Counters,
 }
 
@@ -30,11 +37,39 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     /// when this process writes an entry.
     pub fn open(gpu: GpuId, config: &CacheConfig) -> ProgramCache<P> {
         let disk = config.dir.as_deref().and_then(|dir| DiskTier::open(&gpu, config, dir));
+        let (working_set, known) = match &disk {
+            Some(disk) if !disk.read_only() => {
+                let (set, known) = WorkingSet::open(disk.gpu_dir());
+                (Some(set), known)
+            }
+            _ => (None, Vec::new()),
+        };
+        #[cfg(feature = "remote")]
+        let remote = config.remote.as_ref().and_then(|remote| RemoteTier::open(&gpu, remote));
+        #[cfg(feature = "remote")]
+        if let Some(remote) = &remote {
+            for (key, compile_ns) in &known {
+                remote.budgets.record(*key, *compile_ns);
+            }
+        }
+        #[cfg(not(feature = "remote"))]
+        {
+            let _ = known;
+            if let Some(remote) = &config.remote {
+                tracing::warn!(
+                    remote = %remote.url,
+                    "this build of Sparkle has no remote cache tier (cargo feature `remote`); the remote is not used"
+                );
+            }
+        }
         ProgramCache {
             gpu,
             memory: MemoryTier::new(config.max_memory_entries, config.max_memory_bytes),
             flights: SingleFlight::new(),
             disk,
+            working_set,
+            #[cfg(feature = "remote")]
+            remote,
             counters: Counters::default(),
         }
     }
@@ -43,7 +78,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         &self.gpu
     }
 
-    fn disk(&self) -> Option<&DiskTier> {
+    pub(super) fn disk(&self) -> Option<&DiskTier> {
         self.disk.as_ref().filter(|disk| disk.enabled())
     }
 
@@ -136,6 +171,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                     match loaded {
                         Ok(program) => {
                             disk.record_use(&verified);
+                            self.record_first_use(key, verified.header.compile_time_ns);
                             stats::add(&self.counters.disk_hits, 1);
                             stats::add(&self.counters.saved_ns, verified.header.compile_time_ns);
                             let cost = verified.blob.bytes.len() as u64;
@@ -163,17 +199,84 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 }
             }
         }
+        #[cfg(feature = "remote")]
+        if let Some(remote) = &self.remote {
+            if let Some(found) = self.load_remote(remote, key, source, over_foreign)? {
+                return Ok(found);
+            }
+        }
         stats::add(&self.counters.misses, 1);
         stats::add(&self.counters.compiles, 1);
         let built = source.compile().inspect_err(|_| stats::add(&self.counters.compile_errors, 1))?;
         stats::add_duration(&self.counters.compile_ns, built.compile_time);
+        let compile_ns = duration_ns(built.compile_time);
+        self.record_first_use(key, compile_ns);
         let cost = built.blob.as_ref().map_or(1, |blob| blob.bytes.len() as u64);
         if let (Some(disk), Some(blob)) = (self.disk(), &built.blob) {
             if disk.publish(key, blob, built.compile_time, over_foreign) {
                 stats::add(&self.counters.disk_writes, 1);
             }
         }
-        Ok(self.memory.insert(key, built.program, cost, duration_ns(built.compile_time)))
+        #[cfg(feature = "remote")]
+        if let Some(remote) = &self.remote {
+            remote.budgets.record(key, compile_ns);
+            if let Some(blob) = &built.blob {
+                remote.publish(key, blob, built.compile_time);
+            }
+        }
+        Ok(self.memory.insert(key, built.program, cost, compile_ns))
+    }
+
+    fn record_first_use(&self, key: CacheKey, compile_ns: u64) {
+        if let Some(set) = &self.working_set {
+            set.record(key, compile_ns);
+        }
+    }
+
+    /// The remote step of a miss: a verified remote entry the backend loads is kept on disk and
+    /// served; `Ok(None)` means compile. A driver that refuses the blob gets the key marked as
+    /// refused for this process.
+    #[cfg(feature = "remote")]
+    fn load_remote<S: ProgramSource<P>>(
+        &self,
+        remote: &RemoteTier,
+        key: CacheKey,
+        source: &S,
+        over_foreign: bool,
+    ) -> Result<Option<ProgramHandle<P>>, S::Error> {
+        let RemoteLookup::Hit(header, blob) = remote.lookup(key) else { return Ok(None) };
+        let start = Instant::now();
+        let loaded = source.load(&blob);
+        stats::add_duration(&self.counters.load_ns, start.elapsed());
+        match loaded {
+            Ok(program) => {
+                remote.loaded();
+                stats::add(&self.counters.saved_ns, header.compile_time_ns);
+                self.record_first_use(key, header.compile_time_ns);
+                let compile_time = std::time::Duration::from_nanos(header.compile_time_ns);
+                if let Some(disk) = self.disk() {
+                    if disk.publish(key, &blob, compile_time, over_foreign) {
+                        stats::add(&self.counters.disk_writes, 1);
+                    }
+                }
+                let cost = blob.bytes.len() as u64;
+                Ok(Some(self.memory.insert(key, program, cost, header.compile_time_ns)))
+            }
+            Err(LoadFailure::Failed(err)) => {
+                stats::add(&self.counters.load_errors, 1);
+                Err(err)
+            }
+            Err(LoadFailure::Refused(reason)) => {
+                remote.reject(key, &format!("the driver refused it: {reason}"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// The remote tier, when one is configured and usable.
+    #[cfg(feature = "remote")]
+    pub(super) fn remote(&self) -> Option<&RemoteTier> {
+        self.remote.as_ref()
     }
 
     /// Gets every request, in parallel (up to the machine's parallelism), results in order.
@@ -237,6 +340,10 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         self.counters.fill(&mut stats);
         if let Some(disk) = &self.disk {
             disk.fill(&mut stats);
+        }
+        #[cfg(feature = "remote")]
+        if let Some(remote) = &self.remote {
+            remote.fill(&mut stats);
         }
         stats
     }

@@ -50,6 +50,29 @@ pub struct CacheStats {
     /// wrote since.
     pub disk_entries: u64,
     pub disk_bytes: u64,
+    /// The remote tier's URL, when one is configured and usable.
+    pub remote: Option<String>,
+    /// Requests served by a verified remote entry that the backend loaded.
+    pub remote_hits: u64,
+    /// Remote lookups that found nothing.
+    pub remote_misses: u64,
+    /// Remote entries refused: failed verification or signature, or refused by the driver.
+    pub remote_rejected: u64,
+    /// Remote lookups that ran past their budget, so the program was compiled instead.
+    pub remote_hedged: u64,
+    /// Remote lookups that failed (connection, server errors).
+    pub remote_errors: u64,
+    /// Remote lookups not made: the breaker was open, or the key was refused before.
+    pub remote_skipped: u64,
+    /// Entries this process published to the remote; already there (another machine was
+    /// first); failed.
+    pub remote_publishes: u64,
+    pub remote_publish_existing: u64,
+    pub remote_publish_errors: u64,
+    /// Remote lookups made, and the time they took (the waiting part).
+    pub remote_lookups: u64,
+    #[serde(serialize_with = "secs")]
+    pub remote_lookup_time: Duration,
 }
 
 fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -58,7 +81,7 @@ fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 
 impl fmt::Display for CacheStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let requests = self.memory_hits + self.coalesced + self.disk_hits + self.misses;
+        let requests = self.memory_hits + self.coalesced + self.disk_hits + self.remote_hits + self.misses;
         let pct = |n: u64| if requests == 0 { 0.0 } else { 100.0 * n as f64 / requests as f64 };
         let rows: [(&str, String); 15] = [
             ("requests", requests.to_string()),
@@ -82,6 +105,41 @@ impl fmt::Display for CacheStats {
         ];
         for (name, value) in rows {
             writeln!(f, "{name:<26} {value}")?;
+        }
+        if let Some(url) = &self.remote {
+            let mean_ms = if self.remote_lookups == 0 {
+                0.0
+            } else {
+                self.remote_lookup_time.as_secs_f64() * 1e3 / self.remote_lookups as f64
+            };
+            let remote_rows: [(&str, String); 5] = [
+                ("remote", url.clone()),
+                (
+                    "remote hits",
+                    format!(
+                        "{} ({} misses, {} rejected)",
+                        self.remote_hits, self.remote_misses, self.remote_rejected
+                    ),
+                ),
+                (
+                    "remote lookups",
+                    format!(
+                        "{} ({mean_ms:.2} ms mean; {} hedged, {} errors, {} skipped)",
+                        self.remote_lookups, self.remote_hedged, self.remote_errors, self.remote_skipped
+                    ),
+                ),
+                (
+                    "remote publishes",
+                    format!(
+                        "{} ({} already there, {} failed)",
+                        self.remote_publishes, self.remote_publish_existing, self.remote_publish_errors
+                    ),
+                ),
+                ("requests served remotely", format!("{} ({:.1}%)", self.remote_hits, pct(self.remote_hits))),
+            ];
+            for (name, value) in remote_rows {
+                writeln!(f, "{name:<26} {value}")?;
+            }
         }
         Ok(())
     }

@@ -64,6 +64,42 @@ pub enum Action {
     /// removes. Exit code 1 if something could not be removed.
     #[command(after_help = EXIT_CODES)]
     Clear,
+    /// The fleet cache (SPARKLE_CACHE_REMOTE): whether it answers, its latency, this GPU's
+    /// entries there, and this process's remote statistics. Opens the selected backend's device.
+    #[cfg(feature = "remote")]
+    #[command(after_help = EXIT_CODES)]
+    Remote {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prefetches this GPU's entries from the fleet cache onto the local disk, in the
+    /// background of nothing else: every entry, the working set first.
+    #[cfg(feature = "remote")]
+    #[command(after_help = EXIT_CODES)]
+    Pull {
+        /// Only the programs recorded as used (here, or by machines that pushed), in first-use
+        /// order.
+        #[arg(long)]
+        working_set: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Publishes this GPU's verified local entries and its working set to the fleet cache
+    /// (create-if-absent: what is there stays).
+    #[cfg(feature = "remote")]
+    #[command(after_help = EXIT_CODES)]
+    Push {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Makes a signing key pair for the fleet cache: the secret key goes to FILE (0600, never
+    /// overwritten), the public key is printed (list it in SPARKLE_CACHE_TRUSTED_KEYS).
+    #[cfg(feature = "remote")]
+    #[command(after_help = EXIT_CODES)]
+    Keygen {
+        #[arg(value_name = "FILE")]
+        out: PathBuf,
+    },
 }
 
 /// An age bound from the command line; `None` inside means no limit.
@@ -113,6 +149,14 @@ fn driver_row(name: &str) -> String {
 }
 
 pub fn run(action: Action) -> CliResult<ExitCode> {
+    #[cfg(feature = "remote")]
+    match action {
+        Action::Remote { json } => return super::fleet::status(json),
+        Action::Pull { working_set, json } => return super::fleet::pull(working_set, json),
+        Action::Push { json } => return super::fleet::push(json),
+        Action::Keygen { out } => return super::fleet::keygen(&out),
+        _ => {}
+    }
     let config = CacheConfig::from_env()?;
     let Some(root) = config.dir.clone() else {
         return Err("there is no cache dir: set SPARKLE_CACHE_DIR (or XDG_CACHE_HOME or HOME)".into());
@@ -247,6 +291,10 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                 report.remaining_bytes,
                 report.remaining_driver_bytes
             );
+        }
+        #[cfg(feature = "remote")]
+        Action::Remote { .. } | Action::Pull { .. } | Action::Push { .. } | Action::Keygen { .. } => {
+            unreachable!("the fleet actions return before the cache folder is opened")
         }
         Action::Clear => {
             let report = store.clear()?;

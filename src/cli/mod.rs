@@ -4,6 +4,8 @@ mod backends;
 mod bench;
 mod cache;
 mod chart;
+#[cfg(feature = "remote")]
+mod fleet;
 mod info;
 mod overhead;
 mod pipeline;

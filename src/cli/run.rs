@@ -26,6 +26,8 @@ pub fn run(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
     let after = runtime.cache_stats();
     let origin = if after.disk_hits > before.disk_hits {
         "loaded from the disk cache"
+    } else if after.remote_hits > before.remote_hits {
+        "loaded from the remote cache"
     } else if after.compiles > before.compiles {
         "compiled"
     } else {

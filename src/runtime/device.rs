@@ -46,6 +46,8 @@ pub(crate) trait DynDevice: Send + Sync {
     fn wait(&self, fence: u64, timeout: Duration) -> Result<bool>;
     fn cache_stats(&self) -> CacheStats;
     fn cache_dir(&self) -> Option<PathBuf>;
+    #[cfg(feature = "remote")]
+    fn fleet(&self) -> &dyn crate::cache::FleetCache;
 }
 
 /// Objects an unfinished submission uses, released when its fence completes.
@@ -69,7 +71,7 @@ impl<A: Api> Core<A> {
         let config = if info.persists_programs {
             config
         } else {
-            memory_only = CacheConfig { dir: None, ..config.clone() };
+            memory_only = CacheConfig { dir: None, remote: None, ..config.clone() };
             &memory_only
         };
         let cache = ProgramCache::open(info.gpu_id.clone(), config);
@@ -317,6 +319,11 @@ impl<A: Api> DynDevice for Core<A> {
 
     fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
+    }
+
+    #[cfg(feature = "remote")]
+    fn fleet(&self) -> &dyn crate::cache::FleetCache {
+        &self.cache
     }
 
     fn cache_dir(&self) -> Option<PathBuf> {

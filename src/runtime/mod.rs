@@ -221,6 +221,13 @@ impl Runtime {
     pub fn cache_dir(&self) -> Option<PathBuf> {
         self.device.cache_dir()
     }
+
+    /// The fleet cache of this device (`SPARKLE_CACHE_REMOTE`): its status, prefetching its
+    /// entries onto the local disk, publishing local ones.
+    #[cfg(feature = "remote")]
+    pub fn fleet(&self) -> &dyn crate::cache::FleetCache {
+        self.device.fleet()
+    }
 }
 
 impl std::fmt::Debug for Runtime {

@@ -1,0 +1,236 @@
+//! Fleet maintenance of one GPU's cache: `pull` prefetches remote entries onto the local disk
+//! (the working set first, in first-use order), `push` publishes verified local entries and the
+//! working set, `remote_status` says whether the remote answers, how fast, and what it holds.
+//! Every entry pulled passes the same checks as a lookup before it is written locally.
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::disk_tier::Lookup;
+use super::program_cache::ProgramCache;
+use super::remote::RemoteTier;
+use super::working_set::{self, WORKING_SET_FILE};
+use super::CacheKey;
+
+/// Parallel fetches of a pull: enough to hide a store's latency, few enough to be polite.
+const PULL_PARALLELISM: usize = 8;
+/// One maintenance request gives up after this long.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What `pull` did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PullReport {
+    /// Entries the pull looked for.
+    pub wanted: usize,
+    /// Fetched, verified and written to the local disk.
+    pub fetched: usize,
+    /// Already on the local disk.
+    pub already_local: usize,
+    /// Not on the remote.
+    pub missing: usize,
+    /// Refused: failed verification or signature.
+    pub rejected: usize,
+    /// Could not be fetched or written (the first reason is kept).
+    pub failed: usize,
+    pub first_failure: Option<String>,
+}
+
+/// What `push` did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PushReport {
+    /// Verified local entries of this GPU.
+    pub local_entries: usize,
+    /// Handed to the remote (create-if-absent: already-present ones stay as they are).
+    pub offered: usize,
+    /// Publishes still unfinished when the push stopped waiting.
+    pub unfinished: usize,
+}
+
+/// The remote as seen from this machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct RemoteStatus {
+    pub url: String,
+    /// Round trip of one request, or why none came back.
+    pub latency_ms: Result<f64, String>,
+    /// This GPU's entries on the remote and their bytes (when it answered).
+    pub entries: Option<u64>,
+    pub bytes: Option<u64>,
+    pub read_only: bool,
+}
+
+impl<P: Send + Sync + 'static> ProgramCache<P> {
+    /// The remote's reachability, latency and counts for this GPU; `None` without a remote.
+    pub fn remote_status(&self) -> Option<RemoteStatus> {
+        let remote = self.remote()?;
+        let latency_ms = remote.ping(REQUEST_TIMEOUT).map(|d| d.as_secs_f64() * 1e3).map_err(|err| err.0);
+        let listed = latency_ms.is_ok().then(|| remote.list(REQUEST_TIMEOUT).ok()).flatten();
+        let entries: Option<Vec<_>> =
+            listed.map(|objects| objects.into_iter().filter(|(name, _)| key_of(name).is_some()).collect());
+        Some(RemoteStatus {
+            url: remote.url().to_owned(),
+            latency_ms,
+            entries: entries.as_ref().map(|e| e.len() as u64),
+            bytes: entries.as_ref().map(|e| e.iter().map(|(_, size)| size).sum()),
+            read_only: !remote.publishes(),
+        })
+    }
+
+    /// Prefetches this GPU's remote entries onto the local disk: with `working_set_only`, the
+    /// programs this machine (or the fleet, through `push`) recorded as used, in first-use
+    /// order; otherwise every entry, the working set first. `progress(done, total)` is called
+    /// as entries finish. `None` without a remote or a writable disk tier.
+    pub fn pull(
+        &self,
+        working_set_only: bool,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Option<PullReport> {
+        let remote = self.remote()?;
+        let disk = self.disk().filter(|disk| !disk.read_only())?;
+        let mut keys: Vec<CacheKey> =
+            working_set::read(disk.gpu_dir()).into_iter().map(|(key, _)| key).collect();
+        let shared_set = remote.get_raw(WORKING_SET_FILE, REQUEST_TIMEOUT).ok().flatten();
+        if let Some(text) = shared_set.as_deref().and_then(|bytes| std::str::from_utf8(bytes).ok()) {
+            keys.extend(working_set::parse(text).into_iter().map(|(key, _)| key));
+        }
+        let mut report = PullReport::default();
+        if !working_set_only {
+            match remote.list(REQUEST_TIMEOUT) {
+                Ok(objects) => keys.extend(objects.iter().filter_map(|(name, _)| key_of(name))),
+                Err(err) => {
+                    report.failed += 1;
+                    report.first_failure = Some(format!("listing the remote: {err}"));
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        keys.retain(|key| seen.insert(*key));
+        report.wanted = keys.len();
+        let report = Mutex::new(report);
+        let next = AtomicUsize::new(0);
+        let done = AtomicUsize::new(0);
+        let work = || loop {
+            let Some(&key) = keys.get(next.fetch_add(1, Relaxed)) else { return };
+            let outcome = self.pull_one(remote, key);
+            {
+                let mut report = report.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                match outcome {
+                    Pulled::Fetched => report.fetched += 1,
+                    Pulled::Local => report.already_local += 1,
+                    Pulled::Missing => report.missing += 1,
+                    Pulled::Rejected => report.rejected += 1,
+                    Pulled::Failed(why) => {
+                        report.failed += 1;
+                        report.first_failure.get_or_insert(why);
+                    }
+                }
+            }
+            progress(done.fetch_add(1, Relaxed) + 1, keys.len());
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..PULL_PARALLELISM.min(keys.len()) {
+                scope.spawn(work);
+            }
+            work();
+        });
+        Some(report.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    fn pull_one(&self, remote: &RemoteTier, key: CacheKey) -> Pulled {
+        let Some(disk) = self.disk() else { return Pulled::Failed("no disk tier".into()) };
+        if let Lookup::Hit(_) = disk.lookup(key) {
+            return Pulled::Local;
+        }
+        match remote.fetch(key, REQUEST_TIMEOUT) {
+            Ok(Some((header, blob))) => {
+                if disk.publish(key, &blob, Duration::from_nanos(header.compile_time_ns), false) {
+                    Pulled::Fetched
+                } else {
+                    Pulled::Failed("could not write the entry to the local disk".into())
+                }
+            }
+            Ok(None) => Pulled::Missing,
+            Err(why) if remote.is_rejected(key) => {
+                tracing::debug!(%key, %why, "pull: entry refused");
+                Pulled::Rejected
+            }
+            Err(why) => Pulled::Failed(why),
+        }
+    }
+
+    /// Publishes every verified local entry of this GPU and this machine's working set (merged
+    /// into the remote's). Waits for the publishes, at most `wait`. `None` without a remote
+    /// that may be written, or without a disk tier.
+    pub fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Option<PushReport> {
+        let remote = self.remote().filter(|remote| remote.publishes())?;
+        let disk = self.disk()?;
+        let keys = disk.entry_keys();
+        let mut report = PushReport::default();
+        for (index, key) in keys.iter().enumerate() {
+            if let Lookup::Hit(verified) = disk.lookup(*key) {
+                report.local_entries += 1;
+                remote.publish(*key, &verified.blob, Duration::from_nanos(verified.header.compile_time_ns));
+                report.offered += 1;
+            }
+            progress(index + 1, keys.len());
+        }
+        let local = working_set::read(disk.gpu_dir());
+        if !local.is_empty() {
+            let mut merged = remote
+                .get_raw(WORKING_SET_FILE, REQUEST_TIMEOUT)
+                .ok()
+                .flatten()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .map(|text| working_set::parse(&text))
+                .unwrap_or_default();
+            let mut seen: std::collections::HashSet<_> = merged.iter().map(|(key, _)| *key).collect();
+            merged.extend(local.into_iter().filter(|(key, _)| seen.insert(*key)));
+            let text: String = merged.iter().map(|(key, ns)| format!("{} {ns}\n", key.hex())).collect();
+            if let Err(err) = remote.put_raw(WORKING_SET_FILE, text.into_bytes(), REQUEST_TIMEOUT) {
+                tracing::warn!(error = %err, "could not publish the working set to the remote cache");
+            }
+        }
+        report.unfinished = remote.drain(wait);
+        Some(report)
+    }
+}
+
+/// The fleet operations of one device's cache, without its program type: what
+/// [`Runtime::fleet`](crate::Runtime::fleet) hands out.
+pub trait FleetCache: Send + Sync {
+    /// See [`ProgramCache::remote_status`].
+    fn remote_status(&self) -> Option<RemoteStatus>;
+    /// See [`ProgramCache::pull`].
+    fn pull(&self, working_set_only: bool, progress: &(dyn Fn(usize, usize) + Sync)) -> Option<PullReport>;
+    /// See [`ProgramCache::push`].
+    fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Option<PushReport>;
+}
+
+impl<P: Send + Sync + 'static> FleetCache for ProgramCache<P> {
+    fn remote_status(&self) -> Option<RemoteStatus> {
+        ProgramCache::remote_status(self)
+    }
+
+    fn pull(&self, working_set_only: bool, progress: &(dyn Fn(usize, usize) + Sync)) -> Option<PullReport> {
+        ProgramCache::pull(self, working_set_only, progress)
+    }
+
+    fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Option<PushReport> {
+        ProgramCache::push(self, wait, progress)
+    }
+}
+
+enum Pulled {
+    Fetched,
+    Local,
+    Missing,
+    Rejected,
+    Failed(String),
+}
+
+/// The key of an object name `<gpu folder>/<32 hex>`; `None` for other objects.
+fn key_of(name: &str) -> Option<CacheKey> {
+    name.rsplit('/').next().and_then(CacheKey::from_hex)
+}

@@ -1,0 +1,36 @@
+//! The fleet cache: a remote tier below the disk tier, so that a program compiled on one
+//! machine is not compiled again on the others. The lookup order is memory → disk → remote →
+//! compile.
+//!
+//! - `config`: `SPARKLE_CACHE_REMOTE` (`s3://bucket/prefix`, `redis://host:port/db`,
+//!   `rediss://…`, `file:///path`) and its companions; always compiled.
+//! - `store`: the maintained clients (`object_store`, `redis`) behind one small surface.
+//! - `envelope`: the remote object, a disk entry byte for byte inside a signed envelope with
+//!   provenance; `signing`: ed25519 keys.
+//! - `budget`, `breaker`: a lookup never costs more than a compile, and a failing remote is
+//!   skipped, then probed again.
+//! - `tier`: lookups, verification, background publishing, statistics.
+
+mod config;
+pub use config::{
+    hex_key, parse_hex_key, parse_location, parse_trusted_keys, RemoteConfig, RemoteLocation,
+    REMOTE_BUDGET_ENV, REMOTE_ENV, REMOTE_READ_ONLY_ENV, S3_ENDPOINT_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
+};
+
+#[cfg(feature = "remote")]
+mod breaker;
+#[cfg(feature = "remote")]
+mod budget;
+#[cfg(feature = "remote")]
+pub(crate) mod envelope;
+#[cfg(feature = "remote")]
+mod signing;
+#[cfg(feature = "remote")]
+mod store;
+#[cfg(feature = "remote")]
+mod tier;
+
+#[cfg(feature = "remote")]
+pub use signing::{generate_key_file, public_key_of};
+#[cfg(feature = "remote")]
+pub(crate) use tier::{RemoteLookup, RemoteTier};

@@ -1,0 +1,270 @@
+//! The remote stores the fleet tier talks to, through their maintained clients: `object_store`
+//! for S3-compatible buckets and folders, `redis` for Redis. One small surface — get, create if
+//! absent, list, ping — used only on the tier's own runtime. Object names are relative
+//! (`<gpu folder>/<key hex>`); each store maps them under its prefix.
+//!
+//! The clients' own retries are kept short: the tier has its own budgets and circuit breaker,
+//! and a lookup must never wait longer than a compile would take.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, ObjectStore, PutMode, PutOptions, PutPayload};
+use tokio::sync::OnceCell;
+
+use super::config::{RemoteConfig, RemoteLocation};
+
+/// Connecting to a store gives up after this long.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// One request gives up after this long (lookups are bounded much tighter by their budget).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What a create-if-absent publish found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Put {
+    Created,
+    /// Another writer was first; its object stays.
+    AlreadyThere,
+}
+
+/// A store failure, in words (the clients' errors differ; the tier only reports them).
+#[derive(Debug, Clone)]
+pub(crate) struct StoreError(pub String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub(crate) enum Store {
+    Objects { store: Arc<dyn ObjectStore>, prefix: String },
+    Redis { client: Box<redis::Client>, connection: OnceCell<redis::aio::ConnectionManager>, prefix: String },
+}
+
+impl Store {
+    /// Builds the client for `config`; nothing is contacted yet.
+    pub fn open(config: &RemoteConfig) -> Result<Store, StoreError> {
+        match &config.location {
+            RemoteLocation::S3 { bucket, prefix } => {
+                let mut builder = object_store::aws::AmazonS3Builder::from_env()
+                    .with_bucket_name(bucket)
+                    .with_client_options(
+                        object_store::ClientOptions::new()
+                            .with_connect_timeout(CONNECT_TIMEOUT)
+                            .with_timeout(REQUEST_TIMEOUT),
+                    )
+                    .with_retry(object_store::RetryConfig {
+                        max_retries: 1,
+                        retry_timeout: Duration::from_secs(5),
+                        ..Default::default()
+                    });
+                if let Some(endpoint) = &config.s3_endpoint {
+                    builder = builder
+                        .with_endpoint(endpoint)
+                        .with_allow_http(endpoint.starts_with("http://"))
+                        .with_virtual_hosted_style_request(false);
+                }
+                let store = builder.build().map_err(|err| StoreError(format!("S3 client: {err}")))?;
+                Ok(Store::Objects { store: Arc::new(store), prefix: prefix.clone() })
+            }
+            RemoteLocation::Folder { path } => {
+                std::fs::create_dir_all(path)
+                    .map_err(|err| StoreError(format!("cannot create {}: {err}", path.display())))?;
+                let store = object_store::local::LocalFileSystem::new_with_prefix(path)
+                    .map_err(|err| StoreError(format!("folder {}: {err}", path.display())))?;
+                Ok(Store::Objects { store: Arc::new(store), prefix: String::new() })
+            }
+            RemoteLocation::Redis { url } => {
+                let client = redis::Client::open(url.as_str())
+                    .map_err(|err| StoreError(format!("Redis URL: {err}")))?;
+                Ok(Store::Redis { client: Box::new(client), connection: OnceCell::new(), prefix: "sparkle".into() })
+            }
+        }
+    }
+
+    /// A store over any `object_store` implementation (tests use the in-memory one).
+    #[cfg(test)]
+    pub fn objects(store: Arc<dyn ObjectStore>) -> Store {
+        Store::Objects { store, prefix: String::new() }
+    }
+
+    fn object_path(prefix: &str, name: &str) -> ObjectPath {
+        if prefix.is_empty() {
+            ObjectPath::from(name)
+        } else {
+            ObjectPath::from(format!("{prefix}/{name}"))
+        }
+    }
+
+    async fn redis(&self) -> Result<redis::aio::ConnectionManager, StoreError> {
+        let Store::Redis { client, connection, .. } = self else {
+            return Err(StoreError("not a Redis store".into()));
+        };
+        connection
+            .get_or_try_init(|| async {
+                let config = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(CONNECT_TIMEOUT))
+                    .set_response_timeout(Some(REQUEST_TIMEOUT))
+                    .set_number_of_retries(1);
+                client.get_connection_manager_with_config(config).await
+            })
+            .await
+            .cloned()
+            .map_err(|err| StoreError(format!("Redis: {err}")))
+    }
+
+    fn redis_key(prefix: &str, name: &str) -> String {
+        format!("{prefix}:{name}")
+    }
+
+    /// The object at `name`, or `None` if there is none.
+    pub async fn get(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        match self {
+            Store::Objects { store, prefix } => {
+                match store.get_opts(&Self::object_path(prefix, name), GetOptions::default()).await {
+                    Ok(result) => match result.bytes().await {
+                        Ok(bytes) => Ok(Some(bytes.to_vec())),
+                        Err(err) => Err(StoreError(format!("reading {name}: {err}"))),
+                    },
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(err) => Err(StoreError(err.to_string())),
+                }
+            }
+            Store::Redis { prefix, .. } => {
+                let mut connection = self.redis().await?;
+                redis::cmd("GET")
+                    .arg(Self::redis_key(prefix, name))
+                    .query_async::<Option<Vec<u8>>>(&mut connection)
+                    .await
+                    .map_err(|err| StoreError(format!("Redis GET: {err}")))
+            }
+        }
+    }
+
+    /// Stores `bytes` at `name` unless something is there already (S3 `If-None-Match: *`,
+    /// Redis `SET NX`): the first writer wins and nobody overwrites.
+    pub async fn put_if_absent(&self, name: &str, bytes: Vec<u8>) -> Result<Put, StoreError> {
+        match self {
+            Store::Objects { store, prefix } => {
+                let options = PutOptions { mode: PutMode::Create, ..Default::default() };
+                match store.put_opts(&Self::object_path(prefix, name), PutPayload::from(bytes), options).await
+                {
+                    Ok(_) => Ok(Put::Created),
+                    Err(object_store::Error::AlreadyExists { .. }) => Ok(Put::AlreadyThere),
+                    Err(err) => Err(StoreError(err.to_string())),
+                }
+            }
+            Store::Redis { prefix, .. } => {
+                let mut connection = self.redis().await?;
+                let set: Option<String> = redis::cmd("SET")
+                    .arg(Self::redis_key(prefix, name))
+                    .arg(bytes)
+                    .arg("NX")
+                    .query_async(&mut connection)
+                    .await
+                    .map_err(|err| StoreError(format!("Redis SET NX: {err}")))?;
+                Ok(if set.is_some() { Put::Created } else { Put::AlreadyThere })
+            }
+        }
+    }
+
+    /// Stores `bytes` at `name`, replacing what is there (for objects that are merged or
+    /// superseded, such as a working set list; never for entries).
+    pub async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
+        match self {
+            Store::Objects { store, prefix } => store
+                .put_opts(&Self::object_path(prefix, name), PutPayload::from(bytes), PutOptions::default())
+                .await
+                .map(drop)
+                .map_err(|err| StoreError(err.to_string())),
+            Store::Redis { prefix, .. } => {
+                let mut connection = self.redis().await?;
+                redis::cmd("SET")
+                    .arg(Self::redis_key(prefix, name))
+                    .arg(bytes)
+                    .query_async::<()>(&mut connection)
+                    .await
+                    .map_err(|err| StoreError(format!("Redis SET: {err}")))
+            }
+        }
+    }
+
+    /// Names (relative, as given to `get`) and sizes of the objects under `folder`.
+    pub async fn list(&self, folder: &str) -> Result<Vec<(String, u64)>, StoreError> {
+        use futures_util::TryStreamExt;
+        match self {
+            Store::Objects { store, prefix } => {
+                let under = Self::object_path(prefix, folder);
+                let objects: Vec<_> = store
+                    .list(Some(&under))
+                    .try_collect()
+                    .await
+                    .map_err(|err| StoreError(err.to_string()))?;
+                let strip = if prefix.is_empty() { String::new() } else { format!("{prefix}/") };
+                Ok(objects
+                    .into_iter()
+                    .map(|meta| {
+                        let path = meta.location.to_string();
+                        (path.strip_prefix(&strip).unwrap_or(&path).to_owned(), meta.size)
+                    })
+                    .collect())
+            }
+            Store::Redis { prefix, .. } => {
+                let mut connection = self.redis().await?;
+                let pattern = format!("{}:*", Self::redis_key(prefix, folder));
+                let mut names = Vec::new();
+                let mut cursor: u64 = 0;
+                loop {
+                    let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query_async(&mut connection)
+                        .await
+                        .map_err(|err| StoreError(format!("Redis SCAN: {err}")))?;
+                    names.extend(keys);
+                    if next == 0 {
+                        break;
+                    }
+                    cursor = next;
+                }
+                let mut out = Vec::with_capacity(names.len());
+                let strip = format!("{prefix}:");
+                for key in names {
+                    let size: u64 = redis::cmd("STRLEN")
+                        .arg(&key)
+                        .query_async(&mut connection)
+                        .await
+                        .map_err(|err| StoreError(format!("Redis STRLEN: {err}")))?;
+                    out.push((key.strip_prefix(&strip).unwrap_or(&key).to_owned(), size));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// One round trip that touches the store without changing it.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match self {
+            Store::Objects { store, prefix } => {
+                let head = GetOptions { head: true, ..Default::default() };
+                match store.get_opts(&Self::object_path(prefix, ".sparkle-ping"), head).await {
+                    Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                    Err(err) => Err(StoreError(err.to_string())),
+                }
+            }
+            Store::Redis { .. } => {
+                let mut connection = self.redis().await?;
+                redis::cmd("PING")
+                    .query_async::<String>(&mut connection)
+                    .await
+                    .map(drop)
+                    .map_err(|err| StoreError(format!("Redis PING: {err}")))
+            }
+        }
+    }
+}

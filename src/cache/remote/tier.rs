@@ -1,0 +1,429 @@
+//! `RemoteTier`: the fleet cache below one GPU's disk tier. Lookups wait at most their budget,
+//! and what comes back is checked — signature first when keys are trusted, then the same header,
+//! identity and checksum checks as a disk entry — before a backend or the disk sees a byte. A
+//! key whose object failed is never fetched again by this process and is reported once.
+//! Publishing happens in the background, create-if-absent, only for entries that verify.
+//!
+//! The async clients run on the tier's own small runtime; callers block on a channel with a
+//! timeout, so nothing async reaches the rest of the crate. Dropping the tier waits (bounded)
+//! for publishes still in flight, so that a short process still shares what it compiled.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{sync_channel, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::breaker::{Breaker, Permit, Tripped};
+use super::budget::Budgets;
+use super::config::RemoteConfig;
+use super::envelope::{self, Kind, Provenance};
+use super::signing::{Signer25519, TrustedKeys};
+use super::store::{Put, Store, StoreError};
+use crate::cache::entry::{self, EntryHeader, Expect};
+use crate::cache::stats::{self, duration_ns, CacheStats};
+use crate::cache::{Blob, CacheKey, GpuId};
+
+/// How long dropping the tier waits for publishes still in flight.
+const PUBLISH_DRAIN: Duration = Duration::from_secs(5);
+/// A remote object larger than this is not an entry of ours.
+pub(crate) const MAX_OBJECT_BYTES: usize = 512 << 20;
+
+/// What a lookup found.
+pub(crate) enum RemoteLookup {
+    /// A verified entry: its header and blob.
+    Hit(EntryHeader, Blob),
+    Miss,
+    /// Not asked: the key was rejected before, the breaker is open, or no remote answered in
+    /// time before.
+    Skipped,
+    /// The object failed verification (counted and reported).
+    Rejected,
+    /// No answer within the budget: the caller compiles.
+    TimedOut,
+    Failed,
+}
+
+#[derive(Default)]
+pub(crate) struct RemoteCounters {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub rejected: AtomicU64,
+    pub hedged: AtomicU64,
+    pub errors: AtomicU64,
+    pub skipped: AtomicU64,
+    pub publishes: AtomicU64,
+    pub publish_existing: AtomicU64,
+    pub publish_errors: AtomicU64,
+    pub lookups: AtomicU64,
+    pub lookup_ns: AtomicU64,
+}
+
+/// What the tier's tasks share with it.
+struct Shared {
+    store: Store,
+    url: String,
+    gpu_folder: String,
+    expect_backend: u32,
+    gpu_hash: u64,
+    provenance: Provenance,
+    signer: Option<Signer25519>,
+    trusted: Option<TrustedKeys>,
+    breaker: Breaker,
+    counters: RemoteCounters,
+    pending: AtomicUsize,
+    /// Whether the one "remote skipped" warning was given.
+    warned_skip: AtomicBool,
+}
+
+pub(crate) struct RemoteTier {
+    shared: Arc<Shared>,
+    runtime: Option<tokio::runtime::Runtime>,
+    read_only: bool,
+    rejected: Mutex<HashSet<CacheKey>>,
+    pub(crate) budgets: Budgets,
+}
+
+impl RemoteTier {
+    /// Opens the tier for `gpu`; `None` (after one warning) if the configuration cannot be used:
+    /// the program then runs on its local tiers.
+    pub fn open(gpu: &GpuId, config: &RemoteConfig) -> Option<RemoteTier> {
+        match Self::try_open(gpu, config) {
+            Ok(tier) => Some(tier),
+            Err(why) => {
+                tracing::warn!(remote = %config.url, "the remote program cache is not used: {why}");
+                None
+            }
+        }
+    }
+
+    fn try_open(gpu: &GpuId, config: &RemoteConfig) -> Result<RemoteTier, String> {
+        let signer = config.signing_key.as_deref().map(Signer25519::load).transpose()?;
+        let trusted = config.trusted_keys.as_deref().map(TrustedKeys::new).transpose()?;
+        let store = Store::open(config).map_err(|err| err.0)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sparkle-remote")
+            .enable_all()
+            .build()
+            .map_err(|err| format!("cannot start its background threads: {err}"))?;
+        let shared = Arc::new(Shared {
+            store,
+            url: config.url.clone(),
+            gpu_folder: gpu.dir_name(),
+            expect_backend: gpu.backend_tag(),
+            gpu_hash: gpu.hash(),
+            provenance: Provenance {
+                sparkle: env!("CARGO_PKG_VERSION").into(),
+                backend: gpu.backend().into(),
+                gpu: gpu.fields().to_vec(),
+                created_unix_ns: 0,
+            },
+            signer,
+            trusted,
+            breaker: Breaker::new(),
+            counters: RemoteCounters::default(),
+            pending: AtomicUsize::new(0),
+            warned_skip: AtomicBool::new(false),
+        });
+        // Connect now, so that the first lookup does not pay for it.
+        let warm = Arc::clone(&shared);
+        runtime.spawn(async move {
+            match warm.store.ping().await {
+                Ok(()) => warm.breaker.success(),
+                Err(err) => warm.failed(&err.0),
+            }
+        });
+        tracing::debug!(remote = %config.url, read_only = config.read_only, "remote program cache opened");
+        Ok(RemoteTier {
+            shared,
+            runtime: Some(runtime),
+            read_only: config.read_only,
+            rejected: Mutex::new(HashSet::new()),
+            budgets: Budgets::new(config.budget),
+        })
+    }
+
+    /// The object name of `key` on this GPU.
+    fn name(&self, key: CacheKey) -> String {
+        format!("{}/{}", self.shared.gpu_folder, key.hex())
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        // Taken only in `drop`.
+        self.runtime.as_ref().unwrap_or_else(|| unreachable!("the runtime lives until the tier is dropped"))
+    }
+
+    pub(crate) fn is_rejected(&self, key: CacheKey) -> bool {
+        self.rejected.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains(&key)
+    }
+
+    /// Marks `key` as never to be fetched again in this process; the first time, says why.
+    pub fn reject(&self, key: CacheKey, why: &str) {
+        let first = self.rejected.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key);
+        if first {
+            stats::add(&self.shared.counters.rejected, 1);
+            tracing::warn!(
+                %key, remote = %self.shared.url,
+                "a remote cache entry was refused and is compiled here instead: {why}"
+            );
+        }
+    }
+
+    /// Looks `key` up, waiting at most its budget.
+    pub fn lookup(&self, key: CacheKey) -> RemoteLookup {
+        let counters = &self.shared.counters;
+        if self.is_rejected(key) || self.shared.breaker.permit() == Permit::Skip {
+            stats::add(&counters.skipped, 1);
+            return RemoteLookup::Skipped;
+        }
+        let budget = self.budgets.for_key(key);
+        let (sender, receiver) = sync_channel(1);
+        let name = self.name(key);
+        let shared = Arc::clone(&self.shared);
+        let started = Instant::now();
+        self.runtime().spawn(async move {
+            let _ = sender.send(shared.store.get(&name).await);
+        });
+        let answer = receiver.recv_timeout(budget);
+        stats::add(&counters.lookups, 1);
+        stats::add_duration(&counters.lookup_ns, started.elapsed());
+        match answer {
+            Ok(Ok(Some(bytes))) => {
+                self.shared.breaker.success();
+                match self.verify(key, &bytes) {
+                    Ok((header, blob)) => RemoteLookup::Hit(header, blob),
+                    Err(why) => {
+                        self.reject(key, &why);
+                        RemoteLookup::Rejected
+                    }
+                }
+            }
+            Ok(Ok(None)) => {
+                self.shared.breaker.success();
+                stats::add(&counters.misses, 1);
+                RemoteLookup::Miss
+            }
+            Ok(Err(err)) => {
+                stats::add(&counters.errors, 1);
+                self.shared.failed(&err.0);
+                RemoteLookup::Failed
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                stats::add(&counters.hedged, 1);
+                self.shared.failed(&format!(
+                    "no answer within {:.1} ms (what compiling costs), so it compiled instead",
+                    budget.as_secs_f64() * 1e3
+                ));
+                RemoteLookup::TimedOut
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                stats::add(&counters.errors, 1);
+                RemoteLookup::Failed
+            }
+        }
+    }
+
+    /// Checks a fetched object: size, envelope, signature (when keys are trusted, before
+    /// anything else reads the payload), then the entry as the disk tier checks one.
+    fn verify(&self, key: CacheKey, bytes: &[u8]) -> Result<(EntryHeader, Blob), String> {
+        if bytes.len() > MAX_OBJECT_BYTES {
+            return Err(format!("{} bytes is larger than any entry", bytes.len()));
+        }
+        let opened = envelope::open(bytes)?;
+        // Who says they made it: shown with a refusal, never trusted.
+        let from = || match serde_json::from_slice::<Provenance>(opened.provenance) {
+            Ok(p) => format!(" (it says it was made by Sparkle {} for {})", p.sparkle, p.backend),
+            Err(_) => String::new(),
+        };
+        if let Some(trusted) = &self.shared.trusted {
+            trusted.check(&self.name(key), &opened).map_err(|why| why + &from())?;
+        }
+        if opened.kind != Kind::Entry {
+            return Err(format!("it is not a program entry{}", from()));
+        }
+        let expect = Expect { backend: self.shared.expect_backend, gpu_hash: self.shared.gpu_hash, key };
+        let (header, payload) =
+            entry::verify_bytes(opened.payload, &expect).map_err(|problem| format!("{problem}{}", from()))?;
+        Ok((header, Blob { format: header.blob_format, bytes: payload.to_vec() }))
+    }
+
+    /// Counts a hit that the backend loaded.
+    pub fn loaded(&self) {
+        stats::add(&self.shared.counters.hits, 1);
+    }
+
+    /// Whether this process publishes.
+    pub fn publishes(&self) -> bool {
+        !self.read_only
+    }
+
+    /// Publishes `blob` as the entry of `key`, in the background and only if the entry as
+    /// built verifies. Never blocks on the network.
+    pub fn publish(&self, key: CacheKey, blob: &Blob, compile_time: Duration) {
+        if self.read_only || self.shared.breaker.is_open() {
+            return;
+        }
+        let expect = Expect { backend: self.shared.expect_backend, gpu_hash: self.shared.gpu_hash, key };
+        let now = crate::cache::now_unix_ns();
+        let header = EntryHeader::new(expect, blob.format, &blob.bytes, duration_ns(compile_time), now);
+        let mut entry_bytes = Vec::with_capacity(entry::HEADER_LEN + blob.bytes.len());
+        entry_bytes.extend_from_slice(&header.to_bytes());
+        entry_bytes.extend_from_slice(&blob.bytes);
+        if let Err(problem) = entry::verify_bytes(&entry_bytes, &expect) {
+            tracing::error!(%key, %problem, "an entry built for the remote cache does not verify; not published");
+            return;
+        }
+        self.publish_object(self.name(key), Kind::Entry, entry_bytes, now);
+    }
+
+    /// Seals `payload` (signed when a key is configured) and stores it create-if-absent in the
+    /// background.
+    pub(crate) fn publish_object(&self, name: String, kind: Kind, payload: Vec<u8>, now: u64) {
+        let provenance = Provenance { created_unix_ns: now, ..self.shared.provenance.clone() };
+        let signer = self.shared.signer.as_ref();
+        let sign = signer.map(|signer| move |message: &[u8]| signer.sign(message));
+        let sealed = envelope::seal(
+            &name,
+            kind,
+            &provenance,
+            &payload,
+            sign.as_ref().map(|f| f as envelope::Sign<'_>),
+        );
+        let shared = Arc::clone(&self.shared);
+        shared.pending.fetch_add(1, Relaxed);
+        self.runtime().spawn(async move {
+            let result = shared.store.put_if_absent(&name, sealed).await;
+            let counters = &shared.counters;
+            match result {
+                Ok(Put::Created) => stats::add(&counters.publishes, 1),
+                Ok(Put::AlreadyThere) => stats::add(&counters.publish_existing, 1),
+                Err(err) => {
+                    stats::add(&counters.publish_errors, 1);
+                    tracing::debug!(object = %name, error = %err, "could not publish to the remote cache");
+                }
+            }
+            shared.pending.fetch_sub(1, Relaxed);
+        });
+    }
+
+    /// Runs `future` on the tier's runtime and waits for it, at most `timeout`.
+    pub(crate) fn block_on<T: Send + 'static>(
+        &self,
+        timeout: Duration,
+        future: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (sender, receiver) = sync_channel(1);
+        self.runtime().spawn(async move {
+            let _ = sender.send(future.await);
+        });
+        match receiver.recv_timeout(timeout) {
+            Ok(result) => result,
+            Err(_) => Err(StoreError(format!("no answer within {} ms", timeout.as_millis()))),
+        }
+    }
+
+    /// Adds this tier's counters to `stats`.
+    pub fn fill(&self, out: &mut CacheStats) {
+        let c = &self.shared.counters;
+        let get = |counter: &AtomicU64| counter.load(Relaxed);
+        out.remote = Some(self.shared.url.clone());
+        out.remote_hits = get(&c.hits);
+        out.remote_misses = get(&c.misses);
+        out.remote_rejected = get(&c.rejected);
+        out.remote_hedged = get(&c.hedged);
+        out.remote_errors = get(&c.errors);
+        out.remote_skipped = get(&c.skipped);
+        out.remote_publishes = get(&c.publishes);
+        out.remote_publish_existing = get(&c.publish_existing);
+        out.remote_publish_errors = get(&c.publish_errors);
+        out.remote_lookups = get(&c.lookups);
+        out.remote_lookup_time = Duration::from_nanos(get(&c.lookup_ns));
+    }
+
+    /// The names and sizes of this GPU's objects on the remote.
+    pub fn list(&self, timeout: Duration) -> Result<Vec<(String, u64)>, StoreError> {
+        let shared = Arc::clone(&self.shared);
+        self.block_on(timeout, async move { shared.store.list(&shared.gpu_folder).await })
+    }
+
+    /// Fetches and verifies the entry of `key` for a prefetch: `Ok(None)` when the remote has
+    /// none; a rejected object is an error and is never fetched again.
+    pub fn fetch(&self, key: CacheKey, timeout: Duration) -> Result<Option<(EntryHeader, Blob)>, String> {
+        if self.is_rejected(key) {
+            return Err("refused earlier in this process".into());
+        }
+        let shared = Arc::clone(&self.shared);
+        let name = self.name(key);
+        match self.block_on(timeout, async move { shared.store.get(&name).await }) {
+            Ok(Some(bytes)) => self.verify(key, &bytes).map(Some).inspect_err(|why| self.reject(key, why)),
+            Ok(None) => Ok(None),
+            Err(err) => Err(err.0),
+        }
+    }
+
+    /// The remote's URL as configured.
+    pub fn url(&self) -> &str {
+        &self.shared.url
+    }
+
+    /// The raw object `file` of this GPU's folder (not an entry: no envelope, no checks).
+    pub fn get_raw(&self, file: &str, timeout: Duration) -> Result<Option<Vec<u8>>, StoreError> {
+        let shared = Arc::clone(&self.shared);
+        let name = format!("{}/{file}", self.shared.gpu_folder);
+        self.block_on(timeout, async move { shared.store.get(&name).await })
+    }
+
+    /// Replaces the raw object `file` of this GPU's folder (never an entry).
+    pub fn put_raw(&self, file: &str, bytes: Vec<u8>, timeout: Duration) -> Result<(), StoreError> {
+        let shared = Arc::clone(&self.shared);
+        let name = format!("{}/{file}", self.shared.gpu_folder);
+        self.block_on(timeout, async move { shared.store.put(&name, bytes).await })
+    }
+
+    /// One round trip to the store; its time.
+    pub fn ping(&self, timeout: Duration) -> Result<Duration, StoreError> {
+        let shared = Arc::clone(&self.shared);
+        let started = Instant::now();
+        self.block_on(timeout, async move { shared.store.ping().await }).map(|()| started.elapsed())
+    }
+
+    /// Waits until the publishes in flight are done, at most `timeout`; returns how many are left.
+    pub fn drain(&self, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        while self.shared.pending.load(Relaxed) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.shared.pending.load(Relaxed)
+    }
+}
+
+impl Shared {
+    /// Feeds a failure to the breaker; the first time it opens, says why the remote is skipped.
+    fn failed(&self, why: &str) {
+        if let Tripped::Opened(backoff) = self.breaker.failure() {
+            if !self.warned_skip.swap(true, Relaxed) {
+                tracing::warn!(
+                    remote = %self.url,
+                    "the remote program cache is skipped for {:.0} s after repeated failures (programs are \
+                     compiled here meanwhile, and it is tried again later): {why}",
+                    backoff.as_secs_f64()
+                );
+            } else {
+                tracing::debug!(remote = %self.url, "the remote program cache is skipped again: {why}");
+            }
+        }
+    }
+}
+
+impl Drop for RemoteTier {
+    fn drop(&mut self) {
+        let left = self.drain(PUBLISH_DRAIN);
+        if left > 0 {
+            tracing::warn!(left, remote = %self.shared.url, "gave up waiting for publishes to the remote cache");
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_millis(100));
+        }
+    }
+}

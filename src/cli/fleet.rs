@@ -1,0 +1,129 @@
+//! `sparkle cache remote|pull|push|keygen`: the fleet cache from the command line. `remote`,
+//! `pull` and `push` open the selected backend's device, because the remote keeps entries per
+//! GPU id; `keygen` makes a signing key pair.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use sparkle::Runtime;
+
+use super::CliResult;
+
+/// How long `push` waits for its publishes.
+const PUSH_WAIT: Duration = Duration::from_secs(120);
+
+const NO_REMOTE: &str = "no remote cache is configured: set SPARKLE_CACHE_REMOTE (s3://bucket/prefix, \
+redis://host:port/db or file:///path)";
+
+fn bar(what: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    if let Ok(style) = ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} ({elapsed})") {
+        bar.set_style(style);
+    }
+    bar.set_message(what.to_owned());
+    bar
+}
+
+pub fn status(json: bool) -> CliResult<ExitCode> {
+    let runtime = Runtime::from_env()?;
+    let Some(status) = runtime.fleet().remote_status() else { return Err(NO_REMOTE.into()) };
+    let stats = runtime.cache_stats();
+    if json {
+        let value = serde_json::json!({ "gpu_id": runtime.info().gpu_id.to_string(), "remote": status, "stats": stats });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("Remote: {}{}", status.url, if status.read_only { " (read-only)" } else { "" });
+        println!("GPU id: {} ({})", runtime.info().gpu_id, runtime.info().name);
+        match &status.latency_ms {
+            Ok(ms) => println!("Reachable: yes, {ms:.2} ms per request"),
+            Err(why) => println!("Reachable: no ({why})"),
+        }
+        if let (Some(entries), Some(bytes)) = (status.entries, status.bytes) {
+            println!("Entries for this GPU: {entries} ({})", sparkle::cache::human_bytes(bytes));
+        }
+        println!("\nThis process:\n{stats}");
+    }
+    Ok(if status.latency_ms.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+pub fn pull(working_set: bool, json: bool) -> CliResult<ExitCode> {
+    let runtime = Runtime::from_env()?;
+    let bar = bar("pulling");
+    let progress = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    };
+    let Some(report) = runtime.fleet().pull(working_set, &progress) else {
+        return Err(format!("{NO_REMOTE}; and the local cache folder must be writable").into());
+    };
+    bar.finish_and_clear();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "pulled {} of {} entries ({} already here, {} not on the remote, {} refused, {} failed)",
+            report.fetched,
+            report.wanted,
+            report.already_local,
+            report.missing,
+            report.rejected,
+            report.failed
+        );
+        if let Some(why) = &report.first_failure {
+            println!("first failure: {why}");
+        }
+    }
+    Ok(if report.failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+pub fn push(json: bool) -> CliResult<ExitCode> {
+    let runtime = Runtime::from_env()?;
+    let bar = bar("pushing");
+    let progress = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    };
+    let Some(report) = runtime.fleet().push(PUSH_WAIT, &progress) else {
+        return Err(format!(
+            "{NO_REMOTE}, writable (not SPARKLE_CACHE_REMOTE_READ_ONLY), with a local cache folder"
+        )
+        .into());
+    };
+    bar.finish_and_clear();
+    let stats = runtime.cache_stats();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "push": report, "stats": stats }))?);
+    } else {
+        println!(
+            "offered {} verified local entries: {} published, {} already there, {} failed{}",
+            report.offered,
+            stats.remote_publishes,
+            stats.remote_publish_existing,
+            stats.remote_publish_errors,
+            if report.unfinished > 0 { format!(", {} unfinished", report.unfinished) } else { String::new() }
+        );
+    }
+    Ok(if stats.remote_publish_errors == 0 && report.unfinished == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+pub fn keygen(out: &Path) -> CliResult<ExitCode> {
+    let public = sparkle::cache::remote::generate_key_file(out)
+        .map_err(|err| format!("cannot write a new key to {}: {err}", out.display()))?;
+    println!("{public}");
+    eprintln!(
+        "secret key written to {} (keep it private; point SPARKLE_CACHE_SIGNING_KEY at it); list the public key \
+         above in SPARKLE_CACHE_TRUSTED_KEYS on the machines that should accept its entries",
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
