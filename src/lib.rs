@@ -24,9 +24,6 @@
 //! # Ok(()) }
 //! ```
 
-// `x % n == 0` reads as well as `is_multiple_of` and was written for Rust 1.85 (is_multiple_of is 1.87);
-// the package's MSRV moved to 1.88 for the Redis client only.
-#![allow(clippy::manual_is_multiple_of)]
 #[cfg(feature = "amdgpu")]
 pub mod amdgpu;
 pub mod cache;

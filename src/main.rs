@@ -1,9 +1,6 @@
 //! The `sparkle` command: device info, running and verifying the kernel suite, benchmarks, and
 //! cache maintenance.
 
-// `x % n == 0` reads as well as `is_multiple_of` and was written for Rust 1.85 (is_multiple_of is 1.87);
-// the package's MSRV moved to 1.88 for the Redis client only.
-#![allow(clippy::manual_is_multiple_of)]
 mod cli;
 
 use std::process::ExitCode;

@@ -361,6 +361,7 @@ impl DiskTier {
     }
 
     /// The keys of the entries in this GPU's folder (file names only; nothing is verified).
+    #[cfg(feature = "remote")]
     pub fn entry_keys(&self) -> Vec<CacheKey> {
         let mut keys = Vec::new();
         let Ok(shards) = fs::read_dir(&self.gpu_dir) else { return keys };

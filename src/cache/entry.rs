@@ -196,6 +196,7 @@ impl EntryHeader {
 
 /// Verifies a whole entry held in memory (a remote object's payload) exactly as
 /// `files::read_entry` verifies a file: header, identity, then payload.
+#[cfg(feature = "remote")]
 pub(crate) fn verify_bytes<'a>(bytes: &'a [u8], expect: &Expect) -> Result<(EntryHeader, &'a [u8]), Problem> {
     let len = bytes.len() as u64;
     let header_bytes: &[u8; HEADER_LEN] =

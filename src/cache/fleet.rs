@@ -171,7 +171,12 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         for (index, key) in keys.iter().enumerate() {
             if let Lookup::Hit(verified) = disk.lookup(*key) {
                 report.local_entries += 1;
-                remote.publish(*key, &verified.blob, Duration::from_nanos(verified.header.compile_time_ns));
+                remote.publish(
+                    *key,
+                    &verified.blob,
+                    Duration::from_nanos(verified.header.compile_time_ns),
+                    None,
+                );
                 report.offered += 1;
             }
             progress(index + 1, keys.len());

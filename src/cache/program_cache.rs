@@ -10,11 +10,19 @@ use std::time::Instant;
 use super::disk_tier::{DiskTier, Lookup};
 use super::memory::{Entry, MemoryTier, ProgramHandle};
 #[cfg(feature = "remote")]
-use super::remote::{RemoteLookup, RemoteTier};
+use super::remote::{Claim, Lease, RemoteLookup, RemoteTier};
 use super::single_flight::{Join, Outcome, SingleFlight};
 use super::stats::{self, duration_ns, CacheStats, Counters};
 use super::working_set::WorkingSet;
 use super::{CacheConfig, CacheKey, GpuId, LoadFailure, ProgramSource};
+
+/// What the remote step of a miss decided.
+#[cfg(feature = "remote")]
+enum FromRemote<P: Send + Sync + 'static> {
+    Served(ProgramHandle<P>),
+    /// Compile here; with the fleet's lease on this program when this process claimed it.
+    Compile(Option<Lease>),
+}
 
 /// The program cache of one GPU. Share it between threads by reference or in an `Arc`.
 pub struct ProgramCache<P: Send + Sync + 'static> {
@@ -200,14 +208,28 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             }
         }
         #[cfg(feature = "remote")]
+        #[cfg(feature = "remote")]
+        let mut lease: Option<Lease> = None;
+        #[cfg(feature = "remote")]
         if let Some(remote) = &self.remote {
-            if let Some(found) = self.load_remote(remote, key, source, over_foreign)? {
-                return Ok(found);
+            match self.load_remote(remote, key, source, over_foreign)? {
+                FromRemote::Served(found) => return Ok(found),
+                FromRemote::Compile(claimed) => lease = claimed,
             }
         }
         stats::add(&self.counters.misses, 1);
         stats::add(&self.counters.compiles, 1);
-        let built = source.compile().inspect_err(|_| stats::add(&self.counters.compile_errors, 1))?;
+        let built = match source.compile() {
+            Ok(built) => built,
+            Err(err) => {
+                stats::add(&self.counters.compile_errors, 1);
+                #[cfg(feature = "remote")]
+                if let (Some(remote), Some(lease)) = (&self.remote, lease) {
+                    remote.release(lease);
+                }
+                return Err(err);
+            }
+        };
         stats::add_duration(&self.counters.compile_ns, built.compile_time);
         let compile_ns = duration_ns(built.compile_time);
         self.record_first_use(key, compile_ns);
@@ -220,8 +242,13 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         #[cfg(feature = "remote")]
         if let Some(remote) = &self.remote {
             remote.budgets.record(key, compile_ns);
-            if let Some(blob) = &built.blob {
-                remote.publish(key, blob, built.compile_time);
+            match &built.blob {
+                Some(blob) => remote.publish(key, blob, built.compile_time, lease),
+                None => {
+                    if let Some(lease) = lease {
+                        remote.release(lease);
+                    }
+                }
             }
         }
         Ok(self.memory.insert(key, built.program, cost, compile_ns))
@@ -243,8 +270,28 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         key: CacheKey,
         source: &S,
         over_foreign: bool,
-    ) -> Result<Option<ProgramHandle<P>>, S::Error> {
-        let RemoteLookup::Hit(header, blob) = remote.lookup(key) else { return Ok(None) };
+    ) -> Result<FromRemote<P>, S::Error> {
+        let (header, blob) = match remote.lookup(key) {
+            RemoteLookup::Hit(header, blob) => (header, blob),
+            // Nobody has it: compile here, or wait for the machine compiling it right now.
+            RemoteLookup::Miss => match remote.claim(key) {
+                // The machine that compiled it may have published and released its lease
+                // between our lookup and our claim: look once more before compiling.
+                Claim::Mine(lease) => match remote.lookup(key) {
+                    RemoteLookup::Hit(header, blob) => {
+                        remote.release(lease);
+                        (header, blob)
+                    }
+                    _ => return Ok(FromRemote::Compile(Some(lease))),
+                },
+                Claim::Unknown => return Ok(FromRemote::Compile(None)),
+                Claim::Theirs => match remote.wait_for(key) {
+                    RemoteLookup::Hit(header, blob) => (header, blob),
+                    _ => return Ok(FromRemote::Compile(None)),
+                },
+            },
+            _ => return Ok(FromRemote::Compile(None)),
+        };
         let start = Instant::now();
         let loaded = source.load(&blob);
         stats::add_duration(&self.counters.load_ns, start.elapsed());
@@ -260,7 +307,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                     }
                 }
                 let cost = blob.bytes.len() as u64;
-                Ok(Some(self.memory.insert(key, program, cost, header.compile_time_ns)))
+                Ok(FromRemote::Served(self.memory.insert(key, program, cost, header.compile_time_ns)))
             }
             Err(LoadFailure::Failed(err)) => {
                 stats::add(&self.counters.load_errors, 1);
@@ -268,7 +315,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             }
             Err(LoadFailure::Refused(reason)) => {
                 remote.reject(key, &format!("the driver refused it: {reason}"));
-                Ok(None)
+                Ok(FromRemote::Compile(None))
             }
         }
     }

@@ -73,6 +73,8 @@ pub struct CacheStats {
     pub remote_lookups: u64,
     #[serde(serialize_with = "secs")]
     pub remote_lookup_time: Duration,
+    /// Misses that waited for another machine compiling the same program (its compile lease).
+    pub remote_waits: u64,
 }
 
 fn secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -124,8 +126,8 @@ impl fmt::Display for CacheStats {
                 (
                     "remote lookups",
                     format!(
-                        "{} ({mean_ms:.2} ms mean; {} hedged, {} errors, {} skipped)",
-                        self.remote_lookups, self.remote_hedged, self.remote_errors, self.remote_skipped
+                        "{} ({mean_ms:.2} ms mean; {} hedged, {} errors, {} skipped, {} waited for another machine)",
+                        self.remote_lookups, self.remote_hedged, self.remote_errors, self.remote_skipped, self.remote_waits
                     ),
                 ),
                 (

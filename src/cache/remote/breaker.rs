@@ -99,6 +99,7 @@ impl Breaker {
     }
 
     /// Whether lookups are being skipped right now.
+    #[cfg(test)]
     pub fn is_open(&self) -> bool {
         !matches!(*self.state(), State::Closed { .. })
     }

@@ -45,6 +45,10 @@ pub struct RemoteConfig {
     /// The S3 endpoint of an S3-compatible server (`http://host:port`); otherwise the usual AWS
     /// variables (`AWS_ENDPOINT_URL`, `AWS_REGION`, credentials) decide.
     pub s3_endpoint: Option<String>,
+    /// Further S3 client settings as `object_store`'s configuration keys and values
+    /// (`aws_access_key_id`, `aws_region`, …), applied after the environment: for programs that
+    /// configure the remote in code rather than through the AWS variables.
+    pub s3_options: Vec<(String, String)>,
 }
 
 impl RemoteConfig {
@@ -58,6 +62,7 @@ impl RemoteConfig {
             trusted_keys: None,
             budget: None,
             s3_endpoint: None,
+            s3_options: Vec::new(),
         })
     }
 

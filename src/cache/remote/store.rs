@@ -60,6 +60,12 @@ impl Store {
                         retry_timeout: Duration::from_secs(5),
                         ..Default::default()
                     });
+                for (key, value) in &config.s3_options {
+                    let key = key
+                        .parse::<object_store::aws::AmazonS3ConfigKey>()
+                        .map_err(|err| StoreError(format!("S3 option `{key}`: {err}")))?;
+                    builder = builder.with_config(key, value);
+                }
                 if let Some(endpoint) = &config.s3_endpoint {
                     builder = builder
                         .with_endpoint(endpoint)
@@ -79,15 +85,13 @@ impl Store {
             RemoteLocation::Redis { url } => {
                 let client = redis::Client::open(url.as_str())
                     .map_err(|err| StoreError(format!("Redis URL: {err}")))?;
-                Ok(Store::Redis { client: Box::new(client), connection: OnceCell::new(), prefix: "sparkle".into() })
+                Ok(Store::Redis {
+                    client: Box::new(client),
+                    connection: OnceCell::new(),
+                    prefix: "sparkle".into(),
+                })
             }
         }
-    }
-
-    /// A store over any `object_store` implementation (tests use the in-memory one).
-    #[cfg(test)]
-    pub fn objects(store: Arc<dyn ObjectStore>) -> Store {
-        Store::Objects { store, prefix: String::new() }
     }
 
     fn object_path(prefix: &str, name: &str) -> ObjectPath {
@@ -107,7 +111,7 @@ impl Store {
                 let config = redis::aio::ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(CONNECT_TIMEOUT))
                     .set_response_timeout(Some(REQUEST_TIMEOUT))
-                    .set_number_of_retries(1);
+                    .set_number_of_retries(0);
                 client.get_connection_manager_with_config(config).await
             })
             .await
@@ -187,6 +191,66 @@ impl Store {
                     .query_async::<()>(&mut connection)
                     .await
                     .map_err(|err| StoreError(format!("Redis SET: {err}")))
+            }
+        }
+    }
+
+    /// Takes a lease named `name` for `ttl` unless someone holds one: Redis `SET NX PX` (the
+    /// server expires it); elsewhere a create-if-absent object holding its expiry time, which
+    /// the holder deletes and which others ignore once expired.
+    pub async fn claim(&self, name: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        match self {
+            Store::Objects { .. } => {
+                let expires = crate::cache::now_unix_ns() / 1_000_000 + ttl_ms;
+                if self.put_if_absent(name, expires.to_string().into_bytes()).await? == Put::Created {
+                    return Ok(true);
+                }
+                // Someone holds it, unless it expired (its holder died).
+                let held_until = self
+                    .get(name)
+                    .await?
+                    .and_then(|bytes| String::from_utf8(bytes).ok())
+                    .and_then(|text| text.trim().parse::<u64>().ok());
+                Ok(held_until.is_some_and(|until| until < crate::cache::now_unix_ns() / 1_000_000)
+                    && self.delete(name).await.is_ok()
+                    && self.put_if_absent(name, expires.to_string().into_bytes()).await? == Put::Created)
+            }
+            Store::Redis { prefix, .. } => {
+                let mut connection = self.redis().await?;
+                let set: Option<String> = redis::cmd("SET")
+                    .arg(Self::redis_key(prefix, name))
+                    .arg(std::process::id())
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl_ms)
+                    .query_async(&mut connection)
+                    .await
+                    .map_err(|err| StoreError(format!("Redis SET NX PX: {err}")))?;
+                Ok(set.is_some())
+            }
+        }
+    }
+
+    /// Removes the object `name` (leases only; entries are never removed by a client).
+    pub async fn delete(&self, name: &str) -> Result<(), StoreError> {
+        match self {
+            Store::Objects { store, prefix } => {
+                use futures_util::StreamExt;
+                let location = Self::object_path(prefix, name);
+                let mut deleted = store.delete_stream(futures_util::stream::iter([Ok(location)]).boxed());
+                match deleted.next().await {
+                    None | Some(Ok(_)) | Some(Err(object_store::Error::NotFound { .. })) => Ok(()),
+                    Some(Err(err)) => Err(StoreError(err.to_string())),
+                }
+            }
+            Store::Redis { prefix, .. } => {
+                let mut connection = self.redis().await?;
+                redis::cmd("DEL")
+                    .arg(Self::redis_key(prefix, name))
+                    .query_async::<()>(&mut connection)
+                    .await
+                    .map_err(|err| StoreError(format!("Redis DEL: {err}")))
             }
         }
     }

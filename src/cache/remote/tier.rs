@@ -24,10 +24,33 @@ use crate::cache::entry::{self, EntryHeader, Expect};
 use crate::cache::stats::{self, duration_ns, CacheStats};
 use crate::cache::{Blob, CacheKey, GpuId};
 
+/// Publishes in flight beyond this are dropped: a remote that takes them slower than programs
+/// compile must not make the process hold every blob in memory.
+const MAX_PENDING_PUBLISHES: usize = 256;
 /// How long dropping the tier waits for publishes still in flight.
 const PUBLISH_DRAIN: Duration = Duration::from_secs(5);
 /// A remote object larger than this is not an entry of ours.
 pub(crate) const MAX_OBJECT_BYTES: usize = 512 << 20;
+
+/// How long a compile lease lasts at most: a holder that died frees it after this.
+const LEASE_TTL: Duration = Duration::from_secs(30);
+/// Waiting for another machine's compile polls the remote this often.
+const WAIT_POLL: Duration = Duration::from_millis(5);
+
+/// A compile lease this process holds: released when its publish is done.
+pub(crate) struct Lease {
+    name: String,
+}
+
+/// Who compiles a program the remote does not have.
+pub(crate) enum Claim {
+    /// This process: it holds the lease.
+    Mine(Lease),
+    /// Another machine is compiling it right now.
+    Theirs,
+    /// The remote could not say (slow, failing): compile without a lease.
+    Unknown,
+}
 
 /// What a lookup found.
 pub(crate) enum RemoteLookup {
@@ -57,6 +80,7 @@ pub(crate) struct RemoteCounters {
     pub publish_errors: AtomicU64,
     pub lookups: AtomicU64,
     pub lookup_ns: AtomicU64,
+    pub waits: AtomicU64,
 }
 
 /// What the tier's tasks share with it.
@@ -74,6 +98,9 @@ struct Shared {
     pending: AtomicUsize,
     /// Whether the one "remote skipped" warning was given.
     warned_skip: AtomicBool,
+    /// The last request failed outright (not merely slowly): publishing is pointless until one
+    /// succeeds again.
+    down: AtomicBool,
 }
 
 pub(crate) struct RemoteTier {
@@ -125,13 +152,14 @@ impl RemoteTier {
             counters: RemoteCounters::default(),
             pending: AtomicUsize::new(0),
             warned_skip: AtomicBool::new(false),
+            down: AtomicBool::new(false),
         });
         // Connect now, so that the first lookup does not pay for it.
         let warm = Arc::clone(&shared);
         runtime.spawn(async move {
             match warm.store.ping().await {
-                Ok(()) => warm.breaker.success(),
-                Err(err) => warm.failed(&err.0),
+                Ok(()) => warm.succeeded(),
+                Err(err) => warm.errored(&err.0),
             }
         });
         tracing::debug!(remote = %config.url, read_only = config.read_only, "remote program cache opened");
@@ -190,7 +218,7 @@ impl RemoteTier {
         stats::add_duration(&counters.lookup_ns, started.elapsed());
         match answer {
             Ok(Ok(Some(bytes))) => {
-                self.shared.breaker.success();
+                self.shared.succeeded();
                 match self.verify(key, &bytes) {
                     Ok((header, blob)) => RemoteLookup::Hit(header, blob),
                     Err(why) => {
@@ -200,13 +228,13 @@ impl RemoteTier {
                 }
             }
             Ok(Ok(None)) => {
-                self.shared.breaker.success();
+                self.shared.succeeded();
                 stats::add(&counters.misses, 1);
                 RemoteLookup::Miss
             }
             Ok(Err(err)) => {
                 stats::add(&counters.errors, 1);
-                self.shared.failed(&err.0);
+                self.shared.errored(&err.0);
                 RemoteLookup::Failed
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -248,6 +276,50 @@ impl RemoteTier {
         Ok((header, Blob { format: header.blob_format, bytes: payload.to_vec() }))
     }
 
+    /// Claims the compile of `key` for this process, so that the fleet compiles each program
+    /// about once: the first machine to miss compiles, the others wait for its entry. Read-only
+    /// machines never claim.
+    pub fn claim(&self, key: CacheKey) -> Claim {
+        if self.read_only {
+            return Claim::Unknown;
+        }
+        let name = format!("{}.lease", self.name(key));
+        let shared = Arc::clone(&self.shared);
+        let lease = name.clone();
+        let budget = self.budgets.for_key(key);
+        match self.block_on(budget, async move { shared.store.claim(&lease, LEASE_TTL).await }) {
+            Ok(true) => Claim::Mine(Lease { name }),
+            Ok(false) => Claim::Theirs,
+            Err(err) => {
+                tracing::debug!(%key, error = %err, "could not claim a compile in the remote cache");
+                Claim::Unknown
+            }
+        }
+    }
+
+    /// Waits for the entry of `key` that another machine is compiling: at most about twice
+    /// what its compile costs, polling. `Miss` when it did not come in time (the caller
+    /// compiles).
+    pub fn wait_for(&self, key: CacheKey) -> RemoteLookup {
+        let deadline = Instant::now() + self.budgets.for_key(key) * 2 + Duration::from_millis(20);
+        stats::add(&self.shared.counters.waits, 1);
+        loop {
+            std::thread::sleep(WAIT_POLL);
+            match self.lookup(key) {
+                RemoteLookup::Miss if Instant::now() < deadline => continue,
+                found => return found,
+            }
+        }
+    }
+
+    /// Releases a lease when the program could not be published (its compile failed).
+    pub fn release(&self, lease: Lease) {
+        let shared = Arc::clone(&self.shared);
+        self.runtime().spawn(async move {
+            let _ = shared.store.delete(&lease.name).await;
+        });
+    }
+
     /// Counts a hit that the backend loaded.
     pub fn loaded(&self) {
         stats::add(&self.shared.counters.hits, 1);
@@ -260,8 +332,13 @@ impl RemoteTier {
 
     /// Publishes `blob` as the entry of `key`, in the background and only if the entry as
     /// built verifies. Never blocks on the network.
-    pub fn publish(&self, key: CacheKey, blob: &Blob, compile_time: Duration) {
-        if self.read_only || self.shared.breaker.is_open() {
+    pub fn publish(&self, key: CacheKey, blob: &Blob, compile_time: Duration, lease: Option<Lease>) {
+        if self.read_only || self.shared.down.load(Relaxed) {
+            return;
+        }
+        if self.shared.pending.load(Relaxed) >= MAX_PENDING_PUBLISHES {
+            stats::add(&self.shared.counters.publish_errors, 1);
+            tracing::debug!(%key, "too many publishes to the remote cache in flight; not publishing this one");
             return;
         }
         let expect = Expect { backend: self.shared.expect_backend, gpu_hash: self.shared.gpu_hash, key };
@@ -272,14 +349,24 @@ impl RemoteTier {
         entry_bytes.extend_from_slice(&blob.bytes);
         if let Err(problem) = entry::verify_bytes(&entry_bytes, &expect) {
             tracing::error!(%key, %problem, "an entry built for the remote cache does not verify; not published");
+            if let Some(lease) = lease {
+                self.release(lease);
+            }
             return;
         }
-        self.publish_object(self.name(key), Kind::Entry, entry_bytes, now);
+        self.publish_object(self.name(key), Kind::Entry, entry_bytes, now, lease);
     }
 
     /// Seals `payload` (signed when a key is configured) and stores it create-if-absent in the
     /// background.
-    pub(crate) fn publish_object(&self, name: String, kind: Kind, payload: Vec<u8>, now: u64) {
+    pub(crate) fn publish_object(
+        &self,
+        name: String,
+        kind: Kind,
+        payload: Vec<u8>,
+        now: u64,
+        lease: Option<Lease>,
+    ) {
         let provenance = Provenance { created_unix_ns: now, ..self.shared.provenance.clone() };
         let signer = self.shared.signer.as_ref();
         let sign = signer.map(|signer| move |message: &[u8]| signer.sign(message));
@@ -300,8 +387,12 @@ impl RemoteTier {
                 Ok(Put::AlreadyThere) => stats::add(&counters.publish_existing, 1),
                 Err(err) => {
                     stats::add(&counters.publish_errors, 1);
+                    shared.down.store(true, Relaxed);
                     tracing::debug!(object = %name, error = %err, "could not publish to the remote cache");
                 }
+            }
+            if let Some(lease) = lease {
+                let _ = shared.store.delete(&lease.name).await;
             }
             shared.pending.fetch_sub(1, Relaxed);
         });
@@ -339,6 +430,7 @@ impl RemoteTier {
         out.remote_publish_errors = get(&c.publish_errors);
         out.remote_lookups = get(&c.lookups);
         out.remote_lookup_time = Duration::from_nanos(get(&c.lookup_ns));
+        out.remote_waits = get(&c.waits);
     }
 
     /// The names and sizes of this GPU's objects on the remote.
@@ -399,6 +491,17 @@ impl RemoteTier {
 }
 
 impl Shared {
+    fn succeeded(&self) {
+        self.down.store(false, Relaxed);
+        self.breaker.success();
+    }
+
+    /// A request failed outright (connection, server error).
+    fn errored(&self, why: &str) {
+        self.down.store(true, Relaxed);
+        self.failed(why);
+    }
+
     /// Feeds a failure to the breaker; the first time it opens, says why the remote is skipped.
     fn failed(&self, why: &str) {
         if let Tripped::Opened(backoff) = self.breaker.failure() {
