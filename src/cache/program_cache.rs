@@ -59,6 +59,11 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             for (key, compile_ns) in &known {
                 remote.budgets.record(*key, *compile_ns);
             }
+            if let (Some(disk), Some(root)) = (&disk, &config.dir) {
+                if !disk.read_only() {
+                    remote.sync_driver_caches(root);
+                }
+            }
         }
         #[cfg(not(feature = "remote"))]
         {

@@ -10,6 +10,7 @@
 //! - `budget`, `breaker`: a lookup never costs more than a compile, and a failing remote is
 //!   skipped, then probed again.
 //! - `tier`: lookups, verification, background publishing, statistics.
+//! - `driver_archive`: the driver's own shader cache, shared per GPU id as one archive.
 
 mod config;
 pub use config::{
@@ -21,6 +22,8 @@ pub use config::{
 mod breaker;
 #[cfg(feature = "remote")]
 mod budget;
+#[cfg(feature = "remote")]
+mod driver_archive;
 #[cfg(feature = "remote")]
 pub(crate) mod envelope;
 #[cfg(feature = "remote")]

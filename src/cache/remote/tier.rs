@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use super::breaker::{Breaker, Permit, Tripped};
 use super::budget::Budgets;
 use super::config::RemoteConfig;
+use super::driver_archive::DriverFolders;
 use super::envelope::{self, Kind, Provenance};
 use super::signing::{Signer25519, TrustedKeys};
 use super::store::{Put, Store, StoreError};
@@ -107,6 +108,8 @@ pub(crate) struct RemoteTier {
     shared: Arc<Shared>,
     runtime: Option<tokio::runtime::Runtime>,
     read_only: bool,
+    /// The driver cache folders shared through the remote, when the cache has a folder.
+    drivers: Mutex<Option<DriverFolders>>,
     rejected: Mutex<HashSet<CacheKey>>,
     pub(crate) budgets: Budgets,
 }
@@ -169,6 +172,7 @@ impl RemoteTier {
             read_only: config.read_only,
             rejected: Mutex::new(HashSet::new()),
             budgets: Budgets::new(config.budget),
+            drivers: Mutex::new(None),
         })
     }
 
@@ -354,29 +358,13 @@ impl RemoteTier {
             }
             return;
         }
-        self.publish_object(self.name(key), Kind::Entry, entry_bytes, now, lease);
+        self.publish_object(self.name(key), Kind::Entry, entry_bytes, lease);
     }
 
     /// Seals `payload` (signed when a key is configured) and stores it create-if-absent in the
     /// background.
-    pub(crate) fn publish_object(
-        &self,
-        name: String,
-        kind: Kind,
-        payload: Vec<u8>,
-        now: u64,
-        lease: Option<Lease>,
-    ) {
-        let provenance = Provenance { created_unix_ns: now, ..self.shared.provenance.clone() };
-        let signer = self.shared.signer.as_ref();
-        let sign = signer.map(|signer| move |message: &[u8]| signer.sign(message));
-        let sealed = envelope::seal(
-            &name,
-            kind,
-            &provenance,
-            &payload,
-            sign.as_ref().map(|f| f as envelope::Sign<'_>),
-        );
+    pub(crate) fn publish_object(&self, name: String, kind: Kind, payload: Vec<u8>, lease: Option<Lease>) {
+        let sealed = self.seal(&name, kind, &payload);
         let shared = Arc::clone(&self.shared);
         shared.pending.fetch_add(1, Relaxed);
         self.runtime().spawn(async move {
@@ -454,6 +442,68 @@ impl RemoteTier {
         }
     }
 
+    /// Shares the driver cache folders under `root` through the remote: fetches those that are
+    /// empty now (bounded), publishes those that grew when the tier is dropped.
+    pub fn sync_driver_caches(&self, root: &std::path::Path) {
+        let folders = DriverFolders::open(self, root);
+        *self.drivers.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(folders);
+    }
+
+    /// Fetches the object `file` of this GPU's folder and checks its envelope, kind and (with
+    /// trusted keys) signature; returns its payload. `Ok(None)`: the remote has none.
+    pub(crate) fn fetch_object(
+        &self,
+        file: &str,
+        kind: Kind,
+        timeout: Duration,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let name = format!("{}/{file}", self.shared.gpu_folder);
+        let shared = Arc::clone(&self.shared);
+        let fetched = {
+            let name = name.clone();
+            self.block_on(timeout, async move { shared.store.get(&name).await })
+        };
+        let bytes = match fetched {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
+            Err(err) => return Err(err.0),
+        };
+        let opened = envelope::open(&bytes)?;
+        if let Some(trusted) = &self.shared.trusted {
+            trusted.check(&name, &opened)?;
+        }
+        if opened.kind != kind {
+            return Err(format!("{name} is not a {kind:?}"));
+        }
+        Ok(Some(opened.payload.to_vec()))
+    }
+
+    /// Seals `payload` and stores it as `file` of this GPU's folder, replacing what is there
+    /// (objects any machine may supersede, such as a driver cache archive), in the background.
+    pub(crate) fn replace_object(&self, file: &str, kind: Kind, payload: Vec<u8>) {
+        if self.read_only || payload.len() > MAX_OBJECT_BYTES {
+            return;
+        }
+        let name = format!("{}/{file}", self.shared.gpu_folder);
+        let sealed = self.seal(&name, kind, &payload);
+        let shared = Arc::clone(&self.shared);
+        shared.pending.fetch_add(1, Relaxed);
+        self.runtime().spawn(async move {
+            if let Err(err) = shared.store.put(&name, sealed).await {
+                tracing::debug!(object = %name, error = %err, "could not publish to the remote cache");
+            }
+            shared.pending.fetch_sub(1, Relaxed);
+        });
+    }
+
+    fn seal(&self, name: &str, kind: Kind, payload: &[u8]) -> Vec<u8> {
+        let provenance =
+            Provenance { created_unix_ns: crate::cache::now_unix_ns(), ..self.shared.provenance.clone() };
+        let signer = self.shared.signer.as_ref();
+        let sign = signer.map(|signer| move |message: &[u8]| signer.sign(message));
+        envelope::seal(name, kind, &provenance, payload, sign.as_ref().map(|f| f as envelope::Sign<'_>))
+    }
+
     /// The remote's URL as configured.
     pub fn url(&self) -> &str {
         &self.shared.url
@@ -521,6 +571,10 @@ impl Shared {
 
 impl Drop for RemoteTier {
     fn drop(&mut self) {
+        let drivers = self.drivers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(drivers) = drivers {
+            drivers.publish_grown(self);
+        }
         let left = self.drain(PUBLISH_DRAIN);
         if left > 0 {
             tracing::warn!(left, remote = %self.shared.url, "gave up waiting for publishes to the remote cache");
