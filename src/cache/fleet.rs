@@ -53,8 +53,10 @@ pub struct PushReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct RemoteStatus {
     pub url: String,
-    /// Round trip of one request, or why none came back.
-    pub latency_ms: Result<f64, String>,
+    /// Round trip of one request, when one came back.
+    pub latency_ms: Option<f64>,
+    /// Why the remote did not answer, when it did not.
+    pub error: Option<String>,
     /// This GPU's entries on the remote and their bytes (when it answered).
     pub entries: Option<u64>,
     pub bytes: Option<u64>,
@@ -65,13 +67,14 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     /// The remote's reachability, latency and counts for this GPU; `None` without a remote.
     pub fn remote_status(&self) -> Option<RemoteStatus> {
         let remote = self.remote()?;
-        let latency_ms = remote.ping(REQUEST_TIMEOUT).map(|d| d.as_secs_f64() * 1e3).map_err(|err| err.0);
-        let listed = latency_ms.is_ok().then(|| remote.list(REQUEST_TIMEOUT).ok()).flatten();
+        let latency = remote.ping(REQUEST_TIMEOUT).map(|d| d.as_secs_f64() * 1e3).map_err(|err| err.0);
+        let listed = latency.is_ok().then(|| remote.list(REQUEST_TIMEOUT).ok()).flatten();
         let entries: Option<Vec<_>> =
             listed.map(|objects| objects.into_iter().filter(|(name, _)| key_of(name).is_some()).collect());
         Some(RemoteStatus {
             url: remote.url().to_owned(),
-            latency_ms,
+            latency_ms: latency.as_ref().ok().copied(),
+            error: latency.err(),
             entries: entries.as_ref().map(|e| e.len() as u64),
             bytes: entries.as_ref().map(|e| e.iter().map(|(_, size)| size).sum()),
             read_only: !remote.publishes(),

@@ -61,7 +61,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             }
             if let (Some(disk), Some(root)) = (&disk, &config.dir) {
                 if !disk.read_only() {
-                    remote.sync_driver_caches(root);
+                    remote.sync_driver_caches(root, known.is_empty());
                 }
             }
         }

@@ -40,16 +40,16 @@ pub fn status(json: bool) -> CliResult<ExitCode> {
     } else {
         println!("Remote: {}{}", status.url, if status.read_only { " (read-only)" } else { "" });
         println!("GPU id: {} ({})", runtime.info().gpu_id, runtime.info().name);
-        match &status.latency_ms {
-            Ok(ms) => println!("Reachable: yes, {ms:.2} ms per request"),
-            Err(why) => println!("Reachable: no ({why})"),
+        match (&status.latency_ms, &status.error) {
+            (Some(ms), _) => println!("Reachable: yes, {ms:.2} ms per request"),
+            (None, why) => println!("Reachable: no ({})", why.as_deref().unwrap_or("no answer")),
         }
         if let (Some(entries), Some(bytes)) = (status.entries, status.bytes) {
             println!("Entries for this GPU: {entries} ({})", sparkle::cache::human_bytes(bytes));
         }
         println!("\nThis process:\n{stats}");
     }
-    Ok(if status.latency_ms.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if status.latency_ms.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 pub fn pull(working_set: bool, json: bool) -> CliResult<ExitCode> {

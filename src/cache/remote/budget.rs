@@ -31,6 +31,11 @@ impl Budgets {
         Budgets { fixed, known: Mutex::new(HashMap::new()), recent: Mutex::new(Vec::new()) }
     }
 
+    /// The budget the user fixed, if any.
+    pub fn fixed(&self) -> Option<Duration> {
+        self.fixed
+    }
+
     /// Records a measured compile time (from this process, or from the working set).
     pub fn record(&self, key: CacheKey, compile_ns: u64) {
         if compile_ns == 0 {

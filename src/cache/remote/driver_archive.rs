@@ -3,10 +3,11 @@
 //! whether a start is really warm. So each driver folder is shared per GPU id (which holds the
 //! driver version) as one gzip'd tar archive, `<gpu folder>/driver-<name>.tar.gz`:
 //!
-//! - a process that finds its driver folder empty fetches the archive when the cache opens,
-//!   within [`FETCH_BUDGET`], before the driver compiles anything;
-//! - a process whose driver folder grew noticeably publishes the folder when the cache closes
-//!   (replacing the archive: any machine's archive is as good as another's).
+//! - the first process on a machine for a GPU id (its working set is empty) fetches the archive
+//!   when the cache opens, within [`FETCH_BUDGET`], before the driver compiles anything; files
+//!   the driver already made (an index created at start-up) are kept;
+//! - a process whose driver folder gained files noticeably publishes the folder when the cache
+//!   closes (replacing the archive: any machine's archive is as good as another's).
 //!
 //! An archive passes the envelope and signature checks of every remote object; unpacking takes
 //! regular files and folders only, at relative paths without `..`, never replaces a file, and is
@@ -23,19 +24,20 @@ use super::envelope::Kind;
 use super::tier::RemoteTier;
 use crate::cache::driver_dirs::{self, DriverFound};
 
-/// How long opening the cache may wait for a driver archive.
+/// How long opening the cache may wait for a driver archive (or the fixed lookup budget, when
+/// the user set a longer one).
 pub(crate) const FETCH_BUDGET: Duration = Duration::from_secs(2);
 /// Unpacked archives larger than this are refused (a driver cache is tens of megabytes).
 const MAX_UNPACKED_BYTES: u64 = 2 << 30;
 const MAX_FILES: usize = 1 << 20;
-/// A folder is published again only when it grew by this fraction (and at least this much).
+/// A folder is published again only when its file count grew by this fraction (at least one
+/// file): a program or two more in a large cache is not worth uploading it all again.
 const GROWTH_PERCENT: u64 = 5;
-const GROWTH_MIN_BYTES: u64 = 64 << 10;
 
 /// The driver folders of one cache folder, as they were when the cache opened.
 pub(crate) struct DriverFolders {
     root: PathBuf,
-    bytes_at_open: HashMap<String, u64>,
+    files_at_open: HashMap<String, u64>,
 }
 
 fn archive_file(name: &str) -> String {
@@ -60,17 +62,14 @@ fn folders(root: &Path) -> Vec<(String, PathBuf, u64, u64)> {
 }
 
 impl DriverFolders {
-    /// Fetches the archive of every empty driver folder under `root` (within the budget), and
-    /// remembers the folders' sizes.
-    pub fn open(tier: &RemoteTier, root: &Path) -> DriverFolders {
-        let mut bytes_at_open = HashMap::new();
-        for (name, path, files, bytes) in folders(root) {
-            let mut bytes = bytes;
-            if files == 0 {
+    /// On a machine's first open for this GPU (`first`), fetches the archive of every driver
+    /// folder under `root` (within the budget); remembers the folders' file counts.
+    pub fn open(tier: &RemoteTier, root: &Path, first: bool) -> DriverFolders {
+        for (name, path, _, _) in folders(root) {
+            if first {
                 match fetch_into(tier, &name, &path) {
                     Ok(Some(unpacked)) => {
                         tracing::info!(driver = %name, bytes = unpacked, "driver cache fetched from the remote cache");
-                        bytes = unpacked;
                     }
                     Ok(None) => {}
                     Err(why) => tracing::warn!(
@@ -79,9 +78,10 @@ impl DriverFolders {
                     ),
                 }
             }
-            bytes_at_open.insert(name, bytes);
         }
-        DriverFolders { root: root.to_path_buf(), bytes_at_open }
+        // Counted after the fetch: what came from the remote is not this process's growth.
+        let files_at_open = folders(root).into_iter().map(|(name, _, files, _)| (name, files)).collect();
+        DriverFolders { root: root.to_path_buf(), files_at_open }
     }
 
     /// Publishes the folders that grew since the cache opened (background; the tier's drop
@@ -90,10 +90,12 @@ impl DriverFolders {
         if !tier.publishes() {
             return;
         }
-        for (name, path, _, bytes) in folders(&self.root) {
-            let before = self.bytes_at_open.get(&name).copied().unwrap_or(0);
-            let threshold = (before / 100 * GROWTH_PERCENT).max(GROWTH_MIN_BYTES);
-            if bytes < before.saturating_add(threshold) {
+        tracing::debug!(root = %self.root.display(), "looking for grown driver caches to publish");
+        for (name, path, files, _) in folders(&self.root) {
+            let before = self.files_at_open.get(&name).copied().unwrap_or(0);
+            let threshold = (before * GROWTH_PERCENT / 100).max(1);
+            if files < before.saturating_add(threshold) {
+                tracing::debug!(driver = %name, files, before, "the driver cache did not grow enough to publish it");
                 continue;
             }
             match pack(&path) {
@@ -108,7 +110,8 @@ impl DriverFolders {
 
 /// Fetches and unpacks `driver-<name>.tar.gz` into `dest`; `Ok(None)` when the remote has none.
 fn fetch_into(tier: &RemoteTier, name: &str, dest: &Path) -> Result<Option<u64>, String> {
-    let Some(payload) = tier.fetch_object(&archive_file(name), Kind::DriverArchive, FETCH_BUDGET)? else {
+    let budget = tier.budgets.fixed().map_or(FETCH_BUDGET, |fixed| fixed.max(FETCH_BUDGET));
+    let Some(payload) = tier.fetch_object(&archive_file(name), Kind::DriverArchive, budget)? else {
         return Ok(None);
     };
     unpack(&payload, dest).map(Some)
@@ -119,6 +122,8 @@ pub(crate) fn pack(dir: &Path) -> io::Result<Vec<u8>> {
     let encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut builder = tar::Builder::new(encoder);
     builder.follow_symlinks(false);
+    // Drivers preallocate sparse index files; store them plainly, as any tar reads them.
+    builder.sparse(false);
     let mut pending = vec![PathBuf::new()];
     while let Some(relative) = pending.pop() {
         for entry in fs::read_dir(dir.join(&relative))? {
@@ -163,7 +168,7 @@ pub(crate) fn unpack(archive: &[u8], dest: &Path) -> Result<u64, String> {
                     .create(&target)
                     .map_err(|err| format!("cannot create {}: {err}", target.display()))?;
             }
-            tar::EntryType::Regular => {
+            tar::EntryType::Regular | tar::EntryType::GNUSparse => {
                 let size = entry.header().size().map_err(|err| format!("damaged archive: {err}"))?;
                 written = written.saturating_add(size);
                 if written > MAX_UNPACKED_BYTES {

@@ -277,7 +277,7 @@ impl Store {
             }
             Store::Redis { prefix, .. } => {
                 let mut connection = self.redis().await?;
-                let pattern = format!("{}:*", Self::redis_key(prefix, folder));
+                let pattern = format!("{}/*", Self::redis_key(prefix, folder));
                 let mut names = Vec::new();
                 let mut cursor: u64 = 0;
                 loop {

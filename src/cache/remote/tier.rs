@@ -442,10 +442,11 @@ impl RemoteTier {
         }
     }
 
-    /// Shares the driver cache folders under `root` through the remote: fetches those that are
-    /// empty now (bounded), publishes those that grew when the tier is dropped.
-    pub fn sync_driver_caches(&self, root: &std::path::Path) {
-        let folders = DriverFolders::open(self, root);
+    /// Shares the driver cache folders under `root` through the remote: on a machine's `first`
+    /// open for this GPU fetches them (bounded); publishes those that grew when the tier is
+    /// dropped.
+    pub fn sync_driver_caches(&self, root: &std::path::Path, first: bool) {
+        let folders = DriverFolders::open(self, root, first);
         *self.drivers.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(folders);
     }
 
