@@ -344,7 +344,9 @@ fn a_dead_remote_costs_nothing_but_one_warning() {
         });
         assert_eq!(counts.compiles.load(SeqCst) - compiles_before, 8, "{url}");
         assert!(stats.remote_errors + stats.remote_hedged >= 1, "{url}: {stats}");
-        assert!(stats.remote_skipped >= 1, "the breaker skips a dead remote: {stats}");
+        // After a few failures (or a connection slower than a compile) lookups are not even made.
+        assert!(stats.remote_lookups <= 3, "a dead remote is skipped: {stats}");
+        assert_eq!(stats.remote_skipped + stats.remote_hedged + stats.remote_errors, 8, "{stats}");
         let remote_warnings: Vec<_> =
             captured.warnings().into_iter().filter(|w| w.contains("remote")).collect();
         assert!(remote_warnings.len() <= 1, "{url}: at most one warning: {remote_warnings:#?}");

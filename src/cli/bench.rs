@@ -43,18 +43,21 @@ fn first_result_cases() -> Vec<Box<dyn Case>> {
 
 /// What one child process measured.
 #[derive(Debug, Serialize, Deserialize)]
-struct ChildReport {
+pub(super) struct ChildReport {
     /// Creating the context and the backend.
-    open_ms: f64,
+    pub(super) open_ms: f64,
     /// From the first program request until every kernel's result is back on the host.
-    suite_ms: f64,
-    correct: bool,
+    pub(super) suite_ms: f64,
+    pub(super) correct: bool,
     verdicts: Vec<String>,
     /// xxh3 of each kernel's result bytes, so that runs in different processes can be compared.
     digests: Vec<String>,
     memory_hits: u64,
-    disk_hits: u64,
-    compiles: u64,
+    pub(super) disk_hits: u64,
+    pub(super) compiles: u64,
+    /// Programs served by the fleet cache (remote tier).
+    #[serde(default)]
+    pub(super) remote_hits: u64,
     /// Where the child's GL driver kept its shader cache, as the device reported it.
     #[serde(default)]
     driver_cache: String,
@@ -95,6 +98,7 @@ pub fn child(no_cache: bool) -> CliResult<ExitCode> {
         memory_hits: stats.memory_hits,
         disk_hits: stats.disk_hits,
         compiles: stats.compiles,
+        remote_hits: stats.remote_hits,
         driver_cache: backend
             .info()
             .details
@@ -357,7 +361,7 @@ fn progress_bar(steps: u64) -> Progress {
 }
 
 /// Where a measured child's GL driver keeps its shader cache.
-enum DriverCache<'a> {
+pub(super) enum DriverCache<'a> {
     /// In this folder, set explicitly (Mesa and NVIDIA variables both; each driver reads its own).
     At(&'a Path),
     /// Wherever Sparkle puts it: every driver cache variable removed, as for a user who set none.
@@ -379,8 +383,18 @@ const DRIVER_CACHE_VARS: &[&str] = &[
 
 /// Runs one measured child. `sparkle_dir: None` turns the Sparkle cache off.
 fn spawn_child(sparkle_dir: Option<&Path>, driver: DriverCache<'_>) -> CliResult<ChildReport> {
+    spawn_child_with(sparkle_dir, driver, &[])
+}
+
+/// [`spawn_child`] with further variables set for the child.
+pub(super) fn spawn_child_with(
+    sparkle_dir: Option<&Path>,
+    driver: DriverCache<'_>,
+    env: &[(&str, String)],
+) -> CliResult<ChildReport> {
     let mut command = Command::new(std::env::current_exe()?);
     command.arg("bench-child");
+    command.envs(env.iter().map(|(name, value)| (*name, value.as_str())));
     match driver {
         DriverCache::At(driver_dir) => {
             std::fs::create_dir_all(driver_dir)?;

@@ -2,8 +2,13 @@
 
 mod backends;
 mod bench;
+#[cfg(feature = "remote")]
+mod bench_fleet;
 mod cache;
 mod chart;
+#[cfg(feature = "remote")]
+#[allow(dead_code)] // The fleet tests use the modes and accessors the benchmark does not.
+mod fault_proxy;
 #[cfg(feature = "remote")]
 mod fleet;
 mod info;
@@ -124,6 +129,10 @@ enum Command {
     BenchOverhead(overhead::Options),
     /// conv2d over a stream of batches: synchronous vs pipelined, with each stage alone.
     BenchPipeline(pipeline::Options),
+    /// The fleet cache on a fresh machine: fresh processes with an empty local cache and a
+    /// warm remote (Redis) at added latencies, against cold and warm, and a dead remote.
+    #[cfg(feature = "remote")]
+    BenchFleet(bench_fleet::Options),
     /// Inspects and maintains the on-disk program cache.
     Cache {
         #[command(subcommand)]
@@ -196,6 +205,8 @@ pub fn run() -> CliResult<ExitCode> {
         }
         Command::BenchPipeline(options) => pipeline::run(options),
         Command::BenchOverhead(options) => overhead::run(options),
+        #[cfg(feature = "remote")]
+        Command::BenchFleet(options) => bench_fleet::run(options),
         Command::Cache { action } => cache::run(action),
         Command::BenchChild { no_cache } => bench::child(no_cache),
     }

@@ -102,6 +102,10 @@ struct Shared {
     /// The last request failed outright (not merely slowly): publishing is pointless until one
     /// succeeds again.
     down: AtomicBool,
+    /// The round trip of the connecting ping: `None` while it is under way.
+    probe: Mutex<Option<Result<Duration, String>>>,
+    probed: std::sync::Condvar,
+    opened_at: Instant,
 }
 
 pub(crate) struct RemoteTier {
@@ -156,14 +160,25 @@ impl RemoteTier {
             pending: AtomicUsize::new(0),
             warned_skip: AtomicBool::new(false),
             down: AtomicBool::new(false),
+            probe: Mutex::new(None),
+            probed: std::sync::Condvar::new(),
+            opened_at: Instant::now(),
         });
-        // Connect now, so that the first lookup does not pay for it.
+        // Connect now, so that the first lookup does not pay for it, and learn the round trip.
         let warm = Arc::clone(&shared);
         runtime.spawn(async move {
-            match warm.store.ping().await {
-                Ok(()) => warm.succeeded(),
-                Err(err) => warm.errored(&err.0),
-            }
+            let outcome = match warm.store.ping().await {
+                Ok(()) => {
+                    warm.succeeded();
+                    Ok(warm.opened_at.elapsed())
+                }
+                Err(err) => {
+                    warm.errored(&err.0);
+                    Err(err.0)
+                }
+            };
+            *warm.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
+            warm.probed.notify_all();
         });
         tracing::debug!(remote = %config.url, read_only = config.read_only, "remote program cache opened");
         Ok(RemoteTier {
@@ -210,6 +225,11 @@ impl RemoteTier {
             return RemoteLookup::Skipped;
         }
         let budget = self.budgets.for_key(key);
+        if self.slower_than(budget) {
+            // Connecting alone took longer than compiling: waiting could only lose time.
+            stats::add(&counters.hedged, 1);
+            return RemoteLookup::TimedOut;
+        }
         let (sender, receiver) = sync_channel(1);
         let name = self.name(key);
         let shared = Arc::clone(&self.shared);
@@ -442,6 +462,28 @@ impl RemoteTier {
         }
     }
 
+    /// Whether the remote is known to answer slower than `budget`: its connecting round trip
+    /// took longer, or is still under way after longer.
+    fn slower_than(&self, budget: Duration) -> bool {
+        match &*self.shared.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            Some(Ok(round_trip)) => *round_trip > budget,
+            Some(Err(_)) => false,
+            None => self.shared.opened_at.elapsed() > budget,
+        }
+    }
+
+    /// Waits at most `timeout` for the connecting round trip; `None` if it failed or is still
+    /// under way.
+    pub(crate) fn round_trip(&self, timeout: Duration) -> Option<Duration> {
+        let probe = self.shared.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (probe, _) = self
+            .shared
+            .probed
+            .wait_timeout_while(probe, timeout, |probe| probe.is_none())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        probe.as_ref().and_then(|outcome| outcome.as_ref().ok().copied())
+    }
+
     /// Shares the driver cache folders under `root` through the remote: on a machine's `first`
     /// open for this GPU fetches them (bounded); publishes those that grew when the tier is
     /// dropped.
@@ -581,7 +623,9 @@ impl Drop for RemoteTier {
             tracing::warn!(left, remote = %self.shared.url, "gave up waiting for publishes to the remote cache");
         }
         if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_timeout(Duration::from_millis(100));
+            // Publishes were waited for above; a connection attempt still under way to a remote
+            // that does not answer must not hold the process.
+            runtime.shutdown_background();
         }
     }
 }

@@ -1,7 +1,7 @@
 //! A TCP proxy on 127.0.0.1 for fault injection between a client and a server: it forwards
 //! every connection to one target and, switched at run time, adds latency, refuses connections,
 //! stalls, or cuts what the server sends after some bytes (a server that dies mid-reply).
-//! Standard library only, so that a benchmark can include this file as it is.
+//! Standard library only: the fleet benchmark uses it, and the tests include this same file.
 //!
 //! Each connection has a reader and a writer thread per direction: the reader decides what
 //! happens to each chunk when it arrives (under the mode of that moment), the writer delivers it
