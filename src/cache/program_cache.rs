@@ -168,6 +168,9 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         key: CacheKey,
         source: &S,
     ) -> Result<ProgramHandle<P>, S::Error> {
+        // Before anything reaches the driver, and before remote lookups, which then find the
+        // connection the driver-cache fetch opened.
+        self.before_driver_work();
         let mut over_foreign = false;
         if let Some(disk) = self.disk() {
             let start = Instant::now();
@@ -257,6 +260,15 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             }
         }
         Ok(self.memory.insert(key, built.program, cost, compile_ns))
+    }
+
+    /// Lets the driver caches being fetched from the remote arrive (bounded) before the first
+    /// load or compile reaches the driver.
+    fn before_driver_work(&self) {
+        #[cfg(feature = "remote")]
+        if let Some(remote) = &self.remote {
+            remote.settle_driver_caches();
+        }
     }
 
     fn record_first_use(&self, key: CacheKey, compile_ns: u64) {

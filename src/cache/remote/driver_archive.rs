@@ -3,9 +3,11 @@
 //! whether a start is really warm. So each driver folder is shared per GPU id (which holds the
 //! driver version) as one gzip'd tar archive, `<gpu folder>/driver-<name>.tar.gz`:
 //!
-//! - the first process on a machine for a GPU id (its working set is empty) fetches the archive
-//!   when the cache opens, within [`FETCH_BUDGET`], before the driver compiles anything; files
-//!   the driver already made (an index created at start-up) are kept;
+//! - the first process on a machine for a GPU id (its working set is empty) starts fetching the
+//!   archive in the background when the cache opens, from a remote that answered its first
+//!   request quickly; the first load or compile waits for it until [`FETCH_BUDGET`] after the
+//!   open, so that the driver finds it; files the driver already made (an index created at
+//!   start-up) are kept, and each file appears whole or not at all;
 //! - a process whose driver folder gained files noticeably publishes the folder when the cache
 //!   closes (replacing the archive: any machine's archive is as good as another's).
 //!
@@ -16,21 +18,24 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::envelope::Kind;
-use super::tier::RemoteTier;
+use super::tier::{Background, RemoteTier};
 use crate::cache::driver_dirs::{self, DriverFound};
 
-/// How long opening the cache may wait for a driver archive (or the fixed lookup budget, when
-/// the user set a longer one): about what a warm driver cache saves over a cold one for a few
-/// programs on NVIDIA (260 ms against 15 ms for the suite on an H100).
+/// How long after the cache opened the first load or compile waits for a driver archive (or
+/// the fixed lookup budget, when the user set a longer one): about what a warm driver cache
+/// saves over a cold one for a few programs on NVIDIA (260 ms against 15 ms for the suite on an
+/// H100).
 pub(crate) const FETCH_BUDGET: Duration = Duration::from_millis(500);
 /// The archive is fetched only from a remote whose connecting round trip came back this soon:
 /// from a slower one, a cold driver cache costs less than waiting for it.
-const PROBE_BUDGET: Duration = Duration::from_millis(25);
+const PROBE_BUDGET: Duration = Duration::from_millis(75);
 /// Unpacked archives larger than this are refused (a driver cache is tens of megabytes).
 const MAX_UNPACKED_BYTES: u64 = 2 << 30;
 const MAX_FILES: usize = 1 << 20;
@@ -38,23 +43,33 @@ const MAX_FILES: usize = 1 << 20;
 /// file): a program or two more in a large cache is not worth uploading it all again.
 const GROWTH_PERCENT: u64 = 5;
 
-/// The driver folders of one cache folder, as they were when the cache opened.
+/// The driver folders of one cache folder: the fetch under way, and their file counts once it
+/// is over (what a process adds beyond them is its growth).
 pub(crate) struct DriverFolders {
     root: PathBuf,
-    files_at_open: HashMap<String, u64>,
+    fetch: Mutex<Option<Fetch>>,
+    files_at_open: Mutex<HashMap<String, u64>>,
+}
+
+/// A background fetch of the driver archives.
+struct Fetch {
+    done: Receiver<()>,
+    deadline: Instant,
+    /// Set when nobody waits any more: the fetch stops before writing another file.
+    cancelled: Arc<AtomicBool>,
 }
 
 fn archive_file(name: &str) -> String {
     format!("driver-{name}.tar.gz")
 }
 
-/// This user's usable driver folders under `root`: name, path, bytes.
-fn folders(root: &Path) -> Vec<(String, PathBuf, u64, u64)> {
+/// This user's usable driver folders under `root`: name, path, files.
+fn folders(root: &Path) -> Vec<(String, PathBuf, u64)> {
     match driver_dirs::scan(root) {
         Ok(found) => found
             .into_iter()
             .filter_map(|found| match found {
-                DriverFound::Folder(folder) => Some((folder.name, folder.path, folder.files, folder.bytes)),
+                DriverFound::Folder(folder) => Some((folder.name, folder.path, folder.files)),
                 _ => None,
             })
             .collect(),
@@ -65,38 +80,47 @@ fn folders(root: &Path) -> Vec<(String, PathBuf, u64, u64)> {
     }
 }
 
+fn file_counts(root: &Path) -> HashMap<String, u64> {
+    folders(root).into_iter().map(|(name, _, files)| (name, files)).collect()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl DriverFolders {
-    /// On a machine's first open for this GPU (`first`), fetches the archive of every driver
-    /// folder under `root` (within the budget); remembers the folders' file counts.
+    /// On a machine's first open for this GPU (`first`), starts fetching the archive of every
+    /// driver folder under `root` in the background; [`settle`](Self::settle) waits for it.
     pub fn open(tier: &RemoteTier, root: &Path, first: bool) -> DriverFolders {
-        for (name, path, _, _) in folders(root) {
-            if first {
-                match fetch_into(tier, &name, &path) {
-                    Ok(Some(unpacked)) => {
-                        tracing::info!(driver = %name, bytes = unpacked, "driver cache fetched from the remote cache");
-                    }
-                    Ok(None) => {}
-                    Err(why) => tracing::warn!(
-                        driver = %name, remote = %tier.url(),
-                        "the driver cache from the remote cache is not used: {why}"
-                    ),
-                }
-            }
+        let fetch = if first { start_fetch(tier, root) } else { None };
+        DriverFolders {
+            root: root.to_path_buf(),
+            fetch: Mutex::new(fetch),
+            files_at_open: Mutex::new(file_counts(root)),
         }
-        // Counted after the fetch: what came from the remote is not this process's growth.
-        let files_at_open = folders(root).into_iter().map(|(name, _, files, _)| (name, files)).collect();
-        DriverFolders { root: root.to_path_buf(), files_at_open }
     }
 
-    /// Publishes the folders that grew since the cache opened (background; the tier's drop
-    /// waits for it, bounded).
+    /// Waits for the fetch under way until its deadline, then stops it; counts the folders.
+    pub fn settle(&self) {
+        let Some(fetch) = lock(&self.fetch).take() else { return };
+        let left = fetch.deadline.saturating_duration_since(Instant::now());
+        if fetch.done.recv_timeout(left).is_err() {
+            fetch.cancelled.store(true, Relaxed);
+            tracing::debug!("the driver caches did not arrive in time; the driver starts with what is there");
+        }
+        *lock(&self.files_at_open) = file_counts(&self.root);
+    }
+
+    /// Publishes the folders that grew since the fetch (background; the tier's drop waits for
+    /// it, bounded).
     pub fn publish_grown(&self, tier: &RemoteTier) {
+        self.settle();
         if !tier.publishes() {
             return;
         }
-        tracing::debug!(root = %self.root.display(), "looking for grown driver caches to publish");
-        for (name, path, files, _) in folders(&self.root) {
-            let before = self.files_at_open.get(&name).copied().unwrap_or(0);
+        let files_at_open = lock(&self.files_at_open).clone();
+        for (name, path, files) in folders(&self.root) {
+            let before = files_at_open.get(&name).copied().unwrap_or(0);
             let threshold = (before * GROWTH_PERCENT / 100).max(1);
             if files < before.saturating_add(threshold) {
                 tracing::debug!(driver = %name, files, before, "the driver cache did not grow enough to publish it");
@@ -112,20 +136,58 @@ impl DriverFolders {
     }
 }
 
-/// Fetches and unpacks `driver-<name>.tar.gz` into `dest`; `Ok(None)` when the remote has none.
-fn fetch_into(tier: &RemoteTier, name: &str, dest: &Path) -> Result<Option<u64>, String> {
+/// Starts the background fetch of every driver folder's archive under `root`.
+fn start_fetch(tier: &RemoteTier, root: &Path) -> Option<Fetch> {
+    let (sender, done) = std::sync::mpsc::sync_channel(1);
+    let cancelled = Arc::new(AtomicBool::new(false));
     let fixed = tier.budgets.fixed();
+    let deadline = Instant::now() + fixed.map_or(FETCH_BUDGET, |fixed| fixed.max(FETCH_BUDGET));
     let probe = fixed.map_or(PROBE_BUDGET, |fixed| fixed.max(PROBE_BUDGET));
-    if tier.round_trip(probe).is_none_or(|round_trip| round_trip > probe) {
+    let (background, root, stop) = (tier.background(), root.to_path_buf(), Arc::clone(&cancelled));
+    let spawned = std::thread::Builder::new().name("sparkle-driver-fetch".into()).spawn(move || {
+        for (name, path, _) in folders(&root) {
+            match fetch_into(&background, &name, &path, probe, deadline, &stop) {
+                Ok(Some(unpacked)) => {
+                    tracing::info!(driver = %name, bytes = unpacked, "driver cache fetched from the remote cache")
+                }
+                Ok(None) => {}
+                Err(why) => tracing::warn!(
+                    driver = %name, remote = %background.url(),
+                    "the driver cache from the remote cache is not used: {why}"
+                ),
+            }
+        }
+        let _ = sender.send(());
+    });
+    match spawned {
+        Ok(_) => Some(Fetch { done, deadline, cancelled }),
+        Err(err) => {
+            tracing::debug!(error = %err, "cannot start fetching the driver caches");
+            None
+        }
+    }
+}
+
+/// Fetches and unpacks `driver-<name>.tar.gz` into `dest`; `Ok(None)` when the remote has none
+/// or answers too slowly.
+fn fetch_into(
+    background: &Background,
+    name: &str,
+    dest: &Path,
+    probe: Duration,
+    deadline: Instant,
+    cancelled: &AtomicBool,
+) -> Result<Option<u64>, String> {
+    if background.round_trip(probe).is_none_or(|round_trip| round_trip > probe) {
         // A dead remote is warned about once by the tier; a slow one is simply not waited for.
         tracing::debug!(driver = %name, "the remote did not answer within {} ms; the driver cache starts cold", probe.as_millis());
         return Ok(None);
     }
-    let budget = fixed.map_or(FETCH_BUDGET, |fixed| fixed.max(FETCH_BUDGET));
-    let Some(payload) = tier.fetch_object(&archive_file(name), Kind::DriverArchive, budget)? else {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let Some(payload) = background.fetch_object(&archive_file(name), Kind::DriverArchive, left)? else {
         return Ok(None);
     };
-    unpack(&payload, dest).map(Some)
+    unpack(&payload, dest, cancelled).map(Some)
 }
 
 /// A gzip'd tar of `dir`'s regular files and folders (links are not followed or stored).
@@ -157,12 +219,17 @@ pub(crate) fn pack(dir: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// Unpacks an archive into `dest`: regular files and folders only, at clean relative paths,
-/// never replacing what is there; returns the bytes written.
-pub(crate) fn unpack(archive: &[u8], dest: &Path) -> Result<u64, String> {
+/// never replacing what is there, each file whole under its name (a driver reading the folder
+/// meanwhile sees it complete or not at all); stops early when `cancelled`. Returns the bytes
+/// written.
+pub(crate) fn unpack(archive: &[u8], dest: &Path, cancelled: &AtomicBool) -> Result<u64, String> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(archive));
     let mut written = 0u64;
     let entries = archive.entries().map_err(|err| format!("not an archive: {err}"))?;
     for (index, entry) in entries.enumerate() {
+        if cancelled.load(Relaxed) {
+            return Ok(written);
+        }
         if index >= MAX_FILES {
             return Err(format!("more than {MAX_FILES} files"));
         }
@@ -173,37 +240,32 @@ pub(crate) fn unpack(archive: &[u8], dest: &Path) -> Result<u64, String> {
         }
         let target = dest.join(&path);
         match entry.header().entry_type() {
-            tar::EntryType::Directory => {
-                fs::DirBuilder::new()
-                    .recursive(true)
-                    .create(&target)
-                    .map_err(|err| format!("cannot create {}: {err}", target.display()))?;
-            }
+            tar::EntryType::Directory => crate::cache::files::create_private_dir(&target)
+                .map_err(|err| format!("cannot create {}: {err}", target.display()))?,
             tar::EntryType::Regular | tar::EntryType::GNUSparse => {
                 let size = entry.header().size().map_err(|err| format!("damaged archive: {err}"))?;
                 written = written.saturating_add(size);
                 if written > MAX_UNPACKED_BYTES {
                     return Err(format!("more than {MAX_UNPACKED_BYTES} bytes unpacked"));
                 }
-                if let Some(parent) = target.parent() {
-                    crate::cache::files::create_private_dir(parent)
-                        .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
-                }
+                let parent = target.parent().unwrap_or(dest);
+                crate::cache::files::create_private_dir(parent)
+                    .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
                 let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).min(64 << 20));
                 entry.read_to_end(&mut bytes).map_err(|err| format!("damaged archive: {err}"))?;
-                match fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(&target)
-                {
-                    Ok(mut file) => file
-                        .write_all(&bytes)
-                        .map_err(|err| format!("cannot write {}: {err}", target.display()))?,
+                if fs::symlink_metadata(&target).is_ok() {
                     // The driver already made it: its own file wins.
-                    Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(err) => return Err(format!("cannot write {}: {err}", target.display())),
+                    continue;
+                }
+                let mut temp = tempfile::Builder::new()
+                    .prefix(".sparkle-fetch-")
+                    .tempfile_in(parent)
+                    .map_err(|err| format!("cannot write in {}: {err}", parent.display()))?;
+                temp.write_all(&bytes).map_err(|err| format!("cannot write {}: {err}", target.display()))?;
+                if let Err(err) = temp.persist_noclobber(&target) {
+                    if err.error.kind() != io::ErrorKind::AlreadyExists {
+                        return Err(format!("cannot write {}: {}", target.display(), err.error));
+                    }
                 }
             }
             other => {
@@ -232,7 +294,7 @@ mod tests {
 
         let dest = tempfile::tempdir().unwrap();
         fs::write(dest.path().join("index"), b"the driver's own").unwrap();
-        let written = unpack(&archive, dest.path()).unwrap();
+        let written = unpack(&archive, dest.path(), &AtomicBool::new(false)).unwrap();
         assert_eq!(written, 10_005);
         assert_eq!(fs::read(dest.path().join("a/b/one")).unwrap(), b"first");
         assert_eq!(fs::read(dest.path().join("index")).unwrap(), b"the driver's own");
@@ -242,7 +304,7 @@ mod tests {
     #[test]
     fn refuses_escaping_paths_links_and_garbage() {
         let dest = tempfile::tempdir().unwrap();
-        assert!(unpack(b"not gzip at all", dest.path()).is_err());
+        assert!(unpack(b"not gzip at all", dest.path(), &AtomicBool::new(false)).is_err());
         for (path, kind) in [("../escape", tar::EntryType::Regular), ("evil", tar::EntryType::Symlink)] {
             let mut builder =
                 tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
@@ -257,7 +319,7 @@ mod tests {
             header.set_cksum();
             builder.append(&header, io::empty()).unwrap();
             let archive = builder.into_inner().unwrap().finish().unwrap();
-            assert!(unpack(&archive, dest.path()).is_err(), "{path}");
+            assert!(unpack(&archive, dest.path(), &AtomicBool::new(false)).is_err(), "{path}");
         }
         assert!(!dest.path().parent().unwrap().join("escape").exists());
         assert!(fs::symlink_metadata(dest.path().join("evil")).is_err());

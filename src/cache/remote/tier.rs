@@ -412,14 +412,12 @@ impl RemoteTier {
         timeout: Duration,
         future: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let (sender, receiver) = sync_channel(1);
-        self.runtime().spawn(async move {
-            let _ = sender.send(future.await);
-        });
-        match receiver.recv_timeout(timeout) {
-            Ok(result) => result,
-            Err(_) => Err(StoreError(format!("no answer within {} ms", timeout.as_millis()))),
-        }
+        self.background().block_on(timeout, future)
+    }
+
+    /// A handle on the tier that a helper thread may keep.
+    pub(crate) fn background(&self) -> Background {
+        Background { shared: Arc::clone(&self.shared), handle: self.runtime().handle().clone() }
     }
 
     /// Adds this tier's counters to `stats`.
@@ -472,53 +470,20 @@ impl RemoteTier {
         }
     }
 
-    /// Waits at most `timeout` for the connecting round trip; `None` if it failed or is still
-    /// under way.
-    pub(crate) fn round_trip(&self, timeout: Duration) -> Option<Duration> {
-        let probe = self.shared.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (probe, _) = self
-            .shared
-            .probed
-            .wait_timeout_while(probe, timeout, |probe| probe.is_none())
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        probe.as_ref().and_then(|outcome| outcome.as_ref().ok().copied())
-    }
-
     /// Shares the driver cache folders under `root` through the remote: on a machine's `first`
-    /// open for this GPU fetches them (bounded); publishes those that grew when the tier is
-    /// dropped.
+    /// open for this GPU starts fetching them in the background; publishes those that grew when
+    /// the tier is dropped.
     pub fn sync_driver_caches(&self, root: &std::path::Path, first: bool) {
         let folders = DriverFolders::open(self, root, first);
         *self.drivers.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(folders);
     }
 
-    /// Fetches the object `file` of this GPU's folder and checks its envelope, kind and (with
-    /// trusted keys) signature; returns its payload. `Ok(None)`: the remote has none.
-    pub(crate) fn fetch_object(
-        &self,
-        file: &str,
-        kind: Kind,
-        timeout: Duration,
-    ) -> Result<Option<Vec<u8>>, String> {
-        let name = format!("{}/{file}", self.shared.gpu_folder);
-        let shared = Arc::clone(&self.shared);
-        let fetched = {
-            let name = name.clone();
-            self.block_on(timeout, async move { shared.store.get(&name).await })
-        };
-        let bytes = match fetched {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => return Ok(None),
-            Err(err) => return Err(err.0),
-        };
-        let opened = envelope::open(&bytes)?;
-        if let Some(trusted) = &self.shared.trusted {
-            trusted.check(&name, &opened)?;
+    /// Called before the first work that reaches the driver (a load or a compile): waits,
+    /// bounded, for the driver caches being fetched, so that the driver finds them.
+    pub fn settle_driver_caches(&self) {
+        if let Some(folders) = &*self.drivers.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            folders.settle();
         }
-        if opened.kind != kind {
-            return Err(format!("{name} is not a {kind:?}"));
-        }
-        Ok(Some(opened.payload.to_vec()))
     }
 
     /// Seals `payload` and stores it as `file` of this GPU's folder, replacing what is there
@@ -580,6 +545,76 @@ impl RemoteTier {
             std::thread::sleep(Duration::from_millis(1));
         }
         self.shared.pending.load(Relaxed)
+    }
+}
+
+/// The part of the tier a helper thread may hold: its store, its state, its runtime.
+#[derive(Clone)]
+pub(crate) struct Background {
+    shared: Arc<Shared>,
+    handle: tokio::runtime::Handle,
+}
+
+impl Background {
+    /// Runs `future` on the tier's runtime and waits for it, at most `timeout`.
+    pub(crate) fn block_on<T: Send + 'static>(
+        &self,
+        timeout: Duration,
+        future: impl std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (sender, receiver) = sync_channel(1);
+        self.handle.spawn(async move {
+            let _ = sender.send(future.await);
+        });
+        match receiver.recv_timeout(timeout) {
+            Ok(result) => result,
+            Err(_) => Err(StoreError(format!("no answer within {} ms", timeout.as_millis()))),
+        }
+    }
+
+    /// Waits at most `timeout` for the connecting round trip; `None` if it failed or is still
+    /// under way.
+    pub(crate) fn round_trip(&self, timeout: Duration) -> Option<Duration> {
+        let probe = self.shared.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (probe, _) = self
+            .shared
+            .probed
+            .wait_timeout_while(probe, timeout, |probe| probe.is_none())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        probe.as_ref().and_then(|outcome| outcome.as_ref().ok().copied())
+    }
+
+    /// Fetches the object `file` of this GPU's folder and checks its envelope, kind and (with
+    /// trusted keys) signature; returns its payload. `Ok(None)`: the remote has none.
+    pub(crate) fn fetch_object(
+        &self,
+        file: &str,
+        kind: Kind,
+        timeout: Duration,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let name = format!("{}/{file}", self.shared.gpu_folder);
+        let shared = Arc::clone(&self.shared);
+        let fetched = {
+            let name = name.clone();
+            self.block_on(timeout, async move { shared.store.get(&name).await })
+        };
+        let bytes = match fetched {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
+            Err(err) => return Err(err.0),
+        };
+        let opened = envelope::open(&bytes)?;
+        if let Some(trusted) = &self.shared.trusted {
+            trusted.check(&name, &opened)?;
+        }
+        if opened.kind != kind {
+            return Err(format!("{name} is not a {kind:?}"));
+        }
+        Ok(Some(opened.payload.to_vec()))
+    }
+
+    pub(crate) fn url(&self) -> &str {
+        &self.shared.url
     }
 }
 
