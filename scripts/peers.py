@@ -4,7 +4,8 @@
 Sparkle. Prints one JSON object.
 
 Problems are given as `sparkle tune` keys, optionally followed by `@COPIES` and `/LAUNCHES`:
-`saxpy N`, `sgemm MxNxK`, `conv2d NxCxHxWxK@6/200`. COPIES is how many copies of the inputs the
+`saxpy N`, `sgemm MxNxK`, `conv2d NxCxHxWxK@6/200`, `conv2d NxCxHxWxKk1s2` (a 1x1 window at
+stride 2; without `kRsS`, 3x3 at stride 1; padding is half the window, as Sparkle's). COPIES is how many copies of the inputs the
 launches rotate through (as Sparkle does for memory-bound problems small enough to sit in a 50 MB
 L2); LAUNCHES is how many launches one back-to-back batch holds (Sparkle's own count for this
 problem). Without them the same rules as Sparkle's pick them.
@@ -127,14 +128,14 @@ def problem(kernel, dims, copies):
         out = [torch.empty(m, n, device=dev) for _ in range(copies)]
         return "cuBLAS matmul", lambda i: torch.matmul(a[i], b[i], out=out[i]), copies
     if kernel == "conv2d":
-        n, c, h, w, k = dims
-        outputs = n * k * h * w
-        copies = copies or copies_for(outputs * (18 * c + 1), 4 * (n * c * h * w + outputs))
+        n, c, h, w, k, size, stride = dims
+        outputs = n * k * ((h - 1) // stride + 1) * ((w - 1) // stride + 1)
+        copies = copies or copies_for(outputs * (2 * size * size * c + 1), 4 * (n * c * h * w + outputs))
         x = [rand(n, c, h, w) for _ in range(copies)]
-        wt, bias = rand(k, c, 3, 3), rand(k)
+        wt, bias = rand(k, c, size, size), rand(k)
         return (
             "cuDNN conv2d",
-            lambda i: torch.nn.functional.conv2d(x[i], wt, bias, stride=1, padding=1),
+            lambda i: torch.nn.functional.conv2d(x[i], wt, bias, stride=stride, padding=size // 2),
             copies,
         )
     raise SystemExit(f"peers.py: unknown kernel {kernel!r}")
@@ -151,7 +152,15 @@ def parse(arg):
         arg, copies = arg.rsplit("@", 1)
         copies = int(copies)
     kernel, shape = arg.split(" ", 1)
-    return arg, kernel, [int(d) for d in shape.split("x")], copies, launches
+    window = [3, 1]
+    if kernel == "conv2d" and "k" in shape:
+        # `NxCxHxWxK` then `kRsS` for a window other than 3x3 at stride 1.
+        shape, rest = shape.split("k", 1)
+        window = [int(v) for v in rest.split("s", 1)]
+    dims = [int(d) for d in shape.split("x")]
+    if kernel == "conv2d":
+        dims += window
+    return arg, kernel, dims, copies, launches
 
 
 def peer(arg):

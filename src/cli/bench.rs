@@ -153,7 +153,19 @@ struct Throughput {
     /// The SM clock right after timing, MHz, where the driver exposes it.
     clock_mhz: Option<f64>,
     correct: String,
+    /// Where a tuned variant ran: the default variant (what runs untuned) and its figure of the
+    /// same kind, checked against the CPU too, so that a tuned choice is seen never to be slower.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    default: Option<DefaultFigure>,
     peer: Option<Peer>,
+}
+
+/// The untuned variant's figure beside a tuned one.
+#[derive(Debug, Serialize)]
+struct DefaultFigure {
+    variant: String,
+    ms: f64,
+    correct: String,
 }
 
 /// PyTorch's figures for the same problem, timed as Sparkle's ([`METHOD`]).
@@ -254,6 +266,8 @@ pub struct Options {
     pub overheads: bool,
     /// Also draw the chart (SVG) here.
     pub chart: Option<std::path::PathBuf>,
+    /// The problems whose throughput is timed.
+    pub set: suite::ProblemSet,
 }
 
 /// Prints one progress line (stderr), with the time since the bench started.
@@ -262,8 +276,18 @@ fn step(started: Instant, what: &str) {
 }
 
 pub fn run(options: Options) -> CliResult<ExitCode> {
-    let Options { json, repeats, peers, quick: quick_asked, startup, json_out, backends, overheads, chart } =
-        options;
+    let Options {
+        json,
+        repeats,
+        peers,
+        quick: quick_asked,
+        startup,
+        json_out,
+        backends,
+        overheads,
+        chart,
+        set,
+    } = options;
     let bench_started = Instant::now();
     let opened = backends::open(&backends, quick_asked)?;
     let (backend, quick) = (opened[0].runtime.clone(), opened[0].quick);
@@ -345,10 +369,10 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let copied_over_warm = ratio(5, 2);
     progress.finish_and_clear();
 
-    let cases = suite::bench_cases(1, quick);
+    let cases = set.cases(1, quick);
     let mut throughput = Vec::new();
     for other in &opened {
-        let other_cases = suite::bench_cases(1, other.quick);
+        let other_cases = set.cases(1, other.quick);
         for case in if other.quick == quick { &cases } else { &other_cases } {
             step(bench_started, &format!("timing {} on {}", case.describe(), other.runtime.backend()));
             throughput.push(measure_throughput(&other.runtime, case.as_ref())?);
@@ -397,6 +421,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     };
     let all_correct = report.scenarios.iter().flat_map(|s| &s.runs).all(|r| r.correct)
         && report.throughput.iter().all(|t| t.correct == "yes")
+        && report.throughput.iter().filter_map(|t| t.default.as_ref()).all(|d| d.correct == "yes")
         && report.overheads.as_ref().is_none_or(|o| o.correct);
     if let Some(path) = &json_out {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
@@ -560,8 +585,61 @@ fn measure_throughput(backend: &Runtime, case: &dyn Case) -> CliResult<Throughpu
         input_copies: copies,
         clock_mhz,
         correct: if verdict.passed() { "yes".into() } else { verdict.to_string() },
+        default: if tuned.is_some() {
+            default_figure(backend, case, &spec, timer, launches, copies)?
+        } else {
+            None
+        },
         peer: None,
     })
+}
+
+/// The default variant of `case` timed as the tuned `chosen` was (`timer`, `launches`,
+/// `copies`), or `None` where they are the same variant.
+fn default_figure(
+    backend: &Runtime,
+    case: &dyn Case,
+    chosen: &sparkle::KernelSpec,
+    timer: &str,
+    launches: usize,
+    copies: usize,
+) -> CliResult<Option<DefaultFigure>> {
+    let spec = case.default_spec(backend.info());
+    if spec == *chosen || !suite::variants_for(backend, case).iter().any(|(_, s)| *s == spec) {
+        return Ok(None);
+    }
+    let variant = suite::variants_for(backend, case)
+        .into_iter()
+        .find(|(_, s)| *s == spec)
+        .map_or_else(|| "default".to_owned(), |(label, _)| label);
+    let program = backend.program(&spec)?;
+    let fresh = case.upload_for(backend, &program)?;
+    case.dispatch(backend, &program, &fresh)?.wait(suite::DISPATCH_TIMEOUT)?;
+    let verdict = suite::verify_sampled(case, &case.download(backend, &fresh)?, 20_000);
+    drop(fresh);
+    let sets = timing::upload_copies(backend, case, Some(&program), copies)?;
+    timing::warm(backend, &program, case, &sets, Duration::from_millis(200))?;
+    let time = if timer == "gpu back-to-back" {
+        timing::back_to_back(backend, &program, case, &sets, launches, Duration::from_secs(1))?
+    } else {
+        None
+    };
+    let time = match time {
+        Some(time) => time,
+        None => {
+            let timed = timing::time(backend, &program, case, &sets, 30, Duration::from_secs(1))?;
+            if timer == "gpu" {
+                timed.best()
+            } else {
+                timed.wall
+            }
+        }
+    };
+    Ok(Some(DefaultFigure {
+        variant,
+        ms: time.as_secs_f64() * 1e3,
+        correct: if verdict.passed() { "yes".into() } else { verdict.to_string() },
+    }))
 }
 
 /// `nvidia-smi --query-gpu=<fields>` of the first GPU; `None` where there is no NVIDIA tool.
@@ -695,6 +773,20 @@ fn print_report(report: &Report) {
             &rows
         )
     );
+    for t in &report.throughput {
+        if let Some(default) = &t.default {
+            println!(
+                "  {}: tuned {} {:.4} ms; untuned default {} {:.4} ms ({}; correct: {})",
+                t.case,
+                t.variant,
+                t.timed_ms(),
+                default.variant,
+                default.ms,
+                t.timer,
+                default.correct
+            );
+        }
+    }
     if let Some(peers) = &report.peers {
         println!(
             "Peers: PyTorch {} on {} (FP32, TF32 off). ours/peer: peer b2b / our b2b (GPU time of back-to-back \
