@@ -51,6 +51,8 @@ fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
         warp(gemm(32, 64, 8, 4, 8, va, vb)),
         split(gemm(64, 64, 16, 4, 4, va, vb), 2),
         split(warp(gemm(32, 64, 16, 4, 4, va, vb)), 3),
+        // More parts than a short K has slices: the empty ones add nothing.
+        split(gemm(32, 32, 16, 4, 4, va, vb), 16),
         GemmVariant { frag: 1, ..split(gemm(64, 64, 16, 4, 4, va, vb), 2) },
         GemmVariant::SAFE,
     ]
