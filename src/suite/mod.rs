@@ -60,7 +60,9 @@ pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One problem instance of a suite kernel.
 pub trait Case: Send + Sync {
-    /// The kernel's variant that runs any problem on any device (the module's `spec()`).
+    /// The kernel's variant that runs any problem on any device (the module's `spec()`); for a
+    /// conv2d window other than 3×3 at stride 1, the GEMM core's safe GLSL variant, since the
+    /// portable OpenCL form takes that window only.
     fn spec(&self) -> KernelSpec;
     /// The variant to run on `info`'s device without tuning.
     fn default_spec(&self, info: &DeviceInfo) -> KernelSpec;
