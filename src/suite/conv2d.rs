@@ -606,3 +606,32 @@ impl crate::runtime::Stage for Conv2dStage {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_size_the_output_and_key_the_problem() {
+        let shape = Shape { n: 2, c: 3, h: 9, w: 10, k: 5 };
+        assert_eq!(Window::SAME_3X3.output(9, 10), (9, 10));
+        assert_eq!(Window { size: 1, stride: 2 }.output(9, 10), (5, 5));
+        assert_eq!(Window { size: 3, stride: 3 }.output(9, 10), (3, 4));
+        let default = Conv2d::random(shape, 1);
+        assert_eq!(default.shape_key(), "2x3x9x10x5", "the targets' tuning keys do not change");
+        assert_eq!(default.spec(), spec());
+        let strided = Conv2d::random_window(shape, Window { size: 1, stride: 2 }, 1);
+        assert_eq!(strided.shape_key(), "2x3x9x10x5k1s2");
+        assert_eq!(strided.outputs(), 2 * 5 * 5 * 5);
+        assert_eq!(strided.weights.len(), 5 * 3);
+        assert!(strided.spec().sources.iter().all(|s| s.language() == SourceLanguage::Glsl));
+        let gemm = window_gemm_shape(shape, Window { size: 1, stride: 2 });
+        assert_eq!((gemm.gm, gemm.gn, gemm.gk, gemm.vec_a), (5, 50, 3, false));
+        for bad in
+            [Window { size: 2, stride: 1 }, Window { size: 9, stride: 1 }, Window { size: 3, stride: 0 }]
+        {
+            assert!(bad.check().is_err(), "{bad:?}");
+        }
+        assert!(Window { size: 7, stride: 4 }.check().is_ok());
+    }
+}
