@@ -1,9 +1,11 @@
 // Register-blocked GEMM core, shared by sgemm and conv2d (as an implicit GEMM):
 //   R[GM x GN] = P[GM x GK] · Q[GK x GN]
 // sgemm: P = A (M x K), Q = B (K x N), R = C, all row-major.
-// conv2d (CONV = 1): P = the weights as K x (C·9) row-major, Q = the input gathered on the fly
-// (row c·9 + dy·3 + dx, column n·H·W + y·W + x: the input pixel that output pixel meets through
-// that tap, zero in the padding), R[k][pixel] + bias[k] stored into the NCHW output.
+// conv2d (CONV = 1): a KSIZE x KSIZE window (1 or 3; default 3) at stride STRIDE (default 1),
+// zero padding KSIZE / 2. P = the weights as K x (C·KSIZE²) row-major, Q = the input gathered on
+// the fly (row c·KSIZE² + dy·KSIZE + dx, column n·OH·OW + oy·OW + ox: the input pixel that output
+// pixel meets through that tap, zero in the padding), R[k][pixel] + bias[k] stored into the NCHW
+// output of OH x OW = ((H + 2·pad − KSIZE) / STRIDE + 1) x (the same for W) pixels.
 //
 // Each workgroup of THREADS = (BN/TN)·(BM/TM) invocations computes one BM x BN tile of R; each
 // invocation TM x TN outputs held in registers, as TM/4 x TN/4 blocks of 4x4 spread across the
@@ -18,7 +20,7 @@
 // outside the matrices (and the value is replaced by zero), so that no branch surrounds them.
 //
 // Defines: BM BN BK TM TN (TM, TN multiples of 4), VA (1 or 4; 4 needs GK to be a multiple of
-// 4), VB (1 or 4: width of Q loads and R stores; 4 needs GN a multiple of 4, and for conv2d H·W
+// 4), VB (1 or 4: width of Q loads and R stores; 4 needs GN a multiple of 4, and for conv2d OH·OW
 // a multiple of 4), CONV (0 or 1), WARP (0: invocations laid out row by row over the tile; 1:
 // each 32-wide subgroup covers an 8 x 4 patch of invocation positions, so fewer distinct
 // shared-memory vectors are read per instruction), FRAG (1: the next step's fragments are read
@@ -63,6 +65,14 @@
 #endif
 
 #if CONV
+#ifndef KSIZE
+#define KSIZE 3
+#endif
+#ifndef STRIDE
+#define STRIDE 1
+#endif
+#define TAPS (KSIZE * KSIZE)
+#define PAD (KSIZE / 2)
 layout(std430, binding = 0) restrict readonly buffer In { float inp[]; };
 layout(std430, binding = 1) restrict readonly buffer W { A_ELEM w[]; };
 layout(std430, binding = 2) restrict readonly buffer Bias { float bias[]; };
@@ -133,8 +143,12 @@ vec4 reg_q[B_CHUNKS];
 
 #if CONV
 uint HW;
-// Per Q chunk and pixel: the pixel's offset of channel 0 in the input, its y and x (-1 marks a
-// pixel past the end, whose loads are all zero).
+// Output pixels per image, and the output's width.
+uint OHW;
+uint OW;
+// Per Q chunk and output pixel: the offset in the input of channel 0 at the window's centre
+// when its tap is (0, 0) — (oy·STRIDE, ox·STRIDE) — and that y and x (-1 marks a pixel past the
+// end, whose loads are all zero).
 int pix_base[B_CHUNKS * 4];
 int pix_y[B_CHUNKS * 4];
 int pix_x[B_CHUNKS * 4];
@@ -166,10 +180,10 @@ void load_slice(uint row0, uint col0, uint k0) {
         uint q = gl_LocalInvocationIndex + uint(i * THREADS);
         uint k = k0 + q / uint(BN / 4);
 #if CONV
-        uint c = k / 9u;
-        uint tap = k - c * 9u;
-        int dy = int(tap / 3u) - 1;
-        int dx = int(tap % 3u) - 1;
+        uint c = k / uint(TAPS);
+        uint tap = k - c * uint(TAPS);
+        int dy = int(tap / uint(KSIZE)) - PAD;
+        int dx = int(tap % uint(KSIZE)) - PAD;
         int offset = int(c * HW) + dy * int(W_) + dx;
         vec4 v;
         for (int j = 0; j < 4; ++j) {
@@ -229,8 +243,11 @@ void GEMM_MAIN() {
 #if CONV
     GM = K;
     HW = H * W_;
-    GN = N * HW;
-    GK = C * 9u;
+    // An odd window with padding KSIZE / 2: W + 2·pad − KSIZE = W − 1.
+    OW = (W_ - 1u) / uint(STRIDE) + 1u;
+    OHW = ((H - 1u) / uint(STRIDE) + 1u) * OW;
+    GN = N * OHW;
+    GK = C * uint(TAPS);
 #else
     GM = M;
     GN = N;
@@ -261,12 +278,13 @@ void GEMM_MAIN() {
             uint pixel = col + uint(j);
             int p = i * 4 + j;
             if (pixel < GN) {
-                uint n = pixel / HW;
-                uint rest = pixel - n * HW;
-                uint y = rest / W_;
-                pix_base[p] = int(n * C * HW + rest);
+                uint n = pixel / OHW;
+                uint rest = pixel - n * OHW;
+                uint y = (rest / OW) * uint(STRIDE);
+                uint x = (rest % OW) * uint(STRIDE);
+                pix_base[p] = int(n * C * HW + y * W_ + x);
                 pix_y[p] = int(y);
-                pix_x[p] = int(rest - y * W_);
+                pix_x[p] = int(x);
             } else {
                 pix_base[p] = 0;
                 pix_y[p] = -1;
@@ -387,8 +405,8 @@ void GEMM_MAIN() {
 #if VC == 4
                 if (col < GN) {
 #if CONV
-                    uint n = col / HW;
-                    outp[((n * K + row) * HW + (col - n * HW)) / 4u] = value;
+                    uint n = col / OHW;
+                    outp[((n * K + row) * OHW + (col - n * OHW)) / 4u] = value;
 #else
                     c[(R_BASE + row * GN + col) / 4u] = value;
 #endif
@@ -398,8 +416,8 @@ void GEMM_MAIN() {
                     uint cc = col + uint(e);
                     if (cc < GN) {
 #if CONV
-                        uint n = cc / HW;
-                        uint at = (n * K + row) * HW + (cc - n * HW);
+                        uint n = cc / OHW;
+                        uint at = (n * K + row) * OHW + (cc - n * OHW);
 #if SPLIT > 1
                         if (adding) { atomicAdd(outp[at], value[e]); } else { outp[at] = value[e]; }
 #else

@@ -163,3 +163,60 @@ fn a_piped_bench_prints_a_line_per_startup_run_and_draws_its_chart() {
     }
     assert!(svg.contains("Sparkle gl"), "the throughput series is named");
 }
+
+/// A stand-in for `scripts/peers.py` (no PyTorch here): echoes the arguments it was given in its
+/// `method` and answers every problem with a back-to-back time of 2 ms and a wall time of 4 ms.
+const FAKE_PEERS: &str = r#"
+import json, sys
+results = []
+for arg in sys.argv[1:]:
+    key = arg.rsplit("@", 1)[0]
+    results.append({"key": key, "what": "fake", "ms": 2.0, "wall_ms": 4.0, "single_event_ms": 3.0,
+                    "launches": int(arg.rsplit("/", 1)[1]), "input_copies": int(arg.rsplit("@", 1)[1].split("/")[0])})
+print(json.dumps({"device": "fake", "torch": "0", "method": "|".join(sys.argv[1:]), "results": results}))
+"#;
+
+#[test]
+fn peers_get_our_launch_count_and_input_copies_and_both_ratios_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("peers.py");
+    std::fs::write(&script, FAKE_PEERS).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_sparkle"))
+        .args(["bench", "--quick", "--no-startup", "--peers", "--json"])
+        .env("SPARKLE_CACHE_DIR", dir.path().join("cache"))
+        .env("SPARKLE_BACKEND", "gl")
+        .env("SPARKLE_PEERS_SCRIPT", &script)
+        .output()
+        .expect("the sparkle binary runs");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for side in ["sparkle", "peer", "ratio", "wall_ratio"] {
+        assert!(report["method"][side].as_str().is_some_and(|m| !m.is_empty()), "{side}: {report:#}");
+    }
+    assert!(report["method"]["peer"].as_str().unwrap().contains("back-to-back"));
+    let given = report["peers"]["method"].as_str().unwrap().to_owned();
+    let rows = report["throughput"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{report:#}");
+    for row in rows {
+        let (key, copies, launches) = (
+            row["key"].as_str().unwrap(),
+            row["input_copies"].as_u64().unwrap(),
+            row["launches"].as_u64().unwrap(),
+        );
+        assert!(launches >= 1, "{row}");
+        assert!(given.split('|').any(|arg| arg == format!("{key}@{copies}/{launches}")), "{given} / {row}");
+        let timed = match row["timer"].as_str().unwrap() {
+            "gpu back-to-back" => row["gpu_back_to_back_ms"].as_f64().unwrap(),
+            "gpu" => row["gpu_ms"].as_f64().unwrap(),
+            "wall" => row["wall_ms"].as_f64().unwrap(),
+            other => panic!("unknown timer {other}"),
+        };
+        let peer = &row["peer"];
+        assert_eq!(peer["what"], "fake", "{row}");
+        assert!((peer["ratio"].as_f64().unwrap() - 2.0 / timed).abs() < 1e-9 * (2.0 / timed), "{row}");
+        let wall = row["wall_ms"].as_f64().unwrap();
+        assert!((peer["wall_ratio"].as_f64().unwrap() - 4.0 / wall).abs() < 1e-9 * (4.0 / wall), "{row}");
+    }
+    let saxpy = rows.iter().find(|r| r["key"].as_str().unwrap().starts_with("saxpy")).unwrap();
+    assert!(saxpy["input_copies"].as_u64().unwrap() > 1, "a problem that fits in cache is rotated: {saxpy}");
+}

@@ -51,6 +51,8 @@ fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
         warp(gemm(32, 64, 8, 4, 8, va, vb)),
         split(gemm(64, 64, 16, 4, 4, va, vb), 2),
         split(warp(gemm(32, 64, 16, 4, 4, va, vb)), 3),
+        // More parts than a short K has slices: the empty ones add nothing.
+        split(gemm(32, 32, 16, 4, 4, va, vb), 16),
         GemmVariant { frag: 1, ..split(gemm(64, 64, 16, 4, 4, va, vb), 2) },
         GemmVariant::SAFE,
     ]
@@ -92,6 +94,61 @@ fn conv2d_variants_are_correct_at_ragged_and_aligned_shapes() {
         }
         assert_correct(&backend, &case, &case.default_spec(backend.info()), "the default");
     }
+}
+
+#[test]
+fn conv2d_variants_are_correct_with_1x1_and_strided_windows() {
+    use conv2d::Window;
+    let backend = backend();
+    let atomics = has_float_atomics(&backend);
+    for (shape, window) in [
+        // 1×1 with C and K not multiples of 4, and aligned; stride 2 at odd and even sizes.
+        (Shape { n: 2, c: 3, h: 7, w: 9, k: 5 }, Window { size: 1, stride: 1 }),
+        (Shape { n: 2, c: 8, h: 6, w: 10, k: 12 }, Window { size: 1, stride: 2 }),
+        (Shape { n: 1, c: 4, h: 9, w: 11, k: 6 }, Window { size: 3, stride: 2 }),
+        (Shape { n: 2, c: 5, h: 8, w: 8, k: 8 }, Window { size: 3, stride: 2 }),
+        (Shape { n: 1, c: 2, h: 10, w: 7, k: 3 }, Window { size: 5, stride: 3 }),
+    ] {
+        let case = Conv2d::random_window(shape, window, shape.w as u64);
+        let gemm_shape = conv2d::window_gemm_shape(shape, window);
+        for v in
+            gemm_variants(gemm_shape.vec_a, gemm_shape.vec_b).into_iter().filter(|v| v.split == 1 || atomics)
+        {
+            let label = format!("{v} {window:?}");
+            assert_correct(&backend, &case, &conv2d::window_variant_spec(&v, window), &label);
+        }
+        assert_correct(&backend, &case, &case.default_spec(backend.info()), "the default");
+        assert_correct(&backend, &case, &case.spec(), "the safe variant");
+        assert!(
+            case.variants(&backend.info().limits).iter().all(|(label, _)| !label.starts_with("winograd")),
+            "Winograd is 3×3 at stride 1 only"
+        );
+        // A program of another window is refused, never run.
+        let program = backend.program(&conv2d::variant_spec(&GemmVariant::SAFE)).unwrap();
+        let err =
+            suite::run_and_verify(&backend, &program, &case).expect_err("a 3×3 program on another window");
+        assert!(err.to_string().contains("window"), "{err}");
+    }
+}
+
+#[test]
+fn the_shape_set_runs_correctly_with_each_default_among_the_tuners_candidates() {
+    let backend = backend();
+    for case in suite::shape_cases(5, true) {
+        let default = case.default_spec(backend.info());
+        let variants = suite::variants_for(&backend, case.as_ref());
+        // The tuner times the default beside the rest, so what it keeps is never slower than
+        // the default on the same problem; other problems keep their own choice or the default.
+        assert!(
+            variants.iter().any(|(_, spec)| *spec == default),
+            "{}: the default is a candidate",
+            case.describe()
+        );
+        assert_correct(&backend, case.as_ref(), &default, "the default");
+    }
+    let keys: std::collections::HashSet<String> =
+        suite::shape_cases(5, false).iter().map(|c| tuning::key(c.as_ref())).collect();
+    assert_eq!(keys.len(), suite::shape_cases(5, false).len(), "every shape is tuned under its own key");
 }
 
 #[test]

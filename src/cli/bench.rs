@@ -1,9 +1,12 @@
 //! `sparkle bench`: time to first correct result of the whole suite under four cache scenarios,
 //! each measured in a fresh process, and per-kernel throughput with warm programs: the GPU warmed
 //! with ≥ 0.5 s of continuous work first, each dispatch timed on the GPU (timer queries) and as
-//! dispatch + wait, medians of many runs, inputs that would sit in cache rotated, the GPU clock
-//! read where the driver exposes it, and — with `--peers` — PyTorch (cuBLAS/cuDNN) at the same
-//! sizes on the same GPU in the same run.
+//! dispatch + wait, and as batches of back-to-back dispatches on the GPU, medians of many runs,
+//! inputs that would sit in cache rotated, the GPU clock read where the driver exposes it, and —
+//! with `--peers` — PyTorch (cuBLAS/cuDNN) at the same sizes on the same GPU in the same run,
+//! timed the same way: back-to-back launches against back-to-back dispatches, one call's
+//! dispatch + wait against one call's, the same input rotation, the same number of launches per
+//! batch ([`METHOD`]).
 //!
 //! Scenarios (median of `--repeats` runs each):
 //! - `cold`: empty Sparkle cache, empty driver shader cache;
@@ -134,9 +137,19 @@ struct Throughput {
     iterations: usize,
     /// Median GPU time of one dispatch (timer queries); `None` where the device cannot measure.
     gpu_ms: Option<f64>,
-    /// Median dispatch + wait on the host.
+    /// Median GPU time per dispatch of `launches` dispatches in a row, one timer query around
+    /// them all; `None` where the device cannot measure.
+    #[serde(default)]
+    gpu_back_to_back_ms: Option<f64>,
+    /// Dispatches per back-to-back batch (the peer gets the same count).
+    #[serde(default)]
+    launches: usize,
+    /// Median dispatch + wait on the host of one call.
     wall_ms: f64,
-    /// Throughput from the GPU time (wall time where there is none).
+    /// The figure throughput and the peer's ratio come from: `gpu back-to-back`, `gpu` (one
+    /// dispatch) or `wall`.
+    timer: &'static str,
+    /// Throughput from that figure.
     gflops: f64,
     gbytes_per_s: f64,
     /// Copies of the inputs rotated through.
@@ -144,19 +157,71 @@ struct Throughput {
     /// The SM clock right after timing, MHz, where the driver exposes it.
     clock_mhz: Option<f64>,
     correct: String,
+    /// Where a tuned variant ran: the default variant (what runs untuned) and its figure of the
+    /// same kind, checked against the CPU too, so that a tuned choice is seen never to be slower.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    default: Option<DefaultFigure>,
     peer: Option<Peer>,
 }
 
-/// PyTorch's figure for the same problem.
+/// The untuned variant's figure beside a tuned one.
+#[derive(Debug, Serialize)]
+struct DefaultFigure {
+    variant: String,
+    ms: f64,
+    correct: String,
+}
+
+/// PyTorch's figures for the same problem, timed as Sparkle's ([`METHOD`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Peer {
     key: String,
     what: String,
+    /// GPU time per launch of back-to-back launches (CUDA events around them all).
     ms: f64,
-    /// Our throughput over the peer's (peer time / our time).
+    /// Dispatch + wait on the host of one call.
+    #[serde(default)]
+    wall_ms: Option<f64>,
+    /// CUDA events around a single launch: the former method, which counts the launch gap.
+    #[serde(default)]
+    single_event_ms: Option<f64>,
+    #[serde(default)]
+    launches: usize,
+    #[serde(default)]
+    input_copies: usize,
+    /// Our throughput over the peer's: peer `ms` over our figure of the same kind (back to back
+    /// where we have it).
     #[serde(default)]
     ratio: f64,
+    /// Peer `wall_ms` over ours: one call's dispatch + wait on each side.
+    #[serde(default)]
+    wall_ratio: Option<f64>,
 }
+
+/// How both sides are timed, as the JSON report records it.
+#[derive(Debug, Clone, Serialize)]
+struct Method {
+    sparkle: &'static str,
+    peer: &'static str,
+    ratio: &'static str,
+    wall_ratio: &'static str,
+}
+
+/// The timing method of every throughput figure and ratio.
+const METHOD: Method = Method {
+    sparkle: "GPU warmed with >= 0.6 s of continuous work; gpu_back_to_back_ms: one GL_TIME_ELAPSED \
+              query around `launches` dispatches in one submission (inputs rotated over `input_copies` \
+              copies), divided by `launches`, median of 3-7 batches; gpu_ms: one query around one \
+              dispatch, median; wall_ms: submit + wait of one dispatch on the host, median",
+    peer: "scripts/peers.py, after >= 0.6 s of warm-up: ms: CUDA events around the same number of \
+           back-to-back launches over the same input copies, queued behind torch.cuda._sleep so that \
+           the host's launch gap is not in the window, divided by the launch count, median of 3-7 \
+           batches; wall_ms: launch + torch.cuda.synchronize() on the host, median; single_event_ms: \
+           CUDA events around one launch, median (not used in any ratio)",
+    ratio: "peer ms / Sparkle gpu_back_to_back_ms (gpu_ms, then wall_ms, where the device cannot time \
+            back-to-back dispatches)",
+    wall_ratio: "peer wall_ms / Sparkle wall_ms",
+};
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct PeerReport {
@@ -164,6 +229,8 @@ struct PeerReport {
     device: String,
     #[serde(default)]
     torch: String,
+    #[serde(default)]
+    method: String,
     #[serde(default)]
     results: Vec<Peer>,
 }
@@ -181,6 +248,8 @@ struct Report {
     /// `copied` over `warm`: our cache (driver's cache inside) on a fresh machine; target ≤ 1.2.
     copied_over_warm: f64,
     throughput: Vec<Throughput>,
+    /// How throughput, peers and ratios were timed.
+    method: Method,
     peers: Option<PeerReport>,
     /// `--overheads`: the gl backend against a plain glow loop.
     overheads: Option<overhead::OverheadReport>,
@@ -201,6 +270,8 @@ pub struct Options {
     pub overheads: bool,
     /// Also draw the chart (SVG) here.
     pub chart: Option<std::path::PathBuf>,
+    /// The problems whose throughput is timed.
+    pub set: suite::ProblemSet,
 }
 
 /// Prints one progress line (stderr), with the time since the bench started.
@@ -209,8 +280,18 @@ fn step(started: Instant, what: &str) {
 }
 
 pub fn run(options: Options) -> CliResult<ExitCode> {
-    let Options { json, repeats, peers, quick: quick_asked, startup, json_out, backends, overheads, chart } =
-        options;
+    let Options {
+        json,
+        repeats,
+        peers,
+        quick: quick_asked,
+        startup,
+        json_out,
+        backends,
+        overheads,
+        chart,
+        set,
+    } = options;
     let bench_started = Instant::now();
     let opened = backends::open(&backends, quick_asked)?;
     let (backend, quick) = (opened[0].runtime.clone(), opened[0].quick);
@@ -292,10 +373,10 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let copied_over_warm = ratio(5, 2);
     progress.finish_and_clear();
 
-    let cases = suite::bench_cases(1, quick);
+    let cases = set.cases(1, quick);
     let mut throughput = Vec::new();
     for other in &opened {
-        let other_cases = suite::bench_cases(1, other.quick);
+        let other_cases = set.cases(1, other.quick);
         for case in if other.quick == quick { &cases } else { &other_cases } {
             step(bench_started, &format!("timing {} on {}", case.describe(), other.runtime.backend()));
             throughput.push(measure_throughput(&other.runtime, case.as_ref())?);
@@ -303,11 +384,15 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     }
     let peers = if peers {
         step(bench_started, "running the peers (PyTorch)");
-        let report = run_peers(&cases)?;
+        let ours: Vec<&Throughput> = throughput.iter().filter(|t| t.backend == backend.backend()).collect();
+        let report = run_peers(&ours)?;
         for t in throughput.iter_mut().filter(|t| t.backend == backend.backend()) {
             if let Some(peer) = report.results.iter().find(|p| p.key == t.key) {
-                let ours = t.gpu_ms.unwrap_or(t.wall_ms);
-                t.peer = Some(Peer { ratio: peer.ms / ours, ..peer.clone() });
+                t.peer = Some(Peer {
+                    ratio: peer.ms / t.timed_ms(),
+                    wall_ratio: peer.wall_ms.map(|wall| wall / t.wall_ms),
+                    ..peer.clone()
+                });
             }
         }
         Some(report)
@@ -334,11 +419,13 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         warm_over_driver_cache,
         copied_over_warm,
         throughput,
+        method: METHOD,
         peers,
         overheads,
     };
     let all_correct = report.scenarios.iter().flat_map(|s| &s.runs).all(|r| r.correct)
         && report.throughput.iter().all(|t| t.correct == "yes")
+        && report.throughput.iter().filter_map(|t| t.default.as_ref()).all(|d| d.correct == "yes")
         && report.overheads.as_ref().is_none_or(|o| o.correct);
     if let Some(path) = &json_out {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
@@ -483,8 +570,16 @@ fn measure_throughput(backend: &Runtime, case: &dyn Case) -> CliResult<Throughpu
     let sets = timing::upload_copies(backend, case, Some(&program), copies)?;
     timing::warm(backend, &program, case, &sets, Duration::from_millis(600))?;
     let timed = timing::time(backend, &program, case, &sets, 30, Duration::from_secs(2))?;
+    let launches = timing::launches_for(timed.best());
+    let back_to_back =
+        timing::back_to_back(backend, &program, case, &sets, launches, Duration::from_secs(2))?;
     let clock_mhz = smi(&["clocks.sm"]).and_then(|v| v.first().and_then(|c| c.parse().ok()));
-    let seconds = timed.best().as_secs_f64();
+    let (timer, best) = match (back_to_back, timed.gpu) {
+        (Some(time), _) => ("gpu back-to-back", time),
+        (None, Some(time)) => ("gpu", time),
+        (None, None) => ("wall", timed.wall),
+    };
+    let seconds = best.as_secs_f64();
     let work = case.work();
     Ok(Throughput {
         backend: backend.backend().to_owned(),
@@ -495,14 +590,70 @@ fn measure_throughput(backend: &Runtime, case: &dyn Case) -> CliResult<Throughpu
         choice,
         iterations: timed.runs,
         gpu_ms: timed.gpu.map(|d| d.as_secs_f64() * 1e3),
+        gpu_back_to_back_ms: back_to_back.map(|d| d.as_secs_f64() * 1e3),
+        launches,
         wall_ms: timed.wall.as_secs_f64() * 1e3,
+        timer,
         gflops: work.flops / seconds / 1e9,
         gbytes_per_s: work.bytes / seconds / 1e9,
         input_copies: copies,
         clock_mhz,
         correct: if verdict.passed() { "yes".into() } else { verdict.to_string() },
+        default: if tuned.is_some() {
+            default_figure(backend, case, &spec, timer, launches, copies)?
+        } else {
+            None
+        },
         peer: None,
     })
+}
+
+/// The default variant of `case` timed as the tuned `chosen` was (`timer`, `launches`,
+/// `copies`), or `None` where they are the same variant.
+fn default_figure(
+    backend: &Runtime,
+    case: &dyn Case,
+    chosen: &sparkle::KernelSpec,
+    timer: &str,
+    launches: usize,
+    copies: usize,
+) -> CliResult<Option<DefaultFigure>> {
+    let spec = case.default_spec(backend.info());
+    // A default in a language this backend does not take is not what runs untuned here.
+    let Some((variant, _)) = suite::variants_for(backend, case).into_iter().find(|(_, s)| *s == spec) else {
+        return Ok(None);
+    };
+    if spec == *chosen {
+        return Ok(None);
+    }
+    let program = backend.program(&spec)?;
+    let fresh = case.upload_for(backend, &program)?;
+    case.dispatch(backend, &program, &fresh)?.wait(suite::DISPATCH_TIMEOUT)?;
+    let verdict = suite::verify_sampled(case, &case.download(backend, &fresh)?, 20_000);
+    drop(fresh);
+    let sets = timing::upload_copies(backend, case, Some(&program), copies)?;
+    timing::warm(backend, &program, case, &sets, Duration::from_millis(200))?;
+    let time = if timer == "gpu back-to-back" {
+        timing::back_to_back(backend, &program, case, &sets, launches, Duration::from_secs(1))?
+    } else {
+        None
+    };
+    let time = match time {
+        Some(time) => time,
+        None => {
+            let timed = timing::time(backend, &program, case, &sets, 30, Duration::from_secs(1))?;
+            if timer == "gpu" {
+                timed.best()
+            } else {
+                timed.wall
+            }
+        }
+    };
+    Ok(Some(DefaultFigure {
+        variant,
+        ms: time.as_secs_f64() * 1e3,
+        correct: if verdict.passed() { "yes".into() } else { verdict.to_string() },
+    }))
 }
 
 /// `nvidia-smi --query-gpu=<fields>` of the first GPU; `None` where there is no NVIDIA tool.
@@ -530,8 +681,21 @@ fn gpu_facts() -> Vec<(String, String)> {
     }
 }
 
-/// Runs the peers script on the same problems and reads its JSON.
-fn run_peers(cases: &[Box<dyn Case>]) -> CliResult<PeerReport> {
+impl Throughput {
+    /// The figure throughput and the peer's ratio come from, in ms.
+    fn timed_ms(&self) -> f64 {
+        match self.timer {
+            "gpu back-to-back" => self.gpu_back_to_back_ms,
+            "gpu" => self.gpu_ms,
+            _ => None,
+        }
+        .unwrap_or(self.wall_ms)
+    }
+}
+
+/// Runs the peers script on the problems we timed — each with our input copies and our
+/// back-to-back launch count — and reads its JSON.
+fn run_peers(ours: &[&Throughput]) -> CliResult<PeerReport> {
     let script = std::env::var_os("SPARKLE_PEERS_SCRIPT")
         .map_or_else(|| std::path::PathBuf::from("scripts/peers.py"), std::path::PathBuf::from);
     if !script.exists() {
@@ -543,8 +707,8 @@ fn run_peers(cases: &[Box<dyn Case>]) -> CliResult<PeerReport> {
     }
     let mut command = Command::new("python3");
     command.arg(&script);
-    for case in cases {
-        command.arg(suite::tuning::key(case.as_ref()));
+    for t in ours {
+        command.arg(format!("{}@{}/{}", t.key, t.input_copies, t.launches));
     }
     let output = command.output().map_err(|err| format!("cannot run python3 for the peers: {err}"))?;
     if !output.status.success() {
@@ -571,10 +735,13 @@ fn print_report(report: &Report) {
         println!("  {name}: {value}");
     }
     println!(
-        "\nThroughput with warm programs after ≥ 0.5 s of warm-up (median GPU time per dispatch from timer \
-         queries; wall = dispatch + wait; GFLOP/s and GB/s from GPU time):"
+        "\nThroughput with warm programs after ≥ 0.5 s of warm-up (medians; GPU ms: one timer query around \
+         one dispatch; b2b: one query around a batch of back-to-back dispatches / their count; wall: one \
+         call's dispatch + wait; GFLOP/s and GB/s from b2b where measured):"
     );
     let several = report.throughput.iter().any(|t| t.backend != report.backend);
+    let ms = |value: Option<f64>| value.map_or_else(|| "n/a".into(), |ms| format!("{ms:.4}"));
+    let percent = |value: Option<f64>| value.map_or_else(String::new, |r| format!("{:.0}%", r * 100.0));
     let rows: Vec<Vec<String>> = report
         .throughput
         .iter()
@@ -583,14 +750,17 @@ fn print_report(report: &Report) {
             vec![
                 if several { format!("{}: {}", t.backend, t.case) } else { t.case.clone() },
                 format!("{} ({})", t.variant, t.choice),
-                t.gpu_ms.map_or_else(|| "n/a".into(), |ms| format!("{ms:.4}")),
+                ms(t.gpu_ms),
+                ms(t.gpu_back_to_back_ms),
                 format!("{:.4}", t.wall_ms),
                 format!("{:.1}", t.gflops),
                 format!("{:.1}", t.gbytes_per_s),
                 t.clock_mhz.map_or_else(|| "n/a".into(), |c| format!("{c:.0}")),
-                peer.map_or_else(String::new, |p| format!("{} {:.4} ms", p.what, p.ms)),
-                peer.map_or_else(String::new, |p| format!("{:.0}%", p.ratio * 100.0)),
-                format!("{}x{}", t.iterations, t.input_copies),
+                peer.map_or_else(String::new, |p| format!("{} {:.4}", p.what, p.ms)),
+                peer.map_or_else(String::new, |p| ms(p.wall_ms)),
+                percent(peer.map(|p| p.ratio)),
+                percent(peer.and_then(|p| p.wall_ratio)),
+                format!("{}x{} b2b {}", t.iterations, t.input_copies, t.launches),
                 t.correct.clone(),
             ]
         })
@@ -602,20 +772,42 @@ fn print_report(report: &Report) {
                 "kernel",
                 "variant",
                 "GPU ms",
+                "b2b ms",
                 "wall ms",
                 "GFLOP/s",
                 "GB/s",
                 "SM MHz",
-                "peer",
+                "peer b2b ms",
+                "peer wall ms",
                 "ours/peer",
+                "wall ours/peer",
                 "runs x copies",
                 "correct"
             ],
             &rows
         )
     );
+    for t in &report.throughput {
+        if let Some(default) = &t.default {
+            println!(
+                "  {}: tuned {} {:.4} ms; untuned default {} {:.4} ms ({}; correct: {})",
+                t.case,
+                t.variant,
+                t.timed_ms(),
+                default.variant,
+                default.ms,
+                t.timer,
+                default.correct
+            );
+        }
+    }
     if let Some(peers) = &report.peers {
-        println!("Peers: PyTorch {} on {} (FP32, TF32 off, CUDA events, medians)", peers.torch, peers.device);
+        println!(
+            "Peers: PyTorch {} on {} (FP32, TF32 off). ours/peer: peer b2b / our b2b (GPU time of back-to-back \
+             launches on both sides, same launch count, same input copies); wall ours/peer: one call's dispatch + \
+             wait on both sides.",
+            peers.torch, peers.device
+        );
     }
     if let Some(overheads) = &report.overheads {
         print!("\n{}", overhead::render(overheads));

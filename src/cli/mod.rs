@@ -64,7 +64,7 @@ enum Command {
     Run {
         /// saxpy, sgemm or conv2d.
         kernel: String,
-        /// saxpy: N · sgemm: M [N [K]] · conv2d: N [C [H [W [K]]]].
+        /// saxpy: N · sgemm: M [N [K]] · conv2d: N [C [H [W [K [window [stride]]]]]].
         sizes: Vec<usize>,
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 1)]
@@ -100,6 +100,10 @@ enum Command {
         /// Also draw the chart (SVG) of startup and throughput to this file.
         #[arg(long)]
         chart: Option<std::path::PathBuf>,
+        /// Time the shapes beyond the published targets (non-square and ragged GEMMs, conv2d
+        /// 1×1, stride 2, channels not a multiple of 4) instead of the targets' sizes.
+        #[arg(long)]
+        shapes: bool,
     },
     /// Draws the chart (SVG) of a saved `sparkle bench --json-out` report, without measuring.
     Chart {
@@ -113,7 +117,7 @@ enum Command {
     Tune {
         /// saxpy, sgemm or conv2d (all benchmark problems if omitted).
         kernel: Option<String>,
-        /// saxpy: N · sgemm: M [N [K]] · conv2d: N [C [H [W [K]]]].
+        /// saxpy: N · sgemm: M [N [K]] · conv2d: N [C [H [W [K [window [stride]]]]]].
         sizes: Vec<usize>,
         /// Tune again even if a choice is stored.
         #[arg(long)]
@@ -121,6 +125,9 @@ enum Command {
         /// The benchmark's small problems (with no kernel given).
         #[arg(long)]
         quick: bool,
+        /// The shapes of `bench --shapes` (with no kernel given).
+        #[arg(long)]
+        shapes: bool,
         #[arg(long)]
         json: bool,
     },
@@ -181,27 +188,45 @@ fn choose_log_filter(sparkle_log: Option<&str>, rust_log: Option<&str>) -> (Stri
     }
 }
 
+fn problem_set(shapes: bool) -> sparkle::suite::ProblemSet {
+    if shapes {
+        sparkle::suite::ProblemSet::Shapes
+    } else {
+        sparkle::suite::ProblemSet::Targets
+    }
+}
+
 pub fn run() -> CliResult<ExitCode> {
     progress::start_clock();
     match Cli::parse().command {
         Command::Info { json } => info::run(json),
         Command::Run { kernel, sizes, seed } => run::run(&kernel, &sizes, seed),
-        Command::Bench { json, repeats, peers, quick, no_startup, json_out, backends, overheads, chart } => {
-            bench::run(bench::Options {
-                json,
-                repeats: repeats.max(1),
-                peers,
-                quick,
-                startup: !no_startup,
-                json_out,
-                backends: backends.as_deref().map(backends::parse).transpose()?.unwrap_or_default(),
-                overheads,
-                chart,
-            })
-        }
+        Command::Bench {
+            json,
+            repeats,
+            peers,
+            quick,
+            no_startup,
+            json_out,
+            backends,
+            overheads,
+            chart,
+            shapes,
+        } => bench::run(bench::Options {
+            json,
+            repeats: repeats.max(1),
+            peers,
+            quick,
+            startup: !no_startup,
+            json_out,
+            backends: backends.as_deref().map(backends::parse).transpose()?.unwrap_or_default(),
+            overheads,
+            chart,
+            set: problem_set(shapes),
+        }),
         Command::Chart { report, out } => chart::from_file(&report, &out),
-        Command::Tune { kernel, sizes, force, quick, json } => {
-            tune::run(kernel.as_deref(), &sizes, force, quick, json)
+        Command::Tune { kernel, sizes, force, quick, shapes, json } => {
+            tune::run(kernel.as_deref(), &sizes, force, quick, json, problem_set(shapes))
         }
         Command::BenchPipeline(options) => pipeline::run(options),
         Command::BenchOverhead(options) => overhead::run(options),

@@ -30,6 +30,7 @@ pub fn run(
     force: bool,
     quick: bool,
     json: bool,
+    set: suite::ProblemSet,
 ) -> CliResult<ExitCode> {
     let runtime = Runtime::from_env()?;
     let cases: Vec<Box<dyn Case>> = match kernel {
@@ -42,7 +43,7 @@ pub fn run(
             }
             vec![suite::case(name, sizes, 1, &runtime.info().limits).map_err(UsageError)?]
         }
-        None if sizes.is_empty() => suite::bench_cases(1, quick),
+        None if sizes.is_empty() => set.cases(1, quick),
         None => return Err(Box::new(UsageError("sizes need a kernel: sparkle tune sgemm 4096".into()))),
     };
     let Some(path) = tuning::Tuning::path(&runtime) else {

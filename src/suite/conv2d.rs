@@ -1,7 +1,12 @@
-//! conv2d: 3×3 kernel, stride 1, zero padding 1, NCHW, with bias — an implicit GEMM on the
-//! register-blocked core ([`super::gemm`]): the weights are the K×(C·9) left matrix, the input
-//! is gathered as the (C·9)×(N·H·W) right matrix without being copied. Winograd F(2×2, 3×3)
-//! variants ([`super::winograd`]) are offered beside it, and `sparkle tune` keeps whichever wins.
+//! conv2d: NCHW with bias, a square odd window (3×3 by default; 1×1 and others through
+//! [`Window`]) at stride 1 or more, zero padding of half the window — an implicit GEMM on the
+//! register-blocked core ([`super::gemm`]): the weights are the K×(C·R²) left matrix, the input
+//! is gathered as the (C·R²)×(N·OH·OW) right matrix without being copied. For the default 3×3
+//! window at stride 1, Winograd F(2×2, 3×3) variants ([`super::winograd`]) are offered beside
+//! it, and `sparkle tune` keeps whichever wins. The portable (OpenCL) form and the pipelined
+//! stage take the default window only.
+//!
+//! For another window, read `9` below as `R²`; the Winograd bound does not apply.
 //!
 //! Tolerance, against an f64 reference: the larger of two bounds, since any variant may run.
 //! Direct (implicit GEMM): each output is a dot product of up to `9·C` terms plus the bias, so
@@ -48,10 +53,77 @@ pub fn variant_spec(variant: &GemmVariant) -> KernelSpec {
     with_phase(variant, spec)
 }
 
-/// The implicit GEMM of `shape`: output channels × output pixels, C·9 deep.
+/// The kernel built with `variant` for `window` (same bindings as [`spec`]; the default window
+/// gives exactly [`variant_spec`]'s spec).
+pub fn window_variant_spec(variant: &GemmVariant, window: Window) -> KernelSpec {
+    let spec = variant_spec(variant);
+    if window == Window::SAME_3X3 {
+        spec
+    } else {
+        spec.define("KSIZE", window.size as u32).define("STRIDE", window.stride as u32)
+    }
+}
+
+/// The implicit GEMM of `shape` with the default window: output channels × pixels, C·9 deep.
 pub fn gemm_shape(shape: Shape) -> GemmShape {
+    window_gemm_shape(shape, Window::SAME_3X3)
+}
+
+/// The implicit GEMM of `shape` with `window`: output channels × output pixels, C·R² deep.
+pub fn window_gemm_shape(shape: Shape, window: Window) -> GemmShape {
     let Shape { n, c, h, w, k } = shape;
-    GemmShape { gm: k, gn: n * h * w, gk: c * 9, vec_a: c % 4 == 0, vec_b: (h * w) % 4 == 0 }
+    let (oh, ow) = window.output(h, w);
+    let depth = c * window.taps();
+    GemmShape { gm: k, gn: n * oh * ow, gk: depth, vec_a: depth % 4 == 0, vec_b: (oh * ow) % 4 == 0 }
+}
+
+/// A conv2d's window: `size`×`size` taps (odd) at `stride`, zero padding `size / 2`, so that
+/// the output has `(H − 1) / stride + 1` rows (the input's at stride 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub size: usize,
+    pub stride: usize,
+}
+
+impl Window {
+    /// 3×3 at stride 1: the suite's conv2d unless asked otherwise.
+    pub const SAME_3X3: Self = Self { size: 3, stride: 1 };
+    /// Largest window and stride the suite takes.
+    pub const MAX_SIZE: usize = 7;
+    pub const MAX_STRIDE: usize = 4;
+
+    pub fn taps(self) -> usize {
+        self.size * self.size
+    }
+
+    pub fn pad(self) -> usize {
+        self.size / 2
+    }
+
+    /// Output rows and columns of an `h`×`w` input.
+    pub fn output(self, h: usize, w: usize) -> (usize, usize) {
+        let out = |d: usize| if d == 0 { 0 } else { (d - 1) / self.stride.max(1) + 1 };
+        (out(h), out(w))
+    }
+
+    /// Why the kernel cannot take this window, if it cannot.
+    pub fn check(self) -> std::result::Result<(), String> {
+        if self.size % 2 == 0 || !(1..=Self::MAX_SIZE).contains(&self.size) {
+            return Err(format!(
+                "a conv2d window of {0}×{0} is not supported: it must be odd, 1 to {1}",
+                self.size,
+                Self::MAX_SIZE
+            ));
+        }
+        if !(1..=Self::MAX_STRIDE).contains(&self.stride) {
+            return Err(format!(
+                "a conv2d stride of {} is not supported: it must be 1 to {}",
+                self.stride,
+                Self::MAX_STRIDE
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Batch, input channels, height, width, output channels.
@@ -67,30 +139,46 @@ pub struct Shape {
 /// A conv2d problem.
 pub struct Conv2d {
     pub shape: Shape,
+    pub window: Window,
     pub input: Vec<f32>,
     pub weights: Vec<f32>,
     pub bias: Vec<f32>,
 }
 
 impl Conv2d {
+    /// A 3×3, stride-1 problem.
     pub fn random(shape: Shape, seed: u64) -> Self {
+        Self::random_window(shape, Window::SAME_3X3, seed)
+    }
+
+    pub fn random_window(shape: Shape, window: Window, seed: u64) -> Self {
         let Shape { n, c, h, w, k } = shape;
         Self {
             shape,
+            window,
             input: random_floats(n * c * h * w, seed),
-            weights: random_floats(k * c * 9, seed ^ 0xC0DE),
+            weights: random_floats(k * c * window.taps(), seed ^ 0xC0DE),
             bias: random_floats(k, seed ^ 0xB1A5),
         }
     }
 
+    /// Output rows and columns.
+    fn output_size(&self) -> (usize, usize) {
+        self.window.output(self.shape.h, self.shape.w)
+    }
+
+    /// Whether Winograd's variants (3×3, stride 1 only) apply.
+    fn takes_winograd(&self) -> bool {
+        self.window == Window::SAME_3X3
+    }
+
     /// The input, weights, bias and output, and with `winograd` Winograd's intermediate buffers.
     fn upload_with(&self, backend: &Runtime, winograd: bool) -> Result<Vec<Buffer>> {
-        let Shape { n, h, w, k, .. } = self.shape;
         let mut buffers = vec![
             backend.upload(&self.input, BufferUsage::Input)?,
             backend.upload(&self.weights, BufferUsage::Input)?,
             backend.upload(&self.bias, BufferUsage::Input)?,
-            backend.create_buffer((n * k * h * w * 4) as u64, BufferUsage::Output)?,
+            backend.create_buffer((self.outputs() * 4) as u64, BufferUsage::Output)?,
         ];
         if winograd {
             for bytes in winograd::intermediate_bytes(self.shape) {
@@ -105,10 +193,12 @@ impl Conv2d {
     /// One output element of the f64 reference and its tolerance (see the module's doc).
     fn reference_at(&self, index: usize) -> (f64, f64) {
         let Shape { c, h, w, k, .. } = self.shape;
-        let (x, y) = (index % w, (index / w) % h);
-        let (o, b) = ((index / (w * h)) % k, index / (w * h * k));
+        let Window { size, stride } = self.window;
+        let (oh, ow) = self.output_size();
+        let (x, y) = (index % ow, (index / ow) % oh);
+        let (o, b) = ((index / (ow * oh)) % k, index / (ow * oh * k));
         let eps = f64::from(f32::EPSILON);
-        let gamma = (9 * c + 1) as f64 * eps;
+        let gamma = (self.window.taps() * c + 1) as f64 * eps;
         let bias = f64::from(self.bias[o]);
         let (mut sum, mut magnitude) = (bias, bias.abs());
         let mut winograd_magnitude = 0.0;
@@ -122,47 +212,98 @@ impl Conv2d {
                 f64::from(self.input[((b * c + ci) * h + iy as usize) * w + ix as usize])
             }
         };
+        let taps = self.window.taps();
+        let (cy, cx) = (
+            (y * stride) as isize - self.window.pad() as isize,
+            (x * stride) as isize - self.window.pad() as isize,
+        );
         for ci in 0..c {
-            let g: [f64; 9] = std::array::from_fn(|t| f64::from(self.weights[(o * c + ci) * 9 + t]));
-            for dy in 0..3 {
-                for dx in 0..3 {
-                    let input = at(ci, y as isize + dy as isize - 1, x as isize + dx as isize - 1);
-                    let weight = g[dy * 3 + dx];
+            let g = &self.weights[(o * c + ci) * taps..(o * c + ci + 1) * taps];
+            for dy in 0..size {
+                for dx in 0..size {
+                    let input = at(ci, cy + dy as isize, cx + dx as isize);
+                    let weight = f64::from(g[dy * size + dx]);
                     sum += input * weight;
                     magnitude += (input * weight).abs();
                 }
             }
-            let patch: [f64; 16] =
-                std::array::from_fn(|t| at(ci, y0 + (t / 4) as isize, x0 + (t % 4) as isize));
-            winograd_magnitude += winograd::magnitude(&g, &patch, y % 2, x % 2);
+            if self.takes_winograd() {
+                let g: [f64; 9] = std::array::from_fn(|t| f64::from(g[t]));
+                let patch: [f64; 16] =
+                    std::array::from_fn(|t| at(ci, y0 + (t / 4) as isize, x0 + (t % 4) as isize));
+                winograd_magnitude += winograd::magnitude(&g, &patch, y % 2, x % 2);
+            }
         }
         let direct = gamma * magnitude;
         let winograd = winograd::gamma(c) * winograd_magnitude + 2.0 * eps * bias.abs();
         (sum, direct.max(winograd) + 1e-30)
     }
+
+    /// The GEMM-core variant of `program`, refused unless it was built for this problem's
+    /// window (a program for another window would compute another convolution).
+    fn implicit_variant(&self, program: &Program) -> Result<GemmVariant> {
+        let variant = program_variant(program)?;
+        let define = |name: &str, default: usize| {
+            program
+                .spec()
+                .defines
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map_or(Some(default), |(_, v)| v.parse::<usize>().ok())
+        };
+        let built = (define("KSIZE", 3), define("STRIDE", 1));
+        let Window { size, stride } = self.window;
+        if built != (Some(size), Some(stride)) {
+            return Err(crate::Error::new(
+                crate::ErrorKind::InvalidArgument,
+                format!(
+                    "program `{}` was built for a {} window at stride {}, but this conv2d has a {size}×{size} \
+                     window at stride {stride}; build it with conv2d::window_variant_spec",
+                    program.name(),
+                    built.0.map_or_else(|| "malformed".to_owned(), |s| format!("{s}×{s}")),
+                    built.1.map_or_else(|| "malformed".to_owned(), |s| s.to_string()),
+                ),
+            ));
+        }
+        Ok(variant)
+    }
 }
 
 impl Case for Conv2d {
+    /// The portable spec for the default window; for another, the GLSL core's safe variant
+    /// (the portable OpenCL form takes 3×3 at stride 1 only).
     fn spec(&self) -> KernelSpec {
-        spec()
+        if self.window == Window::SAME_3X3 {
+            spec()
+        } else {
+            window_variant_spec(&GemmVariant::SAFE, self.window)
+        }
     }
 
     fn default_spec(&self, info: &DeviceInfo) -> KernelSpec {
-        variant_spec(&GemmVariant::default_for(info, &gemm_shape(self.shape)))
+        let shape = window_gemm_shape(self.shape, self.window);
+        window_variant_spec(&GemmVariant::default_for(info, &shape), self.window)
     }
 
     fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)> {
-        let implicit = GemmVariant::candidates(limits, &gemm_shape(self.shape))
+        let implicit = GemmVariant::candidates(limits, &window_gemm_shape(self.shape, self.window))
             .into_iter()
-            .map(|v| (v.to_string(), variant_spec(&v)));
+            .map(|v| (v.to_string(), window_variant_spec(&v, self.window)));
         let winograd =
-            WinogradVariant::candidates(limits, self.shape).into_iter().map(|v| (v.to_string(), v.spec()));
-        implicit.chain(winograd).collect()
+            if self.takes_winograd() { WinogradVariant::candidates(limits, self.shape) } else { Vec::new() };
+        implicit.chain(winograd.into_iter().map(|v| (v.to_string(), v.spec()))).collect()
     }
 
+    /// `NxCxHxWxK`, with `kRsS` appended for a window other than 3×3 at stride 1.
     fn shape_key(&self) -> String {
         let Shape { n, c, h, w, k } = self.shape;
-        format!("{n}x{c}x{h}x{w}x{k}")
+        let Window { size, stride } = self.window;
+        if self.window == Window::SAME_3X3 {
+            format!("{n}x{c}x{h}x{w}x{k}")
+        } else {
+            format!("{n}x{c}x{h}x{w}x{k}k{size}s{stride}")
+        }
     }
 
     fn reference_sample(&self, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
@@ -170,13 +311,19 @@ impl Case for Conv2d {
     }
 
     fn outputs(&self) -> usize {
-        let Shape { n, h, w, k, .. } = self.shape;
-        n * k * h * w
+        let Shape { n, k, .. } = self.shape;
+        let (oh, ow) = self.output_size();
+        n * k * oh * ow
     }
 
     fn describe(&self) -> String {
         let Shape { n, c, h, w, k } = self.shape;
-        format!("{NAME} n={n} c={c} h={h} w={w} k={k}")
+        let Window { size, stride } = self.window;
+        if self.window == Window::SAME_3X3 {
+            format!("{NAME} n={n} c={c} h={h} w={w} k={k}")
+        } else {
+            format!("{NAME} n={n} c={c} h={h} w={w} k={k} {size}x{size}/{stride}")
+        }
     }
 
     /// The input, weights, bias and output; then, where the backend takes the Winograd
@@ -184,25 +331,44 @@ impl Case for Conv2d {
     /// weights, transformed input, products), so that any variant runs over the same buffers.
     fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>> {
         let glsl = backend.info().languages.contains(&SourceLanguage::Glsl);
-        self.upload_with(backend, glsl && winograd::fits(&backend.info().limits, self.shape))
+        self.upload_with(
+            backend,
+            glsl && self.takes_winograd() && winograd::fits(&backend.info().limits, self.shape),
+        )
     }
 
     /// Winograd's intermediate buffers (3–4× the input and output) only for a Winograd variant.
     fn upload_for(&self, backend: &Runtime, program: &Program) -> Result<Vec<Buffer>> {
-        self.upload_with(backend, WinogradVariant::from_spec(program.spec()).is_some())
+        self.upload_with(
+            backend,
+            self.takes_winograd() && WinogradVariant::from_spec(program.spec()).is_some(),
+        )
     }
 
     fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()> {
         let Shape { n, c, h, w, k } = self.shape;
         if let Some(variant) = WinogradVariant::from_spec(program.spec()) {
+            if !self.takes_winograd() {
+                return Err(crate::Error::new(
+                    crate::ErrorKind::InvalidArgument,
+                    format!(
+                        "program `{}` is a Winograd F(2×2, 3×3) variant, which computes 3×3 windows at stride 1 \
+                         only; this conv2d's window is {}×{} at stride {}",
+                        program.name(),
+                        self.window.size,
+                        self.window.size,
+                        self.window.stride
+                    ),
+                ));
+            }
             return winograd::record(commands, program, &variant, self.shape, buffers);
         }
-        let variant = program_variant(program)?;
+        let variant = self.implicit_variant(program)?;
         record_gemm(
             commands,
             program,
             &variant,
-            &gemm_shape(self.shape),
+            &window_gemm_shape(self.shape, self.window),
             &[
                 Arg::Buffer(&buffers[0]),
                 Arg::Buffer(&buffers[1]),
@@ -226,10 +392,10 @@ impl Case for Conv2d {
     }
 
     fn work(&self) -> Work {
-        let Shape { n, c, h, w, k } = self.shape;
-        let outputs = (n * k * h * w) as f64;
+        let Shape { n, c, h, w, .. } = self.shape;
+        let outputs = self.outputs() as f64;
         Work {
-            flops: outputs * (2.0 * 9.0 * c as f64 + 1.0),
+            flops: outputs * (2.0 * self.window.taps() as f64 * c as f64 + 1.0),
             bytes: 4.0 * ((n * c * h * w) as f64 + outputs),
         }
     }
@@ -339,7 +505,13 @@ impl Conv2dStage {
     /// CPU reference.
     pub fn case(&self, input: Vec<f32>) -> Conv2d {
         let shape = Shape { n: input.len() / self.image_len().max(1), ..self.shape };
-        Conv2d { shape, input, weights: self.host_weights.clone(), bias: self.host_bias.clone() }
+        Conv2d {
+            shape,
+            window: Window::SAME_3X3,
+            input,
+            weights: self.host_weights.clone(),
+            bias: self.host_bias.clone(),
+        }
     }
 
     fn images_in(&self, input: &[f32]) -> Result<usize> {
@@ -432,5 +604,34 @@ impl crate::runtime::Stage for Conv2dStage {
         let source = set.staging.as_ref().map_or(&set.output, |(_, staging_out)| staging_out);
         runtime.read_buffer(source, 0, bytemuck::cast_slice_mut(&mut out))?;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_size_the_output_and_key_the_problem() {
+        let shape = Shape { n: 2, c: 3, h: 9, w: 10, k: 5 };
+        assert_eq!(Window::SAME_3X3.output(9, 10), (9, 10));
+        assert_eq!(Window { size: 1, stride: 2 }.output(9, 10), (5, 5));
+        assert_eq!(Window { size: 3, stride: 3 }.output(9, 10), (3, 4));
+        let default = Conv2d::random(shape, 1);
+        assert_eq!(default.shape_key(), "2x3x9x10x5", "the targets' tuning keys do not change");
+        assert_eq!(default.spec(), spec());
+        let strided = Conv2d::random_window(shape, Window { size: 1, stride: 2 }, 1);
+        assert_eq!(strided.shape_key(), "2x3x9x10x5k1s2");
+        assert_eq!(strided.outputs(), 2 * 5 * 5 * 5);
+        assert_eq!(strided.weights.len(), 5 * 3);
+        assert!(strided.spec().sources.iter().all(|s| s.language() == SourceLanguage::Glsl));
+        let gemm = window_gemm_shape(shape, Window { size: 1, stride: 2 });
+        assert_eq!((gemm.gm, gemm.gn, gemm.gk, gemm.vec_a), (5, 50, 3, false));
+        for bad in
+            [Window { size: 2, stride: 1 }, Window { size: 9, stride: 1 }, Window { size: 3, stride: 0 }]
+        {
+            assert!(bad.check().is_err(), "{bad:?}");
+        }
+        assert!(Window { size: 7, stride: 4 }.check().is_ok());
     }
 }

@@ -184,15 +184,24 @@ impl GemmVariant {
         ];
         let mut out = Vec::new();
         for (bm, bn, bk, tm, tn) in shapes {
-            // Few output tiles for a deep product: split it, so every multiprocessor has work.
+            // Few output tiles for a deep product: split it, so every multiprocessor has work —
+            // deeper products into more parts (a part keeps at least 256 of the shared
+            // dimension, and the parts stay within 2048 workgroups).
             let count = shape.gm.div_ceil(bm as usize) * shape.gn.div_ceil(bn as usize);
-            let splits: &[u32] = if count < 160 && shape.gk >= 256 { &[1, 2, 4] } else { &[1] };
+            let splits: Vec<u32> = if count < 160 && shape.gk >= 256 {
+                [1, 2, 4, 8, 16]
+                    .into_iter()
+                    .filter(|&s| s == 1 || (shape.gk / s as usize >= 256 && count * s as usize <= 2048))
+                    .collect()
+            } else {
+                vec![1]
+            };
             let eight_by_eight = tm * tn == 64 && bk == 8;
             let layouts: &[(u32, u32)] =
                 if eight_by_eight { &[(0, 0), (1, 0), (0, 1), (1, 1)] } else { &[(0, 0)] };
             for va in [1, 4] {
                 for &(warp, frag) in layouts {
-                    for &split in splits {
+                    for &split in &splits {
                         let variant = Self { bm, bn, bk, tm, tn, va, vb: 1, warp, unroll: 1, frag, split };
                         let variant = Self { va, ..variant.widest(shape) };
                         if variant.fits(limits, shape) {
@@ -294,6 +303,16 @@ mod tests {
         assert_eq!(labels.len(), candidates.len(), "labels name variants uniquely");
         let few_tiles = GemmShape { gm: 64, gn: 3136, gk: 576, vec_a: true, vec_b: true };
         assert!(GemmVariant::candidates(&limits, &few_tiles).iter().any(|v| v.split > 1));
+        let deep = GemmShape { gm: 256, gn: 256, gk: 16384, vec_a: true, vec_b: true };
+        assert!(
+            GemmVariant::candidates(&limits, &deep).iter().any(|v| v.split == 16),
+            "a deep product splits 16 ways"
+        );
+        let shallow = GemmShape { gm: 64, gn: 512, gk: 512, vec_a: true, vec_b: true };
+        assert!(
+            GemmVariant::candidates(&limits, &shallow).iter().all(|v| v.split <= 2),
+            "every part keeps at least 256 of K"
+        );
         let big = GemmShape { gm: 4096, gn: 4096, gk: 4096, vec_a: true, vec_b: true };
         assert!(
             GemmVariant::candidates(&limits, &big).iter().all(|v| v.split == 1),

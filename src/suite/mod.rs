@@ -60,7 +60,9 @@ pub const DISPATCH_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One problem instance of a suite kernel.
 pub trait Case: Send + Sync {
-    /// The kernel's variant that runs any problem on any device (the module's `spec()`).
+    /// The kernel's variant that runs any problem on any device (the module's `spec()`); for a
+    /// conv2d window other than 3×3 at stride 1, the GEMM core's safe GLSL variant, since the
+    /// portable OpenCL form takes that window only.
     fn spec(&self) -> KernelSpec;
     /// The variant to run on `info`'s device without tuning.
     fn default_spec(&self, info: &DeviceInfo) -> KernelSpec;
@@ -150,7 +152,9 @@ pub fn case(
             fits.groups([n.div_ceil(tile), m.div_ceil(tile), 1])?;
             Ok(Box::new(sgemm::Sgemm::random(m, n, k, seed)))
         }
-        conv2d::NAME if sizes.len() <= 5 => {
+        conv2d::NAME if sizes.len() <= 7 => {
+            let window = conv2d::Window { size: size(5, 3), stride: size(6, 1) };
+            window.check()?;
             let shape = conv2d::Shape {
                 n: size(0, 1),
                 c: size(1, 16),
@@ -163,16 +167,19 @@ pub fn case(
             {
                 fits.index(label, value)?;
             }
+            let (oh, ow) = window.output(shape.h, shape.w);
             fits.buffer("the input", &[shape.n, shape.c, shape.h, shape.w])?;
-            fits.buffer("the weights", &[shape.k, shape.c, 9])?;
-            fits.buffer("the output", &[shape.n, shape.k, shape.h, shape.w])?;
-            let gemm = conv2d::gemm_shape(shape);
+            fits.buffer("the weights", &[shape.k, shape.c, window.taps()])?;
+            fits.buffer("the output", &[shape.n, shape.k, oh, ow])?;
+            let gemm = conv2d::window_gemm_shape(shape, window);
             fits.groups(gemm::GemmVariant::SAFE.groups(&gemm).map(|g| g as usize))?;
-            Ok(Box::new(conv2d::Conv2d::random(shape, seed)))
+            Ok(Box::new(conv2d::Conv2d::random_window(shape, window, seed)))
         }
         saxpy::NAME => Err("saxpy takes one size: N".into()),
         sgemm::NAME => Err("sgemm takes up to three sizes: M N K".into()),
-        conv2d::NAME => Err("conv2d takes up to five sizes: N C H W K".into()),
+        conv2d::NAME => {
+            Err("conv2d takes up to seven sizes: N C H W K, then the window's size and stride (3 1)".into())
+        }
         other => Err(format!("no suite kernel is called `{other}`; the suite has {}", NAMES.join(", "))),
     }
 }
@@ -238,6 +245,61 @@ pub fn bench_cases(seed: u64, quick: bool) -> Vec<Box<dyn Case>> {
         Box::new(sgemm::Sgemm::random(4096, 4096, 4096, seed)),
         Box::new(Conv2d::random(Shape { n: 32, c: 128, h: 28, w: 28, k: 128 }, seed)),
         Box::new(Conv2d::random(Shape { n: 1, c: 64, h: 56, w: 56, k: 64 }, seed)),
+    ]
+}
+
+/// The problem sets `sparkle bench` and `sparkle tune` run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProblemSet {
+    /// The sizes of the published targets ([`bench_cases`]).
+    Targets,
+    /// Shapes users run beyond those ([`shape_cases`]).
+    Shapes,
+}
+
+impl ProblemSet {
+    /// The cases of this set.
+    pub fn cases(self, seed: u64, quick: bool) -> Vec<Box<dyn Case>> {
+        match self {
+            ProblemSet::Targets => bench_cases(seed, quick),
+            ProblemSet::Shapes => shape_cases(seed, quick),
+        }
+    }
+}
+
+/// Shapes beyond the published targets, as users run them: GEMMs that are tall and skinny,
+/// wide and short, deep in K, and ragged (no size a multiple of any tile or of 4); conv2d with
+/// a 1×1 window, at stride 2, and with C or K not a multiple of 4. `quick` takes small sizes of
+/// the same kinds, for CPU renderers.
+pub fn shape_cases(seed: u64, quick: bool) -> Vec<Box<dyn Case>> {
+    use conv2d::{Conv2d, Shape, Window};
+    let gemm = |m, n, k| -> Box<dyn Case> { Box::new(sgemm::Sgemm::random(m, n, k, seed)) };
+    let conv = |n, c, h, w, k, size, stride| -> Box<dyn Case> {
+        Box::new(Conv2d::random_window(Shape { n, c, h, w, k }, Window { size, stride }, seed))
+    };
+    if quick {
+        return vec![
+            gemm(257, 33, 129),
+            gemm(31, 45, 517),
+            conv(2, 8, 13, 11, 12, 1, 1),
+            conv(1, 8, 15, 17, 8, 3, 2),
+            conv(1, 3, 9, 10, 5, 3, 1),
+        ];
+    }
+    vec![
+        // Tall and skinny, wide and short, deep in K.
+        gemm(16384, 64, 1024),
+        gemm(64, 16384, 1024),
+        gemm(256, 256, 16384),
+        // Ragged: no size a multiple of 4.
+        gemm(1023, 1025, 1027),
+        gemm(3001, 2999, 1003),
+        // 1×1 (a ResNet bottleneck's expansion), stride 2 (a downsampling stage).
+        conv(32, 64, 56, 56, 256, 1, 1),
+        conv(32, 128, 56, 56, 128, 3, 2),
+        // C and K not multiples of 4: an RGB stem, and odd channel counts.
+        conv(32, 3, 224, 224, 64, 3, 2),
+        conv(8, 66, 28, 28, 130, 3, 1),
     ]
 }
 

@@ -1,7 +1,9 @@
 //! Timing suite kernels the way a benchmark must on a GPU whose clock follows its load: warm it
 //! with continuous work first, then time each dispatch both on the GPU (timer queries, where
-//! the device has them) and as dispatch + wait on the host, rotating between several copies of
-//! inputs small enough to stay in the GPU's last-level cache, and report medians.
+//! the device has them) and as dispatch + wait on the host, and batches of back-to-back
+//! dispatches on the GPU (the way a peer's many launches between two events are timed),
+//! rotating between several copies of inputs small enough to stay in the GPU's last-level
+//! cache, and report medians.
 
 use std::time::{Duration, Instant};
 
@@ -129,6 +131,55 @@ pub fn time(
         plausible
     });
     Ok(Timing { gpu, wall, runs })
+}
+
+/// Back-to-back batches last about this long each.
+const BATCH: Duration = Duration::from_millis(20);
+/// Fewest and most dispatches in one back-to-back batch.
+const LAUNCHES: (usize, usize) = (10, 200);
+
+/// How many dispatches one back-to-back batch of a kernel taking `per_dispatch` holds: about
+/// [`BATCH`] of work, within [`LAUNCHES`].
+pub fn launches_for(per_dispatch: Duration) -> usize {
+    let per = per_dispatch.as_secs_f64().max(1e-7);
+    ((BATCH.as_secs_f64() / per) as usize).clamp(LAUNCHES.0, LAUNCHES.1)
+}
+
+/// GPU time per dispatch of `launches` dispatches of `case` in a row, rotating through `sets`:
+/// one timed submission holds them all (dispatches that write what an earlier one touched are
+/// ordered by a barrier, as a stream orders a peer's launches), and its GPU time over
+/// `launches` is one sample; the median of at least three batches, up to seven within `budget`.
+/// `None` where the device cannot measure GPU time or its timer queries are implausible.
+pub fn back_to_back(
+    backend: &Runtime,
+    program: &Program,
+    case: &dyn Case,
+    sets: &[Vec<Buffer>],
+    launches: usize,
+    budget: Duration,
+) -> Result<Option<Duration>> {
+    if !backend.measures_gpu_time() {
+        return Ok(None);
+    }
+    let launches = launches.max(1);
+    let mut per_dispatch = Vec::new();
+    let started = Instant::now();
+    while per_dispatch.len() < 7 && (per_dispatch.len() < 3 || started.elapsed() < budget) {
+        let mut commands = backend.commands();
+        for i in 0..launches {
+            case.record(&mut commands, program, &sets[i % sets.len()])?;
+        }
+        let t = Instant::now();
+        let submission = backend.submit_timed(commands)?;
+        submission.wait(DISPATCH_TIMEOUT)?;
+        let wall = t.elapsed();
+        match submission.gpu_time() {
+            // As in `time`: software renderers end the query before their threads run the work.
+            Some(time) if time * 1000 >= wall => per_dispatch.push(time / launches as u32),
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(median(&mut per_dispatch)))
 }
 
 fn median(values: &mut [Duration]) -> Duration {
