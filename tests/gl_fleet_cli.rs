@@ -170,3 +170,32 @@ fn a_bad_remote_setting_is_a_clear_error_and_a_dead_remote_is_not() {
     let run = ok(&["run", "saxpy"], dir.path(), &dead);
     assert!(run.contains("result: correct"), "{run}");
 }
+
+#[test]
+fn bench_fleet_measures_every_scenario_and_a_fresh_machine_hits() {
+    let Some(redis) = remote_support::redis_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let output = sparkle(
+        &["bench-fleet", "--repeats", "1", "--latencies", "0", "--json", "--remote", &redis.url()],
+        dir.path(),
+        // The measured processes inherit it: hits must not depend on how loaded the machine is.
+        &[("SPARKLE_CACHE_REMOTE_BUDGET_MS".into(), "20000".into())],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let scenarios = report["scenarios"].as_array().unwrap();
+    let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["cold", "warm", "fresh, remote warm (+0 ms)", "cold, dead remote", "warm, dead remote"],
+        "{report}"
+    );
+    let fresh = &scenarios[2];
+    assert_eq!(
+        (fresh["compiles"][0].as_u64(), fresh["remote_hits"][0].as_u64()),
+        (Some(0), Some(3)),
+        "{report}"
+    );
+    assert!(scenarios.iter().all(|s| s["correct"] == true), "{report}");
+    assert!(report["method"].as_str().unwrap().contains("fresh processes"));
+}

@@ -45,6 +45,13 @@ pub struct Options {
     json_out: Option<PathBuf>,
 }
 
+impl Options {
+    /// The defaults, with `repeats` runs per scenario (for `bench --fleet`).
+    pub fn with_repeats(repeats: usize, json: bool) -> Options {
+        Options { repeats, remote: None, latencies: vec![0, 20, 200], json, json_out: None }
+    }
+}
+
 #[derive(Serialize)]
 struct Scenario {
     name: String,

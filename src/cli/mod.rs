@@ -104,6 +104,11 @@ enum Command {
         /// 1×1, stride 2, channels not a multiple of 4) instead of the targets' sizes.
         #[arg(long)]
         shapes: bool,
+        /// Then the fleet scenarios of `bench-fleet` (a fresh machine with a warm remote at 0, 20
+        /// and 200 ms, a dead remote), with the same number of repetitions.
+        #[cfg(feature = "remote")]
+        #[arg(long)]
+        fleet: bool,
     },
     /// Draws the chart (SVG) of a saved `sparkle bench --json-out` report, without measuring.
     Chart {
@@ -212,18 +217,30 @@ pub fn run() -> CliResult<ExitCode> {
             overheads,
             chart,
             shapes,
-        } => bench::run(bench::Options {
-            json,
-            repeats: repeats.max(1),
-            peers,
-            quick,
-            startup: !no_startup,
-            json_out,
-            backends: backends.as_deref().map(backends::parse).transpose()?.unwrap_or_default(),
-            overheads,
-            chart,
-            set: problem_set(shapes),
-        }),
+            #[cfg(feature = "remote")]
+            fleet,
+        } => {
+            let code = bench::run(bench::Options {
+                json,
+                repeats: repeats.max(1),
+                peers,
+                quick,
+                startup: !no_startup,
+                json_out,
+                backends: backends.as_deref().map(backends::parse).transpose()?.unwrap_or_default(),
+                overheads,
+                chart,
+                set: problem_set(shapes),
+            })?;
+            #[cfg(feature = "remote")]
+            if fleet {
+                let fleet_code = bench_fleet::run(bench_fleet::Options::with_repeats(repeats.max(1), json))?;
+                if code == ExitCode::SUCCESS {
+                    return Ok(fleet_code);
+                }
+            }
+            Ok(code)
+        }
         Command::Chart { report, out } => chart::from_file(&report, &out),
         Command::Tune { kernel, sizes, force, quick, shapes, json } => {
             tune::run(kernel.as_deref(), &sizes, force, quick, json, problem_set(shapes))
