@@ -176,25 +176,26 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let publisher = child(&fresh("publisher", 0), Some(&url))?;
     let hot = fresh("hot", 0);
     child(&hot, None)?;
-    let mut scenarios = Vec::new();
-    let mut measure = |name: String, run: &mut dyn FnMut(usize) -> CliResult<ChildReport>| -> CliResult<()> {
-        step(&name);
-        let runs = (0..repeats).map(&mut *run).collect::<CliResult<Vec<_>>>()?;
-        scenarios.push(scenario(name, runs));
-        Ok(())
-    };
-    // Interleaving would be fairer to drifting clocks; scenarios are short and run back to back.
-    measure("cold".into(), &mut |i| child(&fresh("cold", i), None))?;
-    measure("warm".into(), &mut |_| child(&hot, None))?;
-    for &latency in &options.latencies {
-        proxy.set_mode(if latency == 0 { Mode::Pass } else { Mode::latency(Duration::from_millis(latency)) });
-        measure(format!("fresh, remote warm (+{latency} ms)"), &mut |i| {
-            child(&fresh(&format!("fresh-{latency}"), i), Some(&url))
-        })?;
+    // Every repetition runs every scenario once, so that a drifting clock or a busy moment
+    // lands on all of them alike.
+    let mut names = vec!["cold".to_owned(), "warm".to_owned()];
+    names.extend(options.latencies.iter().map(|latency| format!("fresh, remote warm (+{latency} ms)")));
+    names.extend(["cold, dead remote".to_owned(), "warm, dead remote".to_owned()]);
+    let mut runs: Vec<Vec<ChildReport>> = names.iter().map(|_| Vec::new()).collect();
+    for i in 0..repeats {
+        step(&format!("repetition {} of {repeats}", i + 1));
+        runs[0].push(child(&fresh("cold", i), None)?);
+        runs[1].push(child(&hot, None)?);
+        for (slot, &latency) in options.latencies.iter().enumerate() {
+            proxy.set_mode(if latency == 0 { Mode::Pass } else { Mode::latency(Duration::from_millis(latency)) });
+            runs[2 + slot].push(child(&fresh(&format!("fresh-{latency}"), i), Some(&url))?);
+        }
+        proxy.set_mode(Mode::Pass);
+        let dead_slot = 2 + options.latencies.len();
+        runs[dead_slot].push(child(&fresh("cold-dead", i), Some(&dead))?);
+        runs[dead_slot + 1].push(child(&hot, Some(&dead))?);
     }
-    proxy.set_mode(Mode::Pass);
-    measure("cold, dead remote".into(), &mut |i| child(&fresh("cold-dead", i), Some(&dead)))?;
-    measure("warm, dead remote".into(), &mut |_| child(&hot, Some(&dead)))?;
+    let scenarios: Vec<Scenario> = names.into_iter().zip(runs).map(|(name, runs)| scenario(name, runs)).collect();
     drop(own);
 
     let find = |name: &str| scenarios.iter().find(|s| s.name == name).map_or(f64::NAN, |s| s.median_ms);
