@@ -10,6 +10,7 @@ mod pipeline;
 mod progress;
 mod run;
 mod table;
+mod transfer;
 mod tune;
 
 use std::process::ExitCode;
@@ -122,6 +123,9 @@ enum Command {
     BenchOverhead(overhead::Options),
     /// conv2d over a stream of batches: synchronous vs pipelined, with each stage alone.
     BenchPipeline(pipeline::Options),
+    /// Upload and read-back speed, 4 KiB to 256 MiB, plain and staging buffers (PyTorch's
+    /// pageable and pinned copies beside them with --peers).
+    BenchTransfer(transfer::Options),
     /// Inspects and maintains the on-disk program cache.
     Cache {
         #[command(subcommand)]
@@ -194,6 +198,7 @@ pub fn run() -> CliResult<ExitCode> {
         }
         Command::BenchPipeline(options) => pipeline::run(options),
         Command::BenchOverhead(options) => overhead::run(options),
+        Command::BenchTransfer(options) => transfer::run(options),
         Command::Cache { action } => cache::run(action),
         Command::BenchChild { no_cache } => bench::child(no_cache),
     }
