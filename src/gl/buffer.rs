@@ -6,6 +6,7 @@
 
 use std::ptr::NonNull;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use glow::HasContext;
 
@@ -191,6 +192,23 @@ impl GlBuffer {
         self.live.thread().call(move |state| {
             // SAFETY: as in `write`: the caller's `out` outlives this job.
             read_on_thread(state, id, offset, unsafe { target.as_slice() })
+        })?
+    }
+
+    /// Reads `out.len()` bytes at `offset` into `out` in one GL-thread job that first lets
+    /// submission `fence` settle, polling for a short window; `false` if it had not by then
+    /// (nothing read). Saves a synchronous read-back the hand-offs of waiting on the caller's
+    /// thread first.
+    pub(crate) fn read_once_settled(&self, fence: u64, offset: u64, out: &mut [u8]) -> Result<bool, GlError> {
+        let id = self.id;
+        let target = HostBytesMut::of(out);
+        self.live.thread().call_keeping_fences(move |state| {
+            // A failed write leaves the read to the runtime, which reports the failure.
+            if !state.settle_briefly(fence) || state.timeline.wait(fence, Duration::ZERO).is_err() {
+                return Ok(false);
+            }
+            // SAFETY: as in `write`: the caller's `out` outlives this job.
+            read_on_thread(state, id, offset, unsafe { target.as_slice() }).map(|()| true)
         })?
     }
 }

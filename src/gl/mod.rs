@@ -227,6 +227,21 @@ impl hal::Device<Gl> for GlDevice {
         Ok(buffer.read(offset, out)?)
     }
 
+    fn read_buffer_once_settled(
+        &self,
+        buffer: &GlBuffer,
+        fence: u64,
+        offset: u64,
+        out: &mut [u8],
+    ) -> Result<bool> {
+        if buffer.mapping().is_some() || transfer::through_ring(out.len()) {
+            // A copy from the mapping needs no GL call, and a large read goes through the
+            // staging ring: the caller waits, then reads.
+            return Ok(false);
+        }
+        Ok(buffer.read_once_settled(fence, offset, out)?)
+    }
+
     fn submit(&self, commands: &[Command<'_, Gl>]) -> Result<u64> {
         self.post(commands, false)
     }

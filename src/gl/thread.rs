@@ -14,9 +14,10 @@
 //! waited for by a fence thread with a context sharing this one's while a job runs
 //! (`fences.rs`): a waiter never needs the GL thread — it may be busy inside a long dispatch
 //! (llvmpipe runs kernels inside the GL call) — and the GL thread never blocks on a fence.
-//! A read right behind the work that writes its buffer waits on the timeline on the caller's
-//! thread, then reads: a job that polled the fence on the GL thread and read at once saved no
-//! time on the H100 and made the round trip's p90 3–8× its median, against 1.1–1.2× this way.
+//! The one job that polls a fence is a read queued right behind the work that writes its buffer
+//! (`GlState::settle_briefly`): a synchronous round trip then needs no trip through the caller's
+//! thread between the fence and the read, and the job gives up after the polling window, or as
+//! soon as another job is queued, leaving longer work to the timeline.
 //!
 //! Exit safety: NVIDIA's driver crashed (SIGSEGV in `glDeleteBuffers`) when the GL thread was
 //! still deleting objects, queued by drops at the end of `main`, while the main thread ran the
@@ -45,6 +46,9 @@ type Job = Box<dyn FnOnce(&mut GlState) + Send>;
 /// A job in the queue.
 struct Queued {
     job: Job,
+    /// The job polls the GL thread's fences itself (a read that waits for the write before
+    /// it): pending fences stay with the GL thread instead of going to the fence thread.
+    keeps_fences: bool,
     /// The job is a submission (`submit::execute`): the one before it may leave its fence to it.
     submission: bool,
     /// The job only issues work the driver queues at once (dispatches, barriers: no copy, which
@@ -86,6 +90,8 @@ pub(crate) struct GlState {
     pub fences: Fences,
     /// Submissions handed to `fences` and not settled yet (shared with the fence thread).
     unsettled: Arc<AtomicUsize>,
+    /// Jobs waiting behind the one running (shared with the queue).
+    queued: Arc<AtomicUsize>,
     /// The oldest polled fence the thread already polled for a window without waiting.
     spun_for: Option<u64>,
     /// Whether the job at the head of the queue is a submission (shared with the queue).
@@ -130,6 +136,17 @@ impl GlState {
     /// A polled submission settled (its fence signalled or failed).
     pub fn settled(&self) {
         self.unsettled.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// From inside a job: polls this thread's fences until submission `fence` has settled
+    /// (`true`), for at most the polling window and only while no other job waits (`false`:
+    /// still running; the caller waits on the timeline instead).
+    pub fn settle_briefly(&mut self, fence: u64) -> bool {
+        crate::hal::spin::poll_within(self.timeline.spin_window(), || {
+            super::submit::poll(self, Duration::ZERO);
+            self.timeline.reached(fence) || self.queued.load(Ordering::Acquire) > 0
+        });
+        self.timeline.reached(fence)
     }
 
     /// Drains `glGetError`, returning the first error seen.
@@ -387,6 +404,7 @@ impl GlThread {
                     context,
                     fences,
                     unsettled: thread_shared.unsettled.clone(),
+                    queued: thread_shared.queued.clone(),
                     spun_for: None,
                     next_is_submission: thread_shared.next_is_submission.clone(),
                     unfenced: Unfenced::default(),
@@ -417,7 +435,7 @@ impl GlThread {
 
     /// Queues `job` without waiting. A stopped thread (process exit) drops it unrun.
     pub fn post(&self, job: impl FnOnce(&mut GlState) + Send + 'static) {
-        self.post_queued(Queued { job: Box::new(job), submission: false, quick: false });
+        self.post_queued(Queued { job: Box::new(job), keeps_fences: false, submission: false, quick: false });
     }
 
     fn post_queued(&self, job: Queued) {
@@ -445,7 +463,12 @@ impl GlThread {
             return Err(GlError::ThreadGone);
         }
         let value = before();
-        let job = Queued { job: Box::new(move |state| job(state, value)), submission: true, quick };
+        let job = Queued {
+            job: Box::new(move |state| job(state, value)),
+            keeps_fences: false,
+            submission: true,
+            quick,
+        };
         self.shared.push(&mut queue, job);
         Ok(value)
     }
@@ -455,13 +478,29 @@ impl GlThread {
         &self,
         job: impl FnOnce(&mut GlState) -> R + Send + 'static,
     ) -> Result<R, GlError> {
+        self.call_queued(job, false)
+    }
+
+    /// [`call`](Self::call) for a job that polls fences itself ([`GlState::settle_briefly`]).
+    pub fn call_keeping_fences<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut GlState) -> R + Send + 'static,
+    ) -> Result<R, GlError> {
+        self.call_queued(job, true)
+    }
+
+    fn call_queued<R: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut GlState) -> R + Send + 'static,
+        keeps_fences: bool,
+    ) -> Result<R, GlError> {
         let (reply, result) = mpsc::sync_channel(1);
         let job = Box::new(move |state: &mut GlState| {
             let outcome =
                 catch_unwind(AssertUnwindSafe(|| job(state))).map_err(|panic| panic_message(&*panic));
             let _ = reply.send(outcome);
         });
-        self.post_queued(Queued { job, submission: false, quick: false });
+        self.post_queued(Queued { job, keeps_fences, submission: false, quick: false });
         // Most jobs take microseconds: poll for the reply before sleeping on it.
         let mut early = None;
         crate::hal::spin::poll_within(self.shared.timeline.spin_window(), || match result.try_recv() {
@@ -550,8 +589,8 @@ fn serve(shared: &Shared, mut state: GlState) {
             }
         };
         match job {
-            Some(Queued { job, quick, .. }) => {
-                if !quick {
+            Some(Queued { job, keeps_fences, quick, .. }) => {
+                if !keeps_fences && !quick {
                     state.fences.hand_off();
                 }
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| job(&mut state))) {
@@ -720,8 +759,12 @@ mod tests {
         let refused =
             submit(|id| vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 0, size: 64 }], false);
         let after = submit(|_| vec![Step::Barrier], false);
+        // A read that settles its writer first never reads after a failed one.
+        let mut out = [0u8; 16];
+        assert!(!buffer.read_once_settled(refused, 0, &mut out).unwrap());
         let wait = |fence| timeline.wait(fence, Duration::from_secs(30));
         assert!(wait(after).unwrap(), "the last submission completes");
+        assert!(buffer.read_once_settled(after, 0, &mut out).unwrap(), "read once its writer settled");
         assert!(wait(empty).unwrap() && wait(timed).unwrap());
         let err = wait(refused).unwrap_err();
         assert!(err.to_string().contains("copy"), "{err}");
