@@ -8,9 +8,11 @@
 //! A fence (`glFenceSync` + `glFlush`) and the wait for it cost the driver several times what a
 //! small dispatch does, so a submission with another submission queued right behind it leaves
 //! its fence to that one: one context's work completes in order, so the later fence covers
-//! both. Runs of such submissions are bounded (`MAX_UNFENCED`), so a waiter never waits long
-//! for a fence; a submission followed by anything else — a read, an upload, nothing — is
-//! fenced at once, which keeps a lone round trip and a pipeline's overlap as they were.
+//! both. Runs of such submissions are bounded (`MAX_UNFENCED`); the price is that a waiter on
+//! a submission inside a run sees it complete when the run's fence signals, after the GPU has
+//! also run the submissions queued behind it (at most 32). A submission followed by anything
+//! else — a read, an upload, nothing — is fenced at once, which keeps a lone round trip and a
+//! pipeline's overlap as they were (a pipeline's feeder uploads between its submissions).
 
 use std::time::Duration;
 
