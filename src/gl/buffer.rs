@@ -106,7 +106,12 @@ const PARALLEL_MIN: usize = 1 << 20;
 /// large transfer).
 fn in_pieces(len: usize, copy: impl Fn(usize, usize) + Sync) {
     let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4));
-    if len < PARALLEL_MIN || threads == 1 {
+    in_pieces_on(len, threads, copy);
+}
+
+/// [`in_pieces`] on at most `threads` threads.
+fn in_pieces_on(len: usize, threads: usize, copy: impl Fn(usize, usize) + Sync) {
+    if len < PARALLEL_MIN || threads <= 1 {
         copy(0, len);
         return;
     }
@@ -324,6 +329,31 @@ fn create_mapped(state: &mut GlState, size: i32) -> Result<(glow::NativeBuffer, 
             unsafe { state.gl().delete_buffer(id) };
             let reason = error.map_or("glMapBufferRange returned no pointer", super::error::error_name);
             Err(failed(format!("a persistently mapped staging buffer: {reason}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte is copied exactly once, whatever the length and the number of threads.
+    #[test]
+    fn pieces_cover_every_byte_once() {
+        for threads in [1, 2, 3, 4] {
+            for len in
+                [0, 1, 4095, PARALLEL_MIN - 1, PARALLEL_MIN, PARALLEL_MIN + 1, 3 * PARALLEL_MIN + 12_345]
+            {
+                let seen: Vec<std::sync::atomic::AtomicU8> = (0..len).map(|_| Default::default()).collect();
+                in_pieces_on(len, threads, |from, to| {
+                    assert!(from <= to && to <= len, "{from}..{to} of {len}");
+                    for byte in &seen[from..to] {
+                        byte.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+                let wrong = seen.iter().position(|b| b.load(std::sync::atomic::Ordering::Relaxed) != 1);
+                assert_eq!(wrong, None, "{len} bytes on {threads} threads");
+            }
         }
     }
 }
