@@ -1,4 +1,4 @@
-//! `sparkle bench-overhead`, `sparkle bench --backends` and `sparkle chart` as users run them: the
+//! `sparkle bench-overhead`, `bench-transfer`, `bench --backends` and `chart` as users run them: the
 //! overhead measurement on this machine's GL device with a tiny loop (its structure and its check
 //! against the CPU, never its timings), unknown backend names refused with the valid ones listed,
 //! and a chart drawn from a saved report.
@@ -219,4 +219,25 @@ fn peers_get_our_launch_count_and_input_copies_and_both_ratios_are_recorded() {
     }
     let saxpy = rows.iter().find(|r| r["key"].as_str().unwrap().starts_with("saxpy")).unwrap();
     assert!(saxpy["input_copies"].as_u64().unwrap() > 1, "a problem that fits in cache is rotated: {saxpy}");
+}
+
+#[test]
+fn the_transfer_bench_moves_every_size_each_way_and_checks_the_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    // One size below the staging ring's threshold and one through it (5 MB: a ragged last chunk).
+    let args = ["bench-transfer", "--size", "4096", "--size", "5000000", "--json"];
+    let output = sparkle(&args, dir.path());
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["correct"], true, "{report:#}");
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.iter().map(|r| r["bytes"].as_u64().unwrap()).collect::<Vec<_>>(), [4096, 5_000_000]);
+    for row in rows {
+        for way in ["plain_up_gbps", "plain_down_gbps", "staged_up_gbps", "staged_down_gbps"] {
+            let speed = row[way].as_f64().unwrap();
+            assert!(speed.is_finite() && speed > 0.0, "{way}: {row:#}");
+        }
+    }
+    let zero = sparkle(&["bench-transfer", "--size", "0"], dir.path());
+    assert_eq!(zero.status.code(), Some(2), "a zero size is a usage error: {}", text(&zero));
 }

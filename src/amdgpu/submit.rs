@@ -54,6 +54,8 @@ struct State {
     pending: VecDeque<Pending>,
     spare: Vec<Buffer>,
     lost: Option<crate::Error>,
+    /// A reset lost VRAM: even completed submissions' results are gone.
+    vram_lost: bool,
     encoder: SubmissionEncoder,
     dispatch_id: u64,
 }
@@ -86,6 +88,7 @@ impl Queue {
                 pending: VecDeque::new(),
                 spare: Vec::new(),
                 lost: None,
+                vram_lost: false,
                 encoder: SubmissionEncoder::new(gfx),
                 dispatch_id: 0,
             }),
@@ -201,14 +204,19 @@ impl Queue {
 
     /// Waits for `fence`: `Ok(true)` once it completed, `Ok(false)` after `timeout`; a reset of
     /// the GPU or a failed wait is an error naming the context's state.
+    ///
+    /// A submission the kernel reports completed (its fence signalled without an error) did its
+    /// work even when a later submission of the context has since faulted and the context is
+    /// guilty: that later failure is the later submission's, and the earlier result stays
+    /// readable unless the reset lost VRAM.
     pub fn wait(&self, fence: u64, timeout: Duration) -> crate::Result<bool> {
         let seq = {
             let state = self.lock();
+            if fence <= state.completed && !state.vram_lost {
+                return Ok(true);
+            }
             if let Some(lost) = &state.lost {
                 return Err(lost.clone());
-            }
-            if fence <= state.completed {
-                return Ok(true);
             }
             if fence > state.issued {
                 return Err(crate::Error::new(
@@ -231,6 +239,13 @@ impl Queue {
             Err(err) => Some(format!("the context state could not be read ({err})")),
         };
         if let Some(reason) = unhealthy {
+            let vram_lost = matches!(&health, Ok(context) if context.vram_lost);
+            if matches!(status, Ok(WaitStatus::Completed)) && health.is_ok() && !vram_lost {
+                // This submission finished before the failure, which belongs to a later one:
+                // waiting for that one asks the kernel and reports its own error.
+                retire_through(&mut state, fence);
+                return Ok(true);
+            }
             let detail = match &status {
                 Ok(WaitStatus::Busy) => format!("the GPU did not finish in {} ms", timeout.as_millis()),
                 Ok(WaitStatus::Completed) => "the submission ended".to_owned(),
@@ -240,6 +255,7 @@ impl Queue {
                 "{detail}, and {reason}; every unfinished submission of this device is lost: open the device again"
             )));
             state.lost.get_or_insert(error.clone());
+            state.vram_lost |= vram_lost;
             return Err(error);
         }
         match status {

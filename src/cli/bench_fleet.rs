@@ -187,7 +187,11 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         runs[0].push(child(&fresh("cold", i), None)?);
         runs[1].push(child(&hot, None)?);
         for (slot, &latency) in options.latencies.iter().enumerate() {
-            proxy.set_mode(if latency == 0 { Mode::Pass } else { Mode::latency(Duration::from_millis(latency)) });
+            proxy.set_mode(if latency == 0 {
+                Mode::Pass
+            } else {
+                Mode::latency(Duration::from_millis(latency))
+            });
             runs[2 + slot].push(child(&fresh(&format!("fresh-{latency}"), i), Some(&url))?);
         }
         proxy.set_mode(Mode::Pass);
@@ -195,7 +199,8 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         runs[dead_slot].push(child(&fresh("cold-dead", i), Some(&dead))?);
         runs[dead_slot + 1].push(child(&hot, Some(&dead))?);
     }
-    let scenarios: Vec<Scenario> = names.into_iter().zip(runs).map(|(name, runs)| scenario(name, runs)).collect();
+    let scenarios: Vec<Scenario> =
+        names.into_iter().zip(runs).map(|(name, runs)| scenario(name, runs)).collect();
     drop(own);
 
     let find = |name: &str| scenarios.iter().find(|s| s.name == name).map_or(f64::NAN, |s| s.median_ms);

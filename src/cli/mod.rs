@@ -17,6 +17,7 @@ mod pipeline;
 mod progress;
 mod run;
 mod table;
+mod transfer;
 mod tune;
 
 use std::process::ExitCode;
@@ -145,6 +146,9 @@ enum Command {
     /// warm remote (Redis) at added latencies, against cold and warm, and a dead remote.
     #[cfg(feature = "remote")]
     BenchFleet(bench_fleet::Options),
+    /// Upload and read-back speed, 4 KiB to 256 MiB, plain and staging buffers (PyTorch's
+    /// pageable and pinned copies beside them with --peers).
+    BenchTransfer(transfer::Options),
     /// Inspects and maintains the on-disk program cache.
     Cache {
         #[command(subcommand)]
@@ -249,6 +253,7 @@ pub fn run() -> CliResult<ExitCode> {
         Command::BenchOverhead(options) => overhead::run(options),
         #[cfg(feature = "remote")]
         Command::BenchFleet(options) => bench_fleet::run(options),
+        Command::BenchTransfer(options) => transfer::run(options),
         Command::Cache { action } => cache::run(action),
         Command::BenchChild { no_cache } => bench::child(no_cache),
     }

@@ -5,7 +5,10 @@
 //!   per dispatch, and all of them recorded into one submission; plain: the calls in a loop);
 //! - dispatch → result round trip: one small saxpy, wait, read back (median);
 //! - program switch: the one-submission loop alternating two programs against the same loop with
-//!   one program, per switch.
+//!   one program, per switch;
+//! - with `--peers`, PyTorch on the same GPU: its tiny-op stream (`x.add_(1.0)`, one synchronize
+//!   at the end) and its round trips (`add_` then `.item()`; `add_` then `.cpu()` of the same
+//!   1024 floats), timed on the wall clock as Sparkle's side is (`scripts/overhead_peers.py`).
 //!
 //! Every loop is saxpy with `a = 2` over small integers, so each result is exact: each side's
 //! output is compared with the CPU's `y₀ + k·a·x` after every loop and every round trip, and a
@@ -58,6 +61,9 @@ pub struct Options {
     /// Also write the JSON report to this file.
     #[arg(long)]
     pub json_out: Option<std::path::PathBuf>,
+    /// Also run PyTorch's tiny-op stream and round trips (scripts/overhead_peers.py, python3).
+    #[arg(long)]
+    pub peers: bool,
 }
 
 impl Options {
@@ -70,6 +76,7 @@ impl Options {
             repeats: None,
             elements: 1024,
             json_out: None,
+            peers: false,
         }
     }
 }
@@ -161,12 +168,39 @@ pub struct OverheadReport {
     pub correct: bool,
     /// What did not match, if anything.
     pub mismatches: Vec<String>,
+    /// PyTorch on the same GPU, with `--peers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<OverheadPeer>,
+}
+
+/// PyTorch's side (wall clock, as Sparkle's).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OverheadPeer {
+    pub device: String,
+    pub torch: String,
+    /// `x.add_(1.0)` on 1024 floats, many in a row, one synchronize: per op.
+    pub tiny_op_stream_us: f64,
+    /// `add_` then `.item()` of a one-element tensor.
+    pub item_round_trip_median_us: f64,
+    pub item_round_trip_p90_us: f64,
+    /// `add_` then `.cpu()` of 1024 floats (the bytes Sparkle's round trip reads).
+    pub cpu_round_trip_median_us: f64,
+    pub cpu_round_trip_p90_us: f64,
 }
 
 pub fn run(options: Options) -> CliResult<ExitCode> {
     let started = Instant::now();
     let runtime = Runtime::open_backend("gl", &CacheConfig::from_env()?)?;
-    let report = measure(&runtime, &options, started)?;
+    let mut report = measure(&runtime, &options, started)?;
+    if options.peers {
+        step(started, "PyTorch peers");
+        let args = ["overhead".to_owned(), report.dispatches.to_string(), report.round_trip.runs.to_string()];
+        let output = super::transfer::peers_script(&args, std::iter::empty())?;
+        report.peer = Some(
+            serde_json::from_slice(&output)
+                .map_err(|err| format!("the peers script printed no report ({err})"))?,
+        );
+    }
     if let Some(path) = &options.json_out {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
             .map_err(|err| format!("cannot write the JSON report to {}: {err}", path.display()))?;
@@ -288,6 +322,7 @@ pub fn measure(runtime: &Runtime, options: &Options, started: Instant) -> CliRes
         program_switch,
         correct: check.mismatches.is_empty(),
         mismatches: check.mismatches,
+        peer: None,
     })
 }
 
@@ -577,6 +612,20 @@ pub fn render(report: &OverheadReport) -> String {
         &["side", "one program", "two alternating", "per switch (target < 10)"],
         &rows,
     ));
+    if let Some(peer) = &report.peer {
+        out.push_str(&format!(
+            "\nPyTorch {} on {} (wall clock, as above):\n  tiny-op stream (x.add_(1.0), one synchronize): {:.2} µs per op\n  \
+             add_ + .item(): median {:.1} µs, p90 {:.1} µs\n  add_ + .cpu() of {} floats: median {:.1} µs, p90 {:.1} µs\n",
+            peer.torch,
+            peer.device,
+            peer.tiny_op_stream_us,
+            peer.item_round_trip_median_us,
+            peer.item_round_trip_p90_us,
+            report.elements,
+            peer.cpu_round_trip_median_us,
+            peer.cpu_round_trip_p90_us
+        ));
+    }
     out.push_str(&format!("correct: {}\n", if report.correct { "yes" } else { "NO" }));
     for mismatch in &report.mismatches {
         out.push_str(&format!("  {mismatch}\n"));

@@ -55,14 +55,14 @@ struct Worker {
     source: String,
 }
 
-struct State {
+pub(super) struct State {
     context: EglContext,
     /// Linked programs by GLSL text, kept for the thread's life.
     programs: HashMap<String, Linked>,
 }
 
 #[derive(Clone, Copy)]
-struct Linked {
+pub(super) struct Linked {
     program: glow::NativeProgram,
     x_binding: u32,
     y_binding: u32,
@@ -182,7 +182,7 @@ impl Baseline {
         })?
     }
 
-    fn call<R: Send + 'static>(
+    pub(super) fn call<R: Send + 'static>(
         &self,
         job: impl FnOnce(&mut State) -> R + Send + 'static,
     ) -> Result<R, GlError> {
@@ -209,7 +209,7 @@ pub struct RoundTripSteps {
 }
 
 /// The text the gl backend would compile for `kernel`.
-fn glsl_of(kernel: &BaselineKernel) -> Result<Assembled, GlError> {
+pub(super) fn glsl_of(kernel: &BaselineKernel) -> Result<Assembled, GlError> {
     let invalid = |problem: String| GlError::Compile { kernel: kernel.spec.name.clone(), log: problem };
     let source = match kernel.spec.source(SourceLanguage::Glsl, <super::Gl as crate::hal::Api>::NAME) {
         Ok(KernelSource::Glsl(source)) => source,
@@ -250,11 +250,11 @@ fn spawn() -> Result<Worker, GlError> {
 }
 
 impl State {
-    fn gl(&self) -> &glow::Context {
+    pub(super) fn gl(&self) -> &glow::Context {
         &self.context.gl
     }
 
-    fn program(&mut self, source: &Assembled) -> Result<Linked, GlError> {
+    pub(super) fn program(&mut self, source: &Assembled) -> Result<Linked, GlError> {
         if let Some(linked) = self.programs.get(&source.text) {
             return Ok(*linked);
         }
@@ -264,7 +264,7 @@ impl State {
     }
 }
 
-fn driver_error(gl: &glow::Context, operation: &str) -> Result<(), GlError> {
+pub(super) fn driver_error(gl: &glow::Context, operation: &str) -> Result<(), GlError> {
     match super::error::take_error(gl) {
         None => Ok(()),
         Some(code) => Err(GlError::Driver {
@@ -315,16 +315,16 @@ fn link(
 }
 
 /// `x` and `y` as shader storage buffers.
-struct Buffers {
-    x: glow::NativeBuffer,
-    y: glow::NativeBuffer,
+pub(super) struct Buffers {
+    pub(super) x: glow::NativeBuffer,
+    pub(super) y: glow::NativeBuffer,
     x_bytes: i32,
-    y_bytes: i32,
+    pub(super) y_bytes: i32,
     elements: u32,
 }
 
 impl Buffers {
-    fn create(gl: &glow::Context, inputs: &SaxpyInputs) -> Result<Buffers, GlError> {
+    pub(super) fn create(gl: &glow::Context, inputs: &SaxpyInputs) -> Result<Buffers, GlError> {
         let too_big = || GlError::BufferCreation {
             size: (inputs.x.len() * 4) as u64,
             reason: "the baseline's buffers are at most 2 GiB".into(),
@@ -374,7 +374,7 @@ impl Buffers {
         Ok(buffers)
     }
 
-    fn read_y(&self, gl: &glow::Context) -> Vec<f32> {
+    pub(super) fn read_y(&self, gl: &glow::Context) -> Vec<f32> {
         let mut y = vec![0f32; self.elements as usize];
         // SAFETY: the context is current on the baseline thread; `y` holds exactly the buffer's
         // bytes.
@@ -386,7 +386,7 @@ impl Buffers {
         y
     }
 
-    fn delete(&self, gl: &glow::Context) {
+    pub(super) fn delete(&self, gl: &glow::Context) {
         // SAFETY: the context is current on the baseline thread; both buffers were made by it
         // and are deleted once, after the work that used them was waited for.
         unsafe {
@@ -400,7 +400,13 @@ impl Buffers {
 ///
 /// # Safety
 /// The context must be current on this thread, and `program` and `buffers` made by it.
-unsafe fn dispatch(gl: &glow::Context, program: &Linked, buffers: &Buffers, a: f32, groups: [u32; 3]) {
+pub(super) unsafe fn dispatch(
+    gl: &glow::Context,
+    program: &Linked,
+    buffers: &Buffers,
+    a: f32,
+    groups: [u32; 3],
+) {
     // SAFETY: per this function's contract.
     unsafe {
         gl.use_program(Some(program.program));
@@ -431,7 +437,7 @@ fn fence_and_wait(gl: &glow::Context) -> Result<(), GlError> {
 }
 
 /// Fences everything issued so far and flushes it to the GPU.
-fn fence_and_flush(gl: &glow::Context) -> Result<glow::NativeFence, GlError> {
+pub(super) fn fence_and_flush(gl: &glow::Context) -> Result<glow::NativeFence, GlError> {
     // SAFETY: the context is current on the baseline thread.
     unsafe {
         let fence = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map_err(|reason| GlError::Driver {
@@ -445,7 +451,7 @@ fn fence_and_flush(gl: &glow::Context) -> Result<glow::NativeFence, GlError> {
 }
 
 /// Waits until `fence` signals, then deletes it.
-fn wait_and_delete(gl: &glow::Context, fence: glow::NativeFence) -> Result<(), GlError> {
+pub(super) fn wait_and_delete(gl: &glow::Context, fence: glow::NativeFence) -> Result<(), GlError> {
     // SAFETY: the context is current on the baseline thread; the fence was made on it and is
     // deleted once.
     unsafe {

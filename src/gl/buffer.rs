@@ -42,23 +42,41 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    /// Copies `data` in at `offset`; the runtime checked the range and that no unfinished work
-    /// uses the buffer.
+    /// Copies `data` in at `offset` (split over a few threads when large); the runtime checked
+    /// the range and that no unfinished work uses the buffer.
     pub(crate) fn write(&self, offset: u64, data: &[u8]) -> Result<(), GlError> {
         let start = self.check(offset, data.len())?;
         let _guard = self.copying.lock().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: `start + data.len() <= len` was checked and the mapping covers `len` bytes;
-        // `data` is host memory, never the mapping itself.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(start), data.len()) };
+        let base = self.ptr.as_ptr() as usize + start;
+        in_pieces(data.len(), |from, to| {
+            // SAFETY: `start + data.len() <= len` was checked; the pieces are disjoint parts of
+            // the checked range, and `data` is host memory, never the mapping itself.
+            unsafe {
+                std::ptr::copy_nonoverlapping(data[from..to].as_ptr(), (base + from) as *mut u8, to - from)
+            };
+        });
         Ok(())
     }
 
-    /// Copies `out.len()` bytes at `offset` out; every write of the buffer completed.
+    /// Copies `out.len()` bytes at `offset` out (split over a few threads when large); every
+    /// write of the buffer completed.
     pub(crate) fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), GlError> {
         let start = self.check(offset, out.len())?;
         let _guard = self.copying.lock().unwrap_or_else(PoisonError::into_inner);
-        // SAFETY: as in `write`, with the mapping as the source.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(start), out.as_mut_ptr(), out.len()) };
+        let base = self.ptr.as_ptr() as usize + start;
+        let len = out.len();
+        let target = out.as_mut_ptr() as usize;
+        in_pieces(len, |from, to| {
+            // SAFETY: as in `write`, with the mapping as the source; each piece writes
+            // its own disjoint part of `out`, which outlives the scoped threads.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    (base + from) as *const u8,
+                    (target + from) as *mut u8,
+                    to - from,
+                )
+            };
+        });
         Ok(())
     }
 
@@ -78,6 +96,33 @@ impl Mapping {
             }),
         }
     }
+}
+
+/// Below this, a copy stays on the calling thread.
+const PARALLEL_MIN: usize = 1 << 20;
+
+/// Runs `copy(from, to)` over `len` bytes in disjoint pieces: on the calling thread for small
+/// copies, else on a few scoped threads (a single core's memory copies are the slow part of a
+/// large transfer).
+fn in_pieces(len: usize, copy: impl Fn(usize, usize) + Sync) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4));
+    in_pieces_on(len, threads, copy);
+}
+
+/// [`in_pieces`] on at most `threads` threads.
+fn in_pieces_on(len: usize, threads: usize, copy: impl Fn(usize, usize) + Sync) {
+    if len < PARALLEL_MIN || threads <= 1 {
+        copy(0, len);
+        return;
+    }
+    let piece = len.div_ceil(threads).next_multiple_of(4096);
+    std::thread::scope(|scope| {
+        let copy = &copy;
+        for from in (piece..len).step_by(piece) {
+            scope.spawn(move || copy(from, (from + piece).min(len)));
+        }
+        copy(0, piece.min(len));
+    });
 }
 
 impl Drop for GlBuffer {
@@ -126,44 +171,96 @@ impl GlBuffer {
         self.mapping.as_ref()
     }
 
-    /// Writes `data` at `offset` (checked by the runtime).
-    pub(crate) fn write(&self, offset: u64, data: Vec<u8>) -> Result<(), GlError> {
+    /// Writes `data` at `offset` (checked by the runtime), straight from the caller's memory.
+    pub(crate) fn write(&self, offset: u64, data: &[u8]) -> Result<(), GlError> {
         let id = self.id;
+        let source = HostBytes::of(data);
         self.live.thread().call(move |state| {
+            // SAFETY: `call` returns only once this job has run or was dropped unrun, so the
+            // caller's `data` outlives every use of `source` here.
+            let data = unsafe { source.as_slice() };
             // SAFETY: the context is current on the GL thread; the runtime checked the range
             // against the buffer's size, which fits in i32.
             unsafe {
                 state.gl().bind_buffer(glow::COPY_WRITE_BUFFER, Some(id));
-                state.gl().buffer_sub_data_u8_slice(glow::COPY_WRITE_BUFFER, offset as i32, &data);
+                state.gl().buffer_sub_data_u8_slice(glow::COPY_WRITE_BUFFER, offset as i32, data);
                 state.gl().bind_buffer(glow::COPY_WRITE_BUFFER, None);
             }
             state.check("buffer upload")
         })?
     }
 
-    /// Reads `len` bytes at `offset` (checked by the runtime).
-    pub(crate) fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, GlError> {
+    /// Reads `out.len()` bytes at `offset` (checked by the runtime) straight into `out`.
+    pub(crate) fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), GlError> {
         let id = self.id;
-        self.live.thread().call(move |state| read_on_thread(state, id, offset, len))?
+        let target = HostBytesMut::of(out);
+        self.live.thread().call(move |state| {
+            // SAFETY: as in `write`: the caller's `out` outlives this job.
+            read_on_thread(state, id, offset, unsafe { target.as_slice() })
+        })?
     }
 
-    /// Reads `len` bytes at `offset` in one GL-thread job that first lets submission `fence`
-    /// settle, polling for a short window; `None` if it had not by then (nothing read). Saves
-    /// a synchronous read-back the hand-offs of waiting on the caller's thread first.
-    pub(crate) fn read_once_settled(
-        &self,
-        fence: u64,
-        offset: u64,
-        len: usize,
-    ) -> Result<Option<Vec<u8>>, GlError> {
+    /// Reads `out.len()` bytes at `offset` into `out` in one GL-thread job that first lets
+    /// submission `fence` settle, polling for a short window; `false` if it had not by then
+    /// (nothing read). Saves a synchronous read-back the hand-offs of waiting on the caller's
+    /// thread first.
+    pub(crate) fn read_once_settled(&self, fence: u64, offset: u64, out: &mut [u8]) -> Result<bool, GlError> {
         let id = self.id;
+        let target = HostBytesMut::of(out);
         self.live.thread().call_keeping_fences(move |state| {
             // A failed write leaves the read to the runtime, which reports the failure.
             if !state.settle_briefly(fence) || state.timeline.wait(fence, Duration::ZERO).is_err() {
-                return Ok(None);
+                return Ok(false);
             }
-            read_on_thread(state, id, offset, len).map(Some)
+            // SAFETY: as in `write`: the caller's `out` outlives this job.
+            read_on_thread(state, id, offset, unsafe { target.as_slice() }).map(|()| true)
         })?
+    }
+}
+
+/// The caller's bytes, lent to a job on the GL thread for the length of a synchronous call.
+struct HostBytes {
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: only dereferenced by the job of a `GlThread::call`, while the caller that lent the
+// bytes is blocked in that call.
+unsafe impl Send for HostBytes {}
+
+impl HostBytes {
+    fn of(data: &[u8]) -> Self {
+        Self { ptr: data.as_ptr(), len: data.len() }
+    }
+
+    /// # Safety
+    /// The lent slice must still be alive and not written meanwhile.
+    unsafe fn as_slice<'a>(&self) -> &'a [u8] {
+        // SAFETY: per the contract; `ptr` and `len` came from one slice.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// The caller's buffer, lent to a job on the GL thread for the length of a synchronous call.
+struct HostBytesMut {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: as for `HostBytes`.
+unsafe impl Send for HostBytesMut {}
+
+impl HostBytesMut {
+    fn of(out: &mut [u8]) -> Self {
+        Self { ptr: out.as_mut_ptr(), len: out.len() }
+    }
+
+    /// # Safety
+    /// The lent slice must still be alive and used by nobody else meanwhile.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn as_slice<'a>(&self) -> &'a mut [u8] {
+        // SAFETY: per the contract; `ptr` and `len` came from one exclusive slice.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 }
 
@@ -171,17 +268,16 @@ fn read_on_thread(
     state: &GlState,
     id: glow::NativeBuffer,
     offset: u64,
-    len: usize,
-) -> Result<Vec<u8>, GlError> {
-    let mut out = vec![0u8; len];
+    out: &mut [u8],
+) -> Result<(), GlError> {
     // SAFETY: the context is current on the GL thread; the range was checked. Shader writes are
     // made visible by the barrier that ends every submission.
     unsafe {
         state.gl().bind_buffer(glow::COPY_READ_BUFFER, Some(id));
-        state.gl().get_buffer_sub_data(glow::COPY_READ_BUFFER, offset as i32, &mut out);
+        state.gl().get_buffer_sub_data(glow::COPY_READ_BUFFER, offset as i32, out);
         state.gl().bind_buffer(glow::COPY_READ_BUFFER, None);
     }
-    state.check("buffer download").map(|()| out)
+    state.check("buffer download")
 }
 
 fn create(state: &mut GlState, size: i32, hint: u32) -> Result<glow::NativeBuffer, GlError> {
@@ -233,6 +329,31 @@ fn create_mapped(state: &mut GlState, size: i32) -> Result<(glow::NativeBuffer, 
             unsafe { state.gl().delete_buffer(id) };
             let reason = error.map_or("glMapBufferRange returned no pointer", super::error::error_name);
             Err(failed(format!("a persistently mapped staging buffer: {reason}")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte is copied exactly once, whatever the length and the number of threads.
+    #[test]
+    fn pieces_cover_every_byte_once() {
+        for threads in [1, 2, 3, 4] {
+            for len in
+                [0, 1, 4095, PARALLEL_MIN - 1, PARALLEL_MIN, PARALLEL_MIN + 1, 3 * PARALLEL_MIN + 12_345]
+            {
+                let seen: Vec<std::sync::atomic::AtomicU8> = (0..len).map(|_| Default::default()).collect();
+                in_pieces_on(len, threads, |from, to| {
+                    assert!(from <= to && to <= len, "{from}..{to} of {len}");
+                    for byte in &seen[from..to] {
+                        byte.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+                let wrong = seen.iter().position(|b| b.load(std::sync::atomic::Ordering::Relaxed) != 1);
+                assert_eq!(wrong, None, "{len} bytes on {threads} threads");
+            }
         }
     }
 }

@@ -11,7 +11,11 @@
 //! poll on the first (about 35 µs per fence against 13 µs, H100, 580.159.04), so the fence
 //! thread settles everything queued to it with one wait on the newest fence (one context's
 //! fences signal in submission order), and the GL thread signals none of its own fences before
-//! those handed off have completed, so fences complete in order.
+//! those handed off have completed, so fences complete in order. Its waits also slow the GL
+//! thread's own calls, so a job that only queues dispatches (a stream of small submissions)
+//! keeps the fences with the GL thread, which polls them as the stream goes by; and an idle GL
+//! thread hands fences still pending after its polling window to the fence thread rather than
+//! checking on them now and then.
 //!
 //! Where the driver gives no second context (or `SPARKLE_GL_FENCES=poll`), the GL thread keeps
 //! every fence and polls between jobs.
@@ -102,6 +106,11 @@ impl Fences {
             }
             self.handed_off = fence;
         }
+    }
+
+    /// Whether there is a fence thread to hand fences to.
+    pub fn has_thread(&self) -> bool {
+        self.thread.is_some()
     }
 
     /// The oldest fence the GL thread polls, if any.

@@ -18,8 +18,10 @@ mod glsl;
 mod interface;
 mod live;
 mod program;
+pub mod study;
 mod submit;
 mod thread;
+mod transfer;
 
 use std::path::Path;
 use std::time::Duration;
@@ -62,6 +64,8 @@ pub struct GlDevice {
     live: LiveGuard,
     probe: Probe,
     info: DeviceInfo,
+    /// Staging buffers for large transfers of plain buffers (`transfer.rs`).
+    ring: transfer::RingCell,
 }
 
 impl GlDevice {
@@ -96,7 +100,7 @@ impl GlDevice {
             class: if probe.is_cpu_renderer() { DeviceClass::Cpu } else { DeviceClass::Gpu },
         };
         tracing::info!(device = %info.name, version = %probe.version, "gl backend ready");
-        Ok(Self { live: thread.acquire(), probe, info })
+        Ok(Self { live: thread.acquire(), probe, info, ring: transfer::RingCell::default() })
     }
 
     fn thread(&self) -> &GlThread {
@@ -112,10 +116,12 @@ impl GlDevice {
             steps.insert(0, Step::ClientMappedBarrier);
             steps.push(Step::ClientMappedBarrier);
         }
+        let quick = !timed && steps.iter().all(|step| !matches!(step, Step::Copy { .. }));
         let timeline = self.thread().timeline().clone();
-        let fence = self.thread().post_ordered(
+        let fence = self.thread().post_submission(
             || timeline.issue(),
             move |state, fence| submit::execute(state, fence, steps, timed),
+            quick,
         )?;
         Ok(fence)
     }
@@ -193,16 +199,32 @@ impl hal::Device<Gl> for GlDevice {
         if let Some(mapping) = buffer.mapping() {
             return Ok(mapping.write(offset, data)?);
         }
-        Ok(buffer.write(offset, data.to_vec())?)
+        if transfer::through_ring(data.len()) && self.probe.buffer_storage {
+            let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
+                self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
+            };
+            let thread = self.thread();
+            if self.ring.with(thread, |ring| ring.upload(thread, &post, buffer, offset, data))?.is_some() {
+                return Ok(());
+            }
+        }
+        Ok(buffer.write(offset, data)?)
     }
 
     fn read_buffer(&self, buffer: &GlBuffer, offset: u64, out: &mut [u8]) -> Result<()> {
         if let Some(mapping) = buffer.mapping() {
             return Ok(mapping.read(offset, out)?);
         }
-        let bytes = buffer.read(offset, out.len())?;
-        out.copy_from_slice(&bytes);
-        Ok(())
+        if transfer::through_ring(out.len()) && self.probe.buffer_storage {
+            let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
+                self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
+            };
+            let thread = self.thread();
+            if self.ring.with(thread, |ring| ring.download(thread, &post, buffer, offset, out))?.is_some() {
+                return Ok(());
+            }
+        }
+        Ok(buffer.read(offset, out)?)
     }
 
     fn read_buffer_once_settled(
@@ -212,17 +234,12 @@ impl hal::Device<Gl> for GlDevice {
         offset: u64,
         out: &mut [u8],
     ) -> Result<bool> {
-        if buffer.mapping().is_some() {
-            // A copy from the mapping needs no GL call: the caller waits and copies.
+        if buffer.mapping().is_some() || transfer::through_ring(out.len()) {
+            // A copy from the mapping needs no GL call, and a large read goes through the
+            // staging ring: the caller waits, then reads.
             return Ok(false);
         }
-        match buffer.read_once_settled(fence, offset, out.len())? {
-            Some(bytes) => {
-                out.copy_from_slice(&bytes);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(buffer.read_once_settled(fence, offset, out)?)
     }
 
     fn submit(&self, commands: &[Command<'_, Gl>]) -> Result<u64> {

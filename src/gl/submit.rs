@@ -4,13 +4,22 @@
 //! and the polling of those fences on the GL thread where there is no fence thread. A timed
 //! submission is wrapped in a `GL_TIME_ELAPSED` query whose result is read once its fence has
 //! signalled.
+//!
+//! A fence (`glFenceSync` + `glFlush`) and the wait for it cost the driver several times what a
+//! small dispatch does, so a submission with another submission queued right behind it leaves
+//! its fence to that one: one context's work completes in order, so the later fence covers
+//! both. Runs of such submissions are bounded (`MAX_UNFENCED`); the price is that a waiter on
+//! a submission inside a run sees it complete when the run's fence signals, after the GPU has
+//! also run the submissions queued behind it (at most 32). A submission followed by anything
+//! else — a read, an upload, nothing — is fenced at once, which keeps a lone round trip and a
+//! pipeline's overlap as they were (a pipeline's feeder uploads between its submissions).
 
 use std::time::Duration;
 
 use glow::HasContext;
 
 use super::fences::Watch;
-use super::thread::GlState;
+use super::thread::{GlState, Unfenced};
 use super::GlError;
 use crate::hal::ScalarValue;
 
@@ -20,6 +29,9 @@ pub(crate) const ALL_BARRIERS: u32 =
 
 /// GPU times kept for submissions whose owner has not read them yet, at most.
 const UNREAD_TIMES: usize = 1024;
+
+/// Most submissions in a row that leave their fence to the next one.
+const MAX_UNFENCED: usize = 32;
 
 /// One recorded command with the GL names it needs.
 pub(crate) enum Step {
@@ -43,7 +55,8 @@ pub(crate) enum Step {
     ClientMappedBarrier,
 }
 
-/// Runs a submission's steps and fences it; `timed` wraps them in a timer query.
+/// Runs a submission's steps and fences it (or leaves the fence to the submission queued
+/// behind it); `timed` wraps them in a timer query.
 pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, timed: bool) {
     let started = std::time::Instant::now();
     state.take_error();
@@ -53,50 +66,74 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, timed: 
         // SAFETY: the context is current on the GL thread and a TIME_ELAPSED query is active.
         unsafe { state.gl().end_query(glow::TIME_ELAPSED) };
     }
-    let sync = match outcome {
+    match outcome {
         Ok(()) => {
             // SAFETY: the context is current on the GL thread.
-            let sync = unsafe {
-                state.gl().memory_barrier(ALL_BARRIERS);
-                let sync = state.gl().fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0);
-                state.gl().flush();
-                sync
-            };
-            match sync {
-                Ok(sync) => Some(sync),
-                Err(reason) => {
-                    let error = GlError::Driver {
-                        operation: format!("glFenceSync ({reason})"),
-                        code: 0,
-                        name: "no fence",
-                    };
-                    state.timeline.fail(fence, error.into());
-                    None
+            unsafe { state.gl().memory_barrier(ALL_BARRIERS) };
+            let unfenced = state.unfenced;
+            let streaming = state.next_is_submission();
+            if query.is_none() && unfenced.count < MAX_UNFENCED && streaming {
+                state.unfenced = Unfenced { newest: Some(fence), count: unfenced.count + 1 };
+            } else {
+                fence_through(state, fence, query);
+                if streaming {
+                    // A stream of submissions keeps this thread busy: signal what already
+                    // completed now rather than when it goes idle (a poll does not wait).
+                    poll(state, Duration::ZERO);
                 }
             }
         }
         Err(error) => {
+            // The work before it must not be reported complete with this failure.
+            if let Some(newest) = state.unfenced.newest {
+                fence_through(state, newest, None);
+            }
             state.timeline.fail(fence, error.into());
-            None
+            if let Some(query) = query {
+                // SAFETY: the context is current on the GL thread; the query ended above and
+                // is deleted once. A failed submission reports no GPU time.
+                unsafe { state.gl().delete_query(query) };
+            }
+            state.watch(Watch { fence, sync: None, query: None });
         }
-    };
-    // A failed submission reports no GPU time.
-    let query = match (sync, query) {
-        (None, Some(query)) => {
-            // SAFETY: the context is current on the GL thread; the query ended above and is
-            // deleted once.
-            unsafe { state.gl().delete_query(query) };
-            None
-        }
-        (_, query) => query,
-    };
-    state.watch(Watch { fence, sync, query });
+    }
     tracing::trace!(
         fence,
         steps = steps.len(),
         micros = started.elapsed().as_micros() as u64,
         "submission issued"
     );
+}
+
+/// Fences every submission up to `fence` (the ones that ran without a fence of their own and
+/// `fence` itself) and hands the fence on to be waited for.
+fn fence_through(state: &mut GlState, fence: u64, query: Option<glow::NativeQuery>) {
+    state.unfenced = Unfenced::default();
+    state.fences_made += 1;
+    // SAFETY: the context is current on the GL thread.
+    let sync = unsafe {
+        let sync = state.gl().fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0);
+        state.gl().flush();
+        sync
+    };
+    match sync {
+        Ok(sync) => state.watch(Watch { fence, sync: Some(sync), query }),
+        Err(reason) => {
+            // Without a fence, nothing tells when the work is over: let it end here, so that
+            // the submissions this fence covers are not reported complete while they run.
+            // SAFETY: as above; the query ended and is deleted once.
+            unsafe {
+                state.gl().finish();
+                if let Some(query) = query {
+                    state.gl().delete_query(query);
+                }
+            }
+            let error =
+                GlError::Driver { operation: format!("glFenceSync ({reason})"), code: 0, name: "no fence" };
+            state.timeline.fail(fence, error.into());
+            state.watch(Watch { fence, sync: None, query: None });
+        }
+    }
 }
 
 /// Starts a `GL_TIME_ELAPSED` query; `None` (and a warning) if the driver has no timer queries,

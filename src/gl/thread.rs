@@ -31,7 +31,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, Once, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,13 @@ struct Queued {
     /// The job polls the GL thread's fences itself (a read that waits for the write before
     /// it): pending fences stay with the GL thread instead of going to the fence thread.
     keeps_fences: bool,
+    /// The job is a submission (`submit::execute`): the one before it may leave its fence to it.
+    submission: bool,
+    /// The job only issues work the driver queues at once (dispatches, barriers: no copy, which
+    /// this driver may run on the CPU, no timer): pending fences stay with the GL thread, which
+    /// polls them as a stream of such jobs goes by. Handing them to the fence thread instead
+    /// would have its waits in the driver contend with this thread's calls on every job.
+    quick: bool,
 }
 
 /// How long the thread sleeps between checks of a fence that is still pending after the polling
@@ -87,14 +94,37 @@ pub(crate) struct GlState {
     queued: Arc<AtomicUsize>,
     /// The oldest polled fence the thread already polled for a window without waiting.
     spun_for: Option<u64>,
+    /// Whether the job at the head of the queue is a submission (shared with the queue).
+    next_is_submission: Arc<AtomicBool>,
+    /// Submissions that ran without a fence of their own, newest last: the next fence covers
+    /// them (one context's work completes in order). See `submit::execute`.
+    pub(crate) unfenced: Unfenced,
+    /// Fences made so far (each covers one or more submissions).
+    pub(crate) fences_made: u64,
     pub timeline: Arc<Timeline>,
     /// GPU time of timed submissions that completed, by fence, until the runtime takes it.
     pub gpu_times: Arc<Mutex<HashMap<u64, Duration>>>,
 }
 
+/// Successful submissions run since the last fence.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Unfenced {
+    /// The newest of them.
+    pub newest: Option<u64>,
+    /// How many.
+    pub count: usize,
+}
+
 impl GlState {
     pub fn gl(&self) -> &glow::Context {
         &self.context.gl
+    }
+
+    /// Whether the next job queued is a submission, which will fence (or pass the fence on)
+    /// for the one running now. A snapshot: only this thread takes jobs off the queue, so a
+    /// `true` stays true until this thread takes that job.
+    pub fn next_is_submission(&self) -> bool {
+        self.next_is_submission.load(Ordering::Acquire)
     }
 
     /// Hands a submission's fence on to be waited for, in submission order.
@@ -165,6 +195,8 @@ struct Shared {
     unsettled: Arc<AtomicUsize>,
     /// Jobs queued (mirrors `Queue::jobs.len()`), for the idle thread's polling window.
     queued: Arc<AtomicUsize>,
+    /// Whether `Queue::jobs.front()` is a submission (mirrors it; written under the lock).
+    next_is_submission: Arc<AtomicBool>,
     /// The fence thread, once started (absent where the GL thread polls).
     fence_thread: OnceLock<Arc<FenceThreadControl>>,
     /// GL objects and devices alive on this thread's context.
@@ -178,6 +210,24 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `job` on the locked `queue` and wakes the thread if it sleeps.
+    fn push(&self, queue: &mut Queue, job: Queued) {
+        if queue.jobs.is_empty() {
+            self.next_is_submission.store(job.submission, Ordering::Release);
+        }
+        queue.jobs.push_back(job);
+        self.queued.fetch_add(1, Ordering::Release);
+        self.wake_worker(queue);
+    }
+
+    /// Takes the next job off the locked `queue`.
+    fn pop(&self, queue: &mut Queue) -> Option<Queued> {
+        let job = queue.jobs.pop_front()?;
+        self.queued.fetch_sub(1, Ordering::Release);
+        self.next_is_submission.store(queue.jobs.front().is_some_and(|j| j.submission), Ordering::Release);
+        Some(job)
     }
 
     /// Wakes the GL thread if it sleeps; `queue` is the locked queue.
@@ -312,6 +362,7 @@ impl GlThread {
             progress: Condvar::new(),
             unsettled: Arc::default(),
             queued: Arc::default(),
+            next_is_submission: Arc::default(),
             fence_thread: OnceLock::new(),
             live: AtomicUsize::new(0),
             timeline: Arc::new(Timeline::new()),
@@ -355,6 +406,9 @@ impl GlThread {
                     unsettled: thread_shared.unsettled.clone(),
                     queued: thread_shared.queued.clone(),
                     spun_for: None,
+                    next_is_submission: thread_shared.next_is_submission.clone(),
+                    unfenced: Unfenced::default(),
+                    fences_made: 0,
                     timeline: thread_shared.timeline.clone(),
                     gpu_times: thread_shared.gpu_times.clone(),
                 };
@@ -381,7 +435,7 @@ impl GlThread {
 
     /// Queues `job` without waiting. A stopped thread (process exit) drops it unrun.
     pub fn post(&self, job: impl FnOnce(&mut GlState) + Send + 'static) {
-        self.post_queued(Queued { job: Box::new(job), keeps_fences: false });
+        self.post_queued(Queued { job: Box::new(job), keeps_fences: false, submission: false, quick: false });
     }
 
     fn post_queued(&self, job: Queued) {
@@ -389,17 +443,17 @@ impl GlThread {
         if queue.stopped {
             return;
         }
-        queue.jobs.push_back(job);
-        self.shared.queued.fetch_add(1, Ordering::Release);
-        self.shared.wake_worker(&queue);
+        self.shared.push(&mut queue, job);
     }
 
-    /// Queues `job` and returns the value `before` computed while the queue was locked, so that
-    /// values such as fence numbers follow the queue order.
-    pub fn post_ordered<T>(
+    /// Queues the submission `job` (it runs `submit::execute`) and returns the value `before`
+    /// computed while the queue was locked, so that values such as fence numbers follow the
+    /// queue order. `quick`: it holds only dispatches and barriers and is not timed.
+    pub fn post_submission<T>(
         &self,
         before: impl FnOnce() -> T,
         job: impl FnOnce(&mut GlState, T) + Send + 'static,
+        quick: bool,
     ) -> Result<T, GlError>
     where
         T: Copy + Send + 'static,
@@ -409,9 +463,13 @@ impl GlThread {
             return Err(GlError::ThreadGone);
         }
         let value = before();
-        queue.jobs.push_back(Queued { job: Box::new(move |state| job(state, value)), keeps_fences: false });
-        self.shared.queued.fetch_add(1, Ordering::Release);
-        self.shared.wake_worker(&queue);
+        let job = Queued {
+            job: Box::new(move |state| job(state, value)),
+            keeps_fences: false,
+            submission: true,
+            quick,
+        };
+        self.shared.push(&mut queue, job);
         Ok(value)
     }
 
@@ -442,7 +500,7 @@ impl GlThread {
                 catch_unwind(AssertUnwindSafe(|| job(state))).map_err(|panic| panic_message(&*panic));
             let _ = reply.send(outcome);
         });
-        self.post_queued(Queued { job, keeps_fences });
+        self.post_queued(Queued { job, keeps_fences, submission: false, quick: false });
         // Most jobs take microseconds: poll for the reply before sleeping on it.
         let mut early = None;
         crate::hal::spin::poll_within(self.shared.timeline.spin_window(), || match result.try_recv() {
@@ -507,8 +565,7 @@ fn serve(shared: &Shared, mut state: GlState) {
                     // Park for good: returning would tear the context down during exit.
                     park_forever(shared, state);
                 }
-                if let Some(job) = queue.jobs.pop_front() {
-                    shared.queued.fetch_sub(1, Ordering::Release);
+                if let Some(job) = shared.pop(&mut queue) {
                     queue.busy = true;
                     break Some(job);
                 }
@@ -532,8 +589,8 @@ fn serve(shared: &Shared, mut state: GlState) {
             }
         };
         match job {
-            Some(Queued { job, keeps_fences }) => {
-                if !keeps_fences {
+            Some(Queued { job, keeps_fences, quick, .. }) => {
+                if !keeps_fences && !quick {
                     state.fences.hand_off();
                 }
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| job(&mut state))) {
@@ -550,6 +607,10 @@ fn serve(shared: &Shared, mut state: GlState) {
                         super::submit::poll(&mut state, Duration::ZERO);
                         !state.fences.polls_pending() || shared.queued.load(Ordering::Acquire) > 0
                     });
+                } else if state.fences.has_thread() {
+                    // Longer work: the fence thread waits for it in the driver, while this
+                    // thread sleeps until the next job.
+                    state.fences.hand_off();
                 } else {
                     // Longer work: check again after a while, or as soon as a job arrives; the
                     // thread never blocks in the driver, so a job never waits for a fence.
@@ -686,9 +747,10 @@ mod tests {
         let submit = |steps: fn(glow::NativeBuffer) -> Vec<Step>, timed: bool| {
             let timeline = timeline.clone();
             thread
-                .post_ordered(
+                .post_submission(
                     move || timeline.issue(),
                     move |state, fence| submit::execute(state, fence, steps(id), timed),
+                    false,
                 )
                 .unwrap()
         };
@@ -698,10 +760,11 @@ mod tests {
             submit(|id| vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 0, size: 64 }], false);
         let after = submit(|_| vec![Step::Barrier], false);
         // A read that settles its writer first never reads after a failed one.
-        assert!(buffer.read_once_settled(refused, 0, 16).unwrap().is_none());
+        let mut out = [0u8; 16];
+        assert!(!buffer.read_once_settled(refused, 0, &mut out).unwrap());
         let wait = |fence| timeline.wait(fence, Duration::from_secs(30));
         assert!(wait(after).unwrap(), "the last submission completes");
-        assert_eq!(buffer.read_once_settled(after, 0, 16).unwrap().map(|bytes| bytes.len()), Some(16));
+        assert!(buffer.read_once_settled(after, 0, &mut out).unwrap(), "read once its writer settled");
         assert!(wait(empty).unwrap() && wait(timed).unwrap());
         let err = wait(refused).unwrap_err();
         assert!(err.to_string().contains("copy"), "{err}");
@@ -709,6 +772,69 @@ mod tests {
         assert!(thread.take_gpu_time(empty).is_none() && thread.take_gpu_time(after).is_none());
         assert!(thread.shared.drain(Duration::from_secs(30), true), "every fence settles");
         assert_eq!(thread.shared.unsettled.load(Ordering::Acquire), 0);
+    }
+
+    /// Submissions queued back to back share fences, in bounded runs; a refused one in the
+    /// middle of a run fails alone and the ones before it still complete.
+    fn queued_submissions_share_fences(thread: &GlThread) {
+        use super::super::buffer::GlBuffer;
+        use super::super::submit::{self, Step};
+        use crate::hal::BufferUsage;
+
+        let buffer = GlBuffer::create(thread, 16, BufferUsage::Input, false).unwrap();
+        let id = buffer.id;
+        let timeline = thread.timeline().clone();
+        let made_before = thread.call(|state| state.fences_made).unwrap();
+        // Holds the GL thread so that every submission below is queued before the first runs.
+        let (release, hold) = mpsc::channel::<()>();
+        thread.post(move |_| {
+            let _ = hold.recv();
+        });
+        const COUNT: u64 = 100;
+        const REFUSED: u64 = 60;
+        let fences: Vec<u64> = (0..COUNT)
+            .map(|i| {
+                let steps = if i == REFUSED {
+                    vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 0, size: 64 }]
+                } else {
+                    vec![Step::Barrier]
+                };
+                let timeline = timeline.clone();
+                // Only the copy is not quick (it hands pending fences to the fence thread).
+                let quick = i != REFUSED;
+                thread
+                    .post_submission(
+                        move || timeline.issue(),
+                        move |state, fence| submit::execute(state, fence, steps, false),
+                        quick,
+                    )
+                    .unwrap()
+            })
+            .collect();
+        release.send(()).unwrap();
+        for (i, &fence) in fences.iter().enumerate() {
+            let outcome = timeline.wait(fence, Duration::from_secs(30));
+            if i as u64 == REFUSED {
+                assert!(outcome.unwrap_err().to_string().contains("copy"), "submission {i}");
+            } else {
+                assert!(outcome.unwrap(), "submission {i} completes");
+            }
+        }
+        assert!(thread.shared.drain(Duration::from_secs(30), true), "every fence settles");
+        let made = thread.call(|state| state.fences_made).unwrap() - made_before;
+        // Runs of at most 33 (32 that defer + the one that fences): 0–32 and 33–59 (fenced by
+        // the refused one, which makes no fence of its own), then 61–93 and 94–99 (the last
+        // one finds nothing queued behind it).
+        assert_eq!(made, 4, "fences for {COUNT} queued submissions");
+        assert_eq!(thread.call(|state| state.unfenced.count).unwrap(), 0, "nothing is left unfenced");
+    }
+
+    #[test]
+    fn queued_submissions_share_fences_on_both_kinds_of_waits() {
+        let (thread, _) = GlThread::shared().expect("a GL context (Mesa's llvmpipe is enough)");
+        queued_submissions_share_fences(&thread);
+        let (polled, _, _) = GlThread::spawn(None, FenceWaits::Polled).expect("a GL context");
+        queued_submissions_share_fences(&polled);
     }
 
     #[test]

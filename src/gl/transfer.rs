@@ -1,0 +1,177 @@
+//! Large uploads and read-backs of plain (unmapped) buffers, through a ring of persistently
+//! mapped staging buffers: the host copies a chunk into one ring buffer while the GPU copies
+//! the chunk before it out of another, so the copy engine and the host's memory copies overlap,
+//! and the host copies of a chunk are split over a few threads. On the H100 (driver 580.159.04)
+//! `glBufferSubData` / `glGetBufferSubData` moved 5–12 GB/s depending on the size, with the
+//! host's memory copy, not the GPU's, as the slow part (`sparkle bench-transfer --study`).
+//!
+//! The ring belongs to the device and is made on the first large transfer; transfers take it in
+//! turn. Each chunk's GPU copy is an ordinary submission on the device's timeline, so a ring
+//! buffer is reused only once the copy that used it has completed, and GL's ordering puts every
+//! later command on the destination after the copies of an upload.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use super::buffer::GlBuffer;
+use super::thread::GlThread;
+use super::GlError;
+use crate::hal::BufferUsage;
+
+/// Transfers of at least this many bytes go through the ring, unless
+/// `SPARKLE_GL_TRANSFER_RING_MIN` (bytes) says otherwise.
+const RING_MIN: usize = 4 << 20;
+
+/// The environment variable that moves the threshold (for measurements).
+pub const RING_MIN_ENV: &str = "SPARKLE_GL_TRANSFER_RING_MIN";
+
+/// Whether a transfer of `len` bytes goes through the ring.
+pub(crate) fn through_ring(len: usize) -> bool {
+    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let min = *MIN.get_or_init(|| {
+        std::env::var(RING_MIN_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(RING_MIN)
+    });
+    len >= min.max(1)
+}
+
+/// Bytes per ring buffer (and per GPU copy).
+const CHUNK: usize = 8 << 20;
+
+/// Ring buffers: enough for host copies and GPU copies to overlap with some slack.
+const SLOTS: usize = 4;
+
+/// How long one chunk's GPU copy may take.
+const CHUNK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The ring, or why there is none.
+pub(crate) struct Ring {
+    slots: Vec<GlBuffer>,
+    /// The fence of the last GPU copy that used each slot (0: none).
+    fences: [u64; SLOTS],
+}
+
+/// Where a chunk's GPU copy goes: `post` queues one copy and returns its fence.
+pub(crate) type PostCopy<'a> = dyn Fn(&GlBuffer, u64, &GlBuffer, u64, u64) -> crate::Result<u64> + 'a;
+
+/// The device's ring, made on first use.
+#[derive(Default)]
+pub(crate) struct RingCell {
+    ring: Mutex<Option<Ring>>,
+}
+
+impl RingCell {
+    /// Runs `transfer` with the ring (made now if needed); `Ok(None)`: the ring could not be
+    /// made, the caller transfers directly.
+    pub(crate) fn with<R>(
+        &self,
+        thread: &GlThread,
+        transfer: impl FnOnce(&mut Ring) -> crate::Result<R>,
+    ) -> crate::Result<Option<R>> {
+        let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
+        if ring.is_none() {
+            match Ring::new(thread) {
+                Ok(made) => *ring = Some(made),
+                Err(err) => {
+                    tracing::debug!(error = %err, "no staging ring for large transfers; they go through the driver");
+                    return Ok(None);
+                }
+            }
+        }
+        match ring.as_mut() {
+            Some(ring) => transfer(ring).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Ring {
+    fn new(thread: &GlThread) -> Result<Ring, GlError> {
+        let slots = (0..SLOTS)
+            .map(|_| GlBuffer::create(thread, CHUNK as u64, BufferUsage::Staging, true))
+            .collect::<Result<Vec<_>, _>>()?;
+        if slots.iter().any(|slot| slot.mapping().is_none()) {
+            return Err(GlError::BufferCreation {
+                size: CHUNK as u64,
+                reason: "the ring's buffers are not mapped".into(),
+            });
+        }
+        Ok(Ring { slots, fences: [0; SLOTS] })
+    }
+
+    /// Waits until the last GPU copy that used `slot` completed.
+    fn settle(&mut self, thread: &GlThread, slot: usize) -> crate::Result<()> {
+        let fence = std::mem::take(&mut self.fences[slot]);
+        if fence == 0 {
+            return Ok(());
+        }
+        match thread.timeline().wait(fence, CHUNK_TIMEOUT) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.fences[slot] = fence;
+                Err(crate::Error::new(
+                    crate::ErrorKind::Timeout,
+                    format!("a chunk of a transfer did not finish within {} s", CHUNK_TIMEOUT.as_secs()),
+                ))
+            }
+            Err(err) => Err(err.context("a chunk of a transfer failed")),
+        }
+    }
+
+    /// Copies `data` into `dst` at `offset`, chunk by chunk; returns once the last chunk's GPU
+    /// copy is queued (later commands on `dst` come after it).
+    pub(crate) fn upload(
+        &mut self,
+        thread: &GlThread,
+        post: &PostCopy<'_>,
+        dst: &GlBuffer,
+        offset: u64,
+        data: &[u8],
+    ) -> crate::Result<()> {
+        for (k, chunk) in data.chunks(CHUNK).enumerate() {
+            let slot = k % SLOTS;
+            self.settle(thread, slot)?;
+            let staging = &self.slots[slot];
+            staging.mapping().map_or(Ok(()), |m| m.write(0, chunk))?;
+            let at = offset + (k * CHUNK) as u64;
+            self.fences[slot] = post(staging, 0, dst, at, chunk.len() as u64)?;
+        }
+        Ok(())
+    }
+
+    /// Copies `out.len()` bytes of `src` at `offset` into `out`, chunk by chunk, with up to
+    /// `SLOTS` GPU copies ahead of the host's.
+    pub(crate) fn download(
+        &mut self,
+        thread: &GlThread,
+        post: &PostCopy<'_>,
+        src: &GlBuffer,
+        offset: u64,
+        out: &mut [u8],
+    ) -> crate::Result<()> {
+        let chunks = out.len().div_ceil(CHUNK);
+        let len = out.len();
+        let span = |k: usize| (k * CHUNK, (len - k * CHUNK).min(CHUNK));
+        let issue = |ring: &mut Ring, k: usize| -> crate::Result<()> {
+            let slot = k % SLOTS;
+            ring.settle(thread, slot)?;
+            let (start, size) = span(k);
+            ring.fences[slot] = post(src, offset + start as u64, &ring.slots[slot], 0, size as u64)?;
+            Ok(())
+        };
+        for k in 0..chunks.min(SLOTS) {
+            issue(self, k)?;
+        }
+        for k in 0..chunks {
+            let slot = k % SLOTS;
+            self.settle(thread, slot)?;
+            let (start, size) = span(k);
+            if let Some(mapping) = self.slots[slot].mapping() {
+                mapping.read(0, &mut out[start..start + size])?;
+            }
+            if k + SLOTS < chunks {
+                issue(self, k + SLOTS)?;
+            }
+        }
+        Ok(())
+    }
+}
