@@ -74,6 +74,18 @@ impl Breaker {
         }
     }
 
+    /// Opens the breaker now (a remote that never answered: its first failure says enough).
+    pub fn trip(&self) -> Tripped {
+        let mut state = self.state();
+        match *state {
+            State::Closed { .. } => {
+                *state = State::Open { until: Instant::now() + FIRST_BACKOFF, backoff: FIRST_BACKOFF };
+                Tripped::Opened(FIRST_BACKOFF)
+            }
+            State::Open { .. } | State::HalfOpen { .. } => Tripped::No,
+        }
+    }
+
     pub fn success(&self) {
         *self.state() = State::Closed { failures: 0 };
     }
@@ -127,6 +139,15 @@ mod tests {
         breaker.success();
         assert_eq!(breaker.permit_at(t2), Permit::Go);
         assert!(!breaker.is_open());
+    }
+
+    #[test]
+    fn a_trip_opens_at_once_and_probes_later() {
+        let breaker = Breaker::new();
+        assert_eq!(breaker.trip(), Tripped::Opened(FIRST_BACKOFF));
+        assert_eq!(breaker.trip(), Tripped::No);
+        assert_eq!(breaker.permit(), Permit::Skip);
+        assert_eq!(breaker.permit_at(Instant::now() + FIRST_BACKOFF), Permit::Probe);
     }
 
     #[test]

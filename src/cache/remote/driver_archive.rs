@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::envelope::Kind;
-use super::tier::{Background, RemoteTier};
+use super::tier::{Background, Probe, RemoteTier};
 use crate::cache::driver_dirs::{self, DriverFound};
 
 /// How long after the cache opened the first load or compile waits for a driver archive (or
@@ -33,8 +33,8 @@ use crate::cache::driver_dirs::{self, DriverFound};
 /// saves over a cold one for a few programs on NVIDIA (260 ms against 15 ms for the suite on an
 /// H100).
 pub(crate) const FETCH_BUDGET: Duration = Duration::from_millis(500);
-/// The archive is fetched only from a remote whose connecting round trip came back this soon:
-/// from a slower one, a cold driver cache costs less than waiting for it.
+/// The archive is fetched only from a remote that connected and answered a request within this
+/// (each): from a slower one, a cold driver cache costs less than waiting for it.
 const PROBE_BUDGET: Duration = Duration::from_millis(75);
 /// Unpacked archives larger than this are refused (a driver cache is tens of megabytes).
 const MAX_UNPACKED_BYTES: u64 = 2 << 30;
@@ -178,7 +178,7 @@ fn fetch_into(
     deadline: Instant,
     cancelled: &AtomicBool,
 ) -> Result<Option<u64>, String> {
-    if background.round_trip(probe).is_none_or(|round_trip| round_trip > probe) {
+    if !matches!(background.probe(probe), Probe::Ready(round_trip) if round_trip <= probe) {
         // A dead remote is warned about once by the tier; a slow one is simply not waited for.
         tracing::debug!(driver = %name, "the remote did not answer within {} ms; the driver cache starts cold", probe.as_millis());
         return Ok(None);

@@ -102,10 +102,10 @@ struct Shared {
     /// The last request failed outright (not merely slowly): publishing is pointless until one
     /// succeeds again.
     down: AtomicBool,
-    /// The round trip of the connecting ping: `None` while it is under way.
+    /// The first requests' outcome: one round trip on the open connection, or why connecting
+    /// failed; `None` while they are under way.
     probe: Mutex<Option<Result<Duration, String>>>,
     probed: std::sync::Condvar,
-    opened_at: Instant,
 }
 
 pub(crate) struct RemoteTier {
@@ -162,18 +162,30 @@ impl RemoteTier {
             down: AtomicBool::new(false),
             probe: Mutex::new(None),
             probed: std::sync::Condvar::new(),
-            opened_at: Instant::now(),
         });
-        // Connect now, so that the first lookup does not pay for it, and learn the round trip.
+        // Connect now, so that the first lookup does not pay for it, then time one request on
+        // the open connection: the round trip a lookup costs.
         let warm = Arc::clone(&shared);
         runtime.spawn(async move {
             let outcome = match warm.store.ping().await {
                 Ok(()) => {
+                    let started = Instant::now();
+                    warm.store.ping().await.map(|()| started.elapsed())
+                }
+                Err(err) => Err(err),
+            };
+            let outcome = match outcome {
+                Ok(round_trip) => {
                     warm.succeeded();
-                    Ok(warm.opened_at.elapsed())
+                    Ok(round_trip)
                 }
                 Err(err) => {
-                    warm.errored(&err.0);
+                    // Unreachable from the start: skip it from now on (the breaker probes it
+                    // again after its backoff) rather than letting every lookup find that out.
+                    warm.down.store(true, Relaxed);
+                    if let Tripped::Opened(backoff) = warm.breaker.trip() {
+                        warm.warn_skipped(backoff, &err.0);
+                    }
                     Err(err.0)
                 }
             };
@@ -220,15 +232,24 @@ impl RemoteTier {
     /// Looks `key` up, waiting at most its budget.
     pub fn lookup(&self, key: CacheKey) -> RemoteLookup {
         let counters = &self.shared.counters;
-        if self.is_rejected(key) || self.shared.breaker.permit() == Permit::Skip {
+        if self.is_rejected(key) {
             stats::add(&counters.skipped, 1);
             return RemoteLookup::Skipped;
         }
         let budget = self.budgets.for_key(key);
-        if self.slower_than(budget) {
-            // Connecting alone took longer than compiling: waiting could only lose time.
-            stats::add(&counters.hedged, 1);
-            return RemoteLookup::TimedOut;
+        // The first lookups wait for the connection the tier opened, within their budget.
+        match self.background().probe(budget) {
+            Probe::Ready(round_trip) if round_trip <= budget => {}
+            Probe::Failed => {}
+            // Connecting, or one request, takes longer than compiling: waiting could only lose.
+            Probe::Ready(_) | Probe::Pending => {
+                stats::add(&counters.hedged, 1);
+                return RemoteLookup::TimedOut;
+            }
+        }
+        if self.shared.breaker.permit() == Permit::Skip {
+            stats::add(&counters.skipped, 1);
+            return RemoteLookup::Skipped;
         }
         let (sender, receiver) = sync_channel(1);
         let name = self.name(key);
@@ -460,16 +481,6 @@ impl RemoteTier {
         }
     }
 
-    /// Whether the remote is known to answer slower than `budget`: its connecting round trip
-    /// took longer, or is still under way after longer.
-    fn slower_than(&self, budget: Duration) -> bool {
-        match &*self.shared.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
-            Some(Ok(round_trip)) => *round_trip > budget,
-            Some(Err(_)) => false,
-            None => self.shared.opened_at.elapsed() > budget,
-        }
-    }
-
     /// Shares the driver cache folders under `root` through the remote: on a machine's `first`
     /// open for this GPU starts fetching them in the background; publishes those that grew when
     /// the tier is dropped.
@@ -489,7 +500,7 @@ impl RemoteTier {
     /// Seals `payload` and stores it as `file` of this GPU's folder, replacing what is there
     /// (objects any machine may supersede, such as a driver cache archive), in the background.
     pub(crate) fn replace_object(&self, file: &str, kind: Kind, payload: Vec<u8>) {
-        if self.read_only || payload.len() > MAX_OBJECT_BYTES {
+        if self.read_only || self.shared.down.load(Relaxed) || payload.len() > MAX_OBJECT_BYTES {
             return;
         }
         let name = format!("{}/{file}", self.shared.gpu_folder);
@@ -548,6 +559,17 @@ impl RemoteTier {
     }
 }
 
+/// What the tier's first requests found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// Still connecting.
+    Pending,
+    /// Connected; one request took this long.
+    Ready(Duration),
+    /// Could not connect (the breaker decides when to try again).
+    Failed,
+}
+
 /// The part of the tier a helper thread may hold: its store, its state, its runtime.
 #[derive(Clone)]
 pub(crate) struct Background {
@@ -572,16 +594,20 @@ impl Background {
         }
     }
 
-    /// Waits at most `timeout` for the connecting round trip; `None` if it failed or is still
-    /// under way.
-    pub(crate) fn round_trip(&self, timeout: Duration) -> Option<Duration> {
+    /// Waits at most `timeout` for the tier's first requests: connecting, then one timed round
+    /// trip.
+    pub(crate) fn probe(&self, timeout: Duration) -> Probe {
         let probe = self.shared.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (probe, _) = self
             .shared
             .probed
             .wait_timeout_while(probe, timeout, |probe| probe.is_none())
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        probe.as_ref().and_then(|outcome| outcome.as_ref().ok().copied())
+        match &*probe {
+            None => Probe::Pending,
+            Some(Ok(round_trip)) => Probe::Ready(*round_trip),
+            Some(Err(_)) => Probe::Failed,
+        }
     }
 
     /// Fetches the object `file` of this GPU's folder and checks its envelope, kind and (with
@@ -633,16 +659,22 @@ impl Shared {
     /// Feeds a failure to the breaker; the first time it opens, says why the remote is skipped.
     fn failed(&self, why: &str) {
         if let Tripped::Opened(backoff) = self.breaker.failure() {
-            if !self.warned_skip.swap(true, Relaxed) {
-                tracing::warn!(
-                    remote = %self.url,
-                    "the remote program cache is skipped for {:.0} s after repeated failures (programs are \
-                     compiled here meanwhile, and it is tried again later): {why}",
-                    backoff.as_secs_f64()
-                );
-            } else {
-                tracing::debug!(remote = %self.url, "the remote program cache is skipped again: {why}");
-            }
+            self.warn_skipped(backoff, why);
+        }
+    }
+
+    /// The one warning saying why the remote is skipped; later openings of the breaker are
+    /// logged at debug level.
+    fn warn_skipped(&self, backoff: Duration, why: &str) {
+        if !self.warned_skip.swap(true, Relaxed) {
+            tracing::warn!(
+                remote = %self.url,
+                "the remote program cache is skipped for {:.0} s (programs are compiled here meanwhile, and it \
+                 is tried again later): {why}",
+                backoff.as_secs_f64()
+            );
+        } else {
+            tracing::debug!(remote = %self.url, "the remote program cache is skipped again: {why}");
         }
     }
 }
