@@ -1,7 +1,7 @@
 //! The amdgpu backend on a real RDNA2/RDNA3 card, through `sparkle::Runtime`: the suite
 //! (prebuilt code objects, no compiler needed) at sizes that are not multiples of the work-group
-//! or tile size, against the CPU references; user OpenCL C kernels compiled by clang-22; copies
-//! and several dispatches in one submission. Run on a machine with such a card:
+//! or tile size, against the CPU references; user OpenCL C kernels compiled by clang-22 (among
+//! them double precision); copies and several dispatches in one submission. Run on a machine with such a card:
 //!
 //!     cargo test --test amdgpu_hw -- --nocapture --test-threads=1
 //!
@@ -68,4 +68,10 @@ fn user_opencl_kernels_run() {
 fn copies_and_chained_dispatches_in_one_submission() {
     let Some(rt) = amdgpu("copies_and_chained_dispatches_in_one_submission") else { return };
     amdgpu_common::copies_and_chained_dispatches_in_one_submission(&rt, 100_000);
+}
+
+#[test]
+fn double_precision_matches_the_cpu() {
+    let Some(rt) = amdgpu("double_precision_matches_the_cpu") else { return };
+    amdgpu_common::features::fp64_matches_the_cpu(&rt);
 }

@@ -344,3 +344,37 @@ fn invalid_dispatches_are_refused_before_submission_naming_the_kernel_and_the_li
     assert_eq!(driver.wave_instructions(), executed, "a refused dispatch ran");
     assert!(suite::run_and_verify(&rt, &program, &case).unwrap().passed());
 }
+
+#[test]
+fn double_precision_matches_the_cpu() {
+    amdgpu_common::features::fp64_matches_the_cpu(&sim());
+}
+
+#[test]
+fn an_instruction_the_simulator_lacks_refuses_the_kernel_at_load_and_the_device_stays_usable() {
+    let rt = sim();
+    let spec = KernelSpec::new("gws", [32, 1, 1])
+        .opencl(
+            "gws",
+            "__kernel void gws(__global uint *out) {\n\
+                 __asm__ volatile(\"ds_gws_init v0 gds\" ::: \"memory\");\n\
+                 out[get_global_id(0)] = 1;\n\
+             }\n",
+        )
+        .storage("out", Access::ReadWrite);
+    let err = match rt.program(&spec) {
+        Err(err) if err.kind() == ErrorKind::Unavailable => {
+            eprintln!("skipping: {err}");
+            return;
+        }
+        Err(err) => err,
+        Ok(_) => panic!("a kernel using GWS loaded on the simulator"),
+    };
+    assert_eq!(err.kind(), ErrorKind::InvalidKernel, "{err}");
+    let message = err.to_string();
+    for part in ["`gws`", "ds_gws_init", "the global data share", "code offset"] {
+        assert!(message.contains(part), "`{part}` missing from: {message}");
+    }
+    // Nothing was submitted: the device runs the next kernel.
+    amdgpu_common::saxpy_matches_the_cpu(&rt, &Sizes { saxpy: &[300], sgemm: &[], conv2d: &[] });
+}

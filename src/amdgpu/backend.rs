@@ -282,7 +282,7 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
                 ))
             }
         };
-        let program = program::load(input, &bytes, self.gpu.target, &self.memory)
+        let program = program::load(input, &bytes, self.gpu.target, &self.memory, self.kmd.as_ref())
             .map_err(|failure| self.compile_error(failure, &input.kernel))?;
         Ok(Compiled { program, blob: Some(Blob { format: BLOB_FORMAT, bytes }) })
     }
@@ -294,10 +294,12 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
                 blob.format
             )));
         }
-        program::load(input, &blob.bytes, self.gpu.target, &self.memory).map_err(|failure| match failure {
-            LoadFailure::Refused(reason) => LoadFailure::Refused(reason),
-            LoadFailure::Failed(err) => LoadFailure::Failed(err.into()),
-        })
+        program::load(input, &blob.bytes, self.gpu.target, &self.memory, self.kmd.as_ref()).map_err(
+            |failure| match failure {
+                LoadFailure::Refused(reason) => LoadFailure::Refused(reason),
+                LoadFailure::Failed(err) => LoadFailure::Failed(err.into()),
+            },
+        )
     }
 
     fn interface<'p>(&self, program: &'p AmdgpuProgram) -> &'p ProgramInterface {

@@ -118,6 +118,11 @@ pub struct Kernel {
     pub descriptor_offset: u64,
     /// Image offset of the first instruction (descriptor offset + entry byte offset).
     pub entry_offset: u64,
+    /// Image ranges of the code this kernel may run: its own function and every helper function
+    /// of the code object (not other kernels, nor the `__clang_ocl_kern_imp_*` copies clang emits
+    /// for device-side enqueue, which a PM4 dispatch never calls). Empty when the object has no
+    /// function symbols; then only the entry point is known.
+    pub code_ranges: Vec<std::ops::Range<u64>>,
 }
 
 impl Kernel {
@@ -334,6 +339,30 @@ impl CodeObject {
                 );
             }
         }
+        // Functions from both symbol tables: helpers are local, so only .symtab names them.
+        let mut functions = BTreeMap::new();
+        for table in [elf::SHT_DYNSYM, elf::SHT_SYMTAB] {
+            let symbols = sections
+                .symbols(endian, bytes, table)
+                .map_err(|e| malformed(format!("bad symbol table: {e}")))?;
+            for symbol in symbols.iter().filter(|s| s.st_type() == elf::STT_FUNC) {
+                let (start, size) = (symbol.st_value(endian), symbol.st_size(endian));
+                if size == 0 || start.checked_add(size).is_none_or(|end| end > image.bytes.len() as u64) {
+                    continue;
+                }
+                if let Ok(name) = symbols.symbol_name(endian, symbol) {
+                    functions.insert(String::from_utf8_lossy(name).into_owned(), start..start + size);
+                }
+            }
+        }
+        let kernel_names: Vec<&str> = metadata.kernels.iter().map(|k| k.name.as_str()).collect();
+        let helpers: Vec<std::ops::Range<u64>> = functions
+            .iter()
+            .filter(|(name, _)| {
+                !kernel_names.contains(&name.as_str()) && !name.starts_with("__clang_ocl_kern_imp_")
+            })
+            .map(|(_, range)| range.clone())
+            .collect();
 
         let mut kernels = Vec::with_capacity(metadata.kernels.len());
         for md in metadata.kernels {
@@ -368,7 +397,13 @@ impl CodeObject {
                     format!("entry point {entry:#x} is outside the image"),
                 ));
             }
+            let mut code_ranges: Vec<std::ops::Range<u64>> =
+                functions.get(&md.name).filter(|r| r.start == entry as u64).cloned().into_iter().collect();
+            if !code_ranges.is_empty() {
+                code_ranges.extend(helpers.iter().cloned());
+            }
             kernels.push(Kernel {
+                code_ranges,
                 name: md.name.clone(),
                 descriptor,
                 descriptor_offset: kd_offset,

@@ -12,6 +12,7 @@ use super::descriptor::{KernelDescriptor, UserSgpr};
 use super::error::{AmdgpuError, Result};
 use super::gfx_target::GfxTarget;
 use super::kernarg::KernargLayout;
+use super::kmd::{KernelCode, KernelDriver};
 use super::memory::{Buffer, BufferKind, Memory};
 use super::metadata::ArgKind;
 use crate::cache::LoadFailure;
@@ -268,6 +269,7 @@ pub(crate) fn load(
     bytes: &[u8],
     target: GfxTarget,
     memory: &Memory,
+    kmd: &dyn KernelDriver,
 ) -> std::result::Result<AmdgpuProgram, LoadFailure<AmdgpuError>> {
     let refuse = |err: AmdgpuError| LoadFailure::Refused(reason_of(err, &input.kernel));
     let object = CodeObject::parse(bytes).map_err(|e| LoadFailure::Refused(e.to_string()))?;
@@ -289,6 +291,14 @@ pub(crate) fn load(
         )));
     }
     let image = object.image();
+    let code = KernelCode {
+        kernel: &kernel.name,
+        image: image.unrelocated(),
+        entry: kernel.entry_offset,
+        ranges: &kernel.code_ranges,
+    };
+    kmd.check_kernel_code(&code)
+        .map_err(|reason| refuse(AmdgpuError::invalid_kernel(&kernel.name, reason)))?;
     // The instruction prefetcher reads past the last instruction: leave mapped slack after it.
     let code = memory
         .allocate(image.len() as u64 + CODE_PREFETCH_SLACK, BufferKind::Code)

@@ -5,11 +5,14 @@
 //! The simulated driver describes a DISPATCH_DIRECT with a [`Dispatch`] (program address, the
 //! PGM_RSRC registers, user data, group size and count) and runs it with [`run_dispatch`] (or
 //! workgroup by workgroup with [`DispatchRun`]) against a [`GlobalMemory`] that enforces its
-//! mappings. Failures are [`SimError`]s naming the kernel and PC.
+//! mappings. Failures are [`SimError`]s naming the kernel and PC. [`check_code`] decodes a
+//! kernel's code before it is uploaded and names the first instruction it cannot execute.
 //!
 //! Modelled: wave32 only; IEEE f32/f64 with round-to-nearest-even and denormals preserved (other
 //! MODE settings are refused); memory is synchronous, so wait counters and cache invalidates are
-//! no-ops. Not modelled (refused with an error when used): scratch/private memory, GDS, buffer
+//! no-ops; the division helpers scale extreme operands so that f32 and f64 quotients come out
+//! correctly rounded over the whole range. Not modelled (refused when a kernel is loaded, or for
+//! what only execution shows, when used): scratch/private memory, GDS, buffer
 //! resources (MUBUF/MTBUF loads and stores), images, DPP, traps, TG_SIZE, wave64. Transcendentals
 //! (v_rcp, v_rsq, v_sqrt, v_exp, v_log, v_sin, v_cos) are correctly rounded here, whereas the
 //! hardware approximates them to about one ulp. No timing, caches or scheduling fairness.
@@ -17,14 +20,18 @@
 mod code_cache;
 mod decode;
 mod dispatch;
+mod division;
 mod error;
 mod exec;
 mod float;
 mod global;
 mod lds;
 mod memory;
+mod mnemonic;
+mod mnemonic_table;
 mod operand;
 mod scalar;
+mod validate;
 mod valu;
 mod vcmp;
 mod vop3p;
@@ -36,5 +43,6 @@ pub use decode::instruction_size;
 pub use dispatch::{initial_waves, regs, Dispatch, DEFAULT_BUDGET, LDS_GRANULE_BYTES, MAX_LDS_BYTES};
 pub use error::{Access, MemoryFault, SimError};
 pub use memory::GlobalMemory;
+pub use validate::{check_code, UnsupportedInstruction};
 pub use wave::{Wave, WaveStatus, LANES};
 pub use workgroup::{run_dispatch, DispatchRun, DispatchStats};

@@ -2,8 +2,9 @@
 //! Compares live in `vcmp.rs`, packed math in `vop3p.rs`, dual issue in `vopd.rs`.
 
 use super::decode::Valu;
+use super::division;
 use super::error::{ExecResult, Fault};
-use super::float::{div_fixup32, f16_to_f32, f32_to_f16, f64_to_f16, med3_32, minmax32, minmax64};
+use super::float::{f16_to_f32, f32_to_f16, f64_to_f16, med3_32, minmax32, minmax64};
 use super::operand::NULL;
 use super::scalar::bfe32;
 use super::wave::{Wave, LANES};
@@ -626,6 +627,24 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             let r = map(&ops.f(0)?, |x| if x == 0.0 || !x.is_finite() { 0 } else { frexp32(x).1 as u32 });
             out_u_f(w, v, &r)
         }
+        444 => {
+            let r = map(&ops.d(0)?, |x| if x == 0.0 || !x.is_finite() { 0 } else { frexp64(x).1 as u32 });
+            out_u_f(w, v, &r)
+        }
+        445 => {
+            let r = map(&ops.d(0)?, |x| if x == 0.0 || !x.is_finite() { x } else { frexp64(x).0 });
+            out_d(w, v, r)
+        }
+        446 => {
+            let r = map(&ops.d(0)?, |x| {
+                if x.is_infinite() {
+                    f64::NAN
+                } else {
+                    (x - x.floor()).min(f64::from_bits(0x3fef_ffff_ffff_ffff))
+                }
+            });
+            out_d(w, v, r)
+        }
         448 => {
             let r = map(&ops.f(0)?, |x| if x == 0.0 || !x.is_finite() { x } else { frexp32(x).0 });
             out_f(w, v, r)
@@ -664,6 +683,10 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             }
             w.write_vgpr(v.vdst as usize, &a, exec);
             Ok(())
+        }
+        412 => {
+            let r = ops.u16(0)?;
+            out_half(w, v, &r)
         }
         490 => {
             let r = map(&ops.u(0)?, |x| x as u16 as i16 as i32 as u32);
@@ -761,17 +784,31 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_u(w, v, &r)
         }
         551 => {
-            let r = map3(&ops.f(0)?, &ops.f(1)?, &ops.f(2)?, div_fixup32);
+            let r = map3(&ops.f(0)?, &ops.f(1)?, &ops.f(2)?, division::div_fixup32);
             out_f(w, v, r)
         }
-        567 => {
-            if w.vcc() & w.exec() != 0 {
-                return Err(Fault::unsupported(
-                    "v_div_fmas_f32 with VCC set (extreme-exponent division scaling) is not modelled",
-                ));
+        567 | 568 => {
+            let vcc = w.vcc();
+            let lanes: L<bool> = std::array::from_fn(|l| vcc >> l & 1 != 0);
+            if op == 567 {
+                let (a, b, c) = (ops.f(0)?, ops.f(1)?, ops.f(2)?);
+                let r = std::array::from_fn(|l| {
+                    let fma = |a: f64, b: f64, c: f64| (a as f32).mul_add(b as f32, c as f32) as f64;
+                    division::div_fmas(division::F32, a[l] as f64, b[l] as f64, c[l] as f64, lanes[l], fma)
+                        as f32
+                });
+                out_f(w, v, r)
+            } else {
+                let (a, b, c) = (ops.d(0)?, ops.d(1)?, ops.d(2)?);
+                let r = std::array::from_fn(|l| {
+                    division::div_fmas(division::F64, a[l], b[l], c[l], lanes[l], f64::mul_add)
+                });
+                out_d(w, v, r)
             }
-            let r = map3(&ops.f(0)?, &ops.f(1)?, &ops.f(2)?, f32::mul_add);
-            out_f(w, v, r)
+        }
+        552 => {
+            let r = map3(&ops.d(0)?, &ops.d(1)?, &ops.d(2)?, division::div_fixup64);
+            out_d(w, v, r)
         }
         576 => {
             let r = map3(&ops.u(0)?, &ops.u(1)?, &ops.u(2)?, |a, b, c| a ^ b ^ c);
@@ -873,25 +910,20 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_u(w, v, &r)
         }
         764 => {
-            // v_div_scale_f32: no scaling is needed unless exponents are extreme; refuse those.
             let (a, den, num) = (ops.f(0)?, ops.f(1)?, ops.f(2)?);
-            let exec = w.exec();
-            for l in 0..LANES {
-                if exec >> l & 1 != 0 && needs_div_scale(den[l], num[l]) {
-                    return Err(Fault::unsupported(
-                        "v_div_scale_f32 on operands with extreme exponents is not modelled",
-                    ));
-                }
-            }
-            let r = map3(&a, &den, &num, |a, d, n| {
-                if d == 0.0 || n.is_infinite() || d.is_nan() || n.is_nan() {
-                    f32::NAN
-                } else {
-                    a
-                }
+            let res: L<(f32, bool)> = std::array::from_fn(|l| {
+                let (d, vcc) = division::div_scale(division::F32, a[l] as f64, den[l] as f64, num[l] as f64);
+                (d as f32, vcc)
             });
-            out_f(w, v, r)?;
-            out_mask(w, v.sdst, &[false; LANES])
+            out_f(w, v, map(&res, |p| p.0))?;
+            out_mask(w, v.sdst, &map(&res, |p| p.1))
+        }
+        765 => {
+            let (a, den, num) = (ops.d(0)?, ops.d(1)?, ops.d(2)?);
+            let res: L<(f64, bool)> =
+                std::array::from_fn(|l| division::div_scale(division::F64, a[l], den[l], num[l]));
+            out_d(w, v, map(&res, |p| p.0))?;
+            out_mask(w, v.sdst, &map(&res, |p| p.1))
         }
         766 | 767 => {
             let signed = op == 767;
@@ -1121,16 +1153,6 @@ fn ldexp64(a: f64, e: i32) -> f64 {
     } else {
         m * pow2(k)
     }
-}
-
-fn needs_div_scale(den: f32, num: f32) -> bool {
-    let exp = |x: f32| ((x.to_bits() >> 23) & 0xff) as i32 - 127;
-    let finite_nonzero = |x: f32| x.is_finite() && x != 0.0;
-    if !finite_nonzero(den) || !finite_nonzero(num) {
-        return false;
-    }
-    let (ed, en) = (exp(den), exp(num));
-    !(-100..=100).contains(&ed) || !(-100..=100).contains(&en) || (en - ed).abs() >= 96
 }
 
 fn f32_to_f16_rtz(x: f32) -> u16 {
