@@ -75,3 +75,9 @@ fn double_precision_matches_the_cpu() {
     let Some(rt) = amdgpu("double_precision_matches_the_cpu") else { return };
     amdgpu_common::features::fp64_matches_the_cpu(&rt);
 }
+
+#[test]
+fn private_memory_matches_the_cpu() {
+    let Some(rt) = amdgpu("private_memory_matches_the_cpu") else { return };
+    amdgpu_common::features::private_memory_matches_the_cpu(&rt);
+}

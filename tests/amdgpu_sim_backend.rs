@@ -378,3 +378,36 @@ fn an_instruction_the_simulator_lacks_refuses_the_kernel_at_load_and_the_device_
     // Nothing was submitted: the device runs the next kernel.
     amdgpu_common::saxpy_matches_the_cpu(&rt, &Sizes { saxpy: &[300], sgemm: &[], conv2d: &[] });
 }
+
+#[test]
+fn private_memory_matches_the_cpu() {
+    amdgpu_common::features::private_memory_matches_the_cpu(&sim());
+}
+
+#[test]
+fn a_work_item_leaving_its_private_segment_faults_naming_the_kernel() {
+    let rt = sim();
+    let spec = KernelSpec::new("wild", [32, 1, 1])
+        .opencl(
+            "wild",
+            "__kernel void wild(__global const uint *idx, __global uint *out) {\n\
+                 uint a[96];\n\
+                 for (int i = 0; i < 96; i++) a[i] = (uint)i * idx[2];\n\
+                 a[idx[0]] = 7u;\n\
+                 out[get_global_id(0)] = a[idx[1]];\n\
+             }\n",
+        )
+        .storage("idx", Access::ReadOnly)
+        .storage("out", Access::ReadWrite);
+    let Some(program) = amdgpu_common::features::compile(&rt, &spec) else { return };
+    let idx = rt.upload(&[100_000u32, 3, 1], BufferUsage::Input).unwrap();
+    let out = rt.create_buffer(32 * 4, BufferUsage::Output).unwrap();
+    let err = rt
+        .dispatch(&program, &[Arg::Buffer(&idx), Arg::Buffer(&out)], [1, 1, 1])
+        .unwrap()
+        .wait(Duration::from_secs(60))
+        .expect_err("a store past the private segment faults");
+    let message = err.to_string();
+    assert!(message.contains("page fault") && message.contains("wild"), "{message}");
+    assert!(message.contains("private segment"), "{message}");
+}

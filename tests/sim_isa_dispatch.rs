@@ -3,7 +3,7 @@
 //! VGPR0, EXEC covering only the threads of a partial last wave, MODE from RSRC1.
 #![cfg(feature = "amdgpu")]
 
-use sparkle::amdgpu::sim::isa::{initial_waves, Dispatch, WaveStatus};
+use sparkle::amdgpu::sim::isa::{initial_waves, Dispatch, ScratchRing, WaveStatus};
 
 fn dispatch(rsrc2: u32, size: [u32; 3]) -> Dispatch {
     Dispatch {
@@ -17,6 +17,7 @@ fn dispatch(rsrc2: u32, size: [u32; 3]) -> Dispatch {
         grid_workgroups: [10, 10, 10],
         wave32: true,
         instruction_budget: 1000,
+        scratch: ScratchRing::NONE,
     }
 }
 

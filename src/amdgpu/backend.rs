@@ -22,7 +22,7 @@ use super::program::{
     self, AmdgpuProgram, AmdgpuSource, ArgSource, PrepareContext, SourcePreference, BLOB_FORMAT,
 };
 use super::render_node::RenderNode;
-use super::submit::{Op, Queue};
+use super::submit::{Op, Queue, ScratchWaves};
 use crate::cache::{Blob, LoadFailure};
 use crate::hal::{
     self, Api, BufferUsage, Command, Compiled, DeviceClass, DeviceInfo, Limits, Prepared, ProgramInterface,
@@ -128,7 +128,8 @@ impl<F: Flavor> AmdgpuDevice<F> {
             Err(_) => "none".to_owned(),
         };
         let memory = Memory::for_device(kmd.clone(), &gpu);
-        let queue = Queue::new(kmd.clone(), memory.clone(), gfx)?;
+        let scratch_waves = ScratchWaves::for_device(gpu.compute_units, gpu.shader_engines);
+        let queue = Queue::new(kmd.clone(), memory.clone(), gfx, scratch_waves)?;
         let info = DeviceInfo {
             backend: F::NAME,
             name: format!("AMD {} ({})", gpu.target, kmd.describe()),

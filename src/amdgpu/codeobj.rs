@@ -34,6 +34,10 @@ const R_AMDGPU_NONE: u32 = 0;
 /// address >> 8).
 pub const CODE_ALIGNMENT: u64 = 256;
 
+/// The most private memory one work-item may use: a wave32 slot of COMPUTE_TMPRING_SIZE.WAVESIZE
+/// (15 bits of 256-byte units on gfx11) split over its lanes.
+pub const MAX_SCRATCH_PER_WORK_ITEM: u32 = ((1 << 15) - 1) * 256 / 32;
+
 /// What the device and backend can run, for [`CodeObject::check_runnable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunLimits {
@@ -41,7 +45,7 @@ pub struct RunLimits {
     pub target: GfxTarget,
     /// Whether wave64 dispatches are supported.
     pub wave64: bool,
-    /// Whether the backend sets up scratch (private segment) memory.
+    /// Whether the backend sets up scratch (private segment) memory on this target.
     pub scratch: bool,
     /// LDS bytes a work-group may use.
     pub max_lds_bytes: u32,
@@ -50,10 +54,16 @@ pub struct RunLimits {
 }
 
 impl RunLimits {
-    /// What the amdgpu backend supports on `target`: wave32 only, no scratch, 64 KiB LDS, 1024
-    /// work-items per group.
+    /// What the amdgpu backend supports on `target`: wave32 only, scratch on gfx11 (architected
+    /// flat scratch), 64 KiB LDS, 1024 work-items per group.
     pub fn backend_default(target: GfxTarget) -> Self {
-        Self { target, wave64: false, scratch: false, max_lds_bytes: 64 * 1024, max_workgroup_size: 1024 }
+        Self {
+            target,
+            wave64: false,
+            scratch: target.major >= 11,
+            max_lds_bytes: 64 * 1024,
+            max_workgroup_size: 1024,
+        }
     }
 }
 
@@ -140,8 +150,23 @@ impl Kernel {
         }
         if kd.uses_scratch() && !limits.scratch {
             return refuse(format!(
-                "it needs scratch memory ({} bytes of private segment per work-item; register spills: {} SGPR, {} VGPR), which the backend does not set up",
-                kd.private_segment_fixed_size, md.sgpr_spill_count, md.vgpr_spill_count
+                "it needs {} bytes of scratch per work-item (private arrays or register spills: {} SGPR, {} VGPR), which the backend sets up on gfx11 only, not on {}",
+                kd.private_segment_fixed_size, md.sgpr_spill_count, md.vgpr_spill_count, limits.target
+            ));
+        }
+        if kd.uses_scratch()
+            && (kd.user_sgprs().contains(&UserSgpr::FlatScratchInit)
+                || kd.user_sgprs().contains(&UserSgpr::PrivateSegmentBuffer))
+        {
+            return refuse(format!(
+                "it needs {} bytes of scratch per work-item through a private segment buffer or FLAT_SCRATCH initialisation, which the backend does not provide on {} (only architected flat scratch)",
+                kd.private_segment_fixed_size, limits.target
+            ));
+        }
+        if kd.private_segment_fixed_size > MAX_SCRATCH_PER_WORK_ITEM {
+            return refuse(format!(
+                "it needs {} bytes of scratch per work-item; the most is {MAX_SCRATCH_PER_WORK_ITEM}",
+                kd.private_segment_fixed_size
             ));
         }
         if kd.kernarg_preload != 0 {
@@ -173,6 +198,12 @@ impl Kernel {
             return refuse(format!(
                 "descriptor LDS size {} differs from metadata {}",
                 kd.group_segment_fixed_size, md.group_segment_fixed_size
+            ));
+        }
+        if kd.private_segment_fixed_size != md.private_segment_fixed_size {
+            return refuse(format!(
+                "descriptor private segment size {} differs from metadata {}",
+                kd.private_segment_fixed_size, md.private_segment_fixed_size
             ));
         }
         if kd.group_segment_fixed_size > limits.max_lds_bytes {

@@ -2,14 +2,17 @@
 //! everything it touches), the runtime's fence values 1, 2, 3… mapped to the kernel's sequence
 //! numbers, WAIT_CS for completion (a zero timeout to poll), the context's reset status when a
 //! wait fails, and the IB and kernarg buffers of each submission kept until it completed (then
-//! reused by later submissions).
+//! reused by later submissions). The queue also owns the scratch buffer kernels with private
+//! memory use: one ring of wave slots, grown to the largest slot a submission needs (a
+//! high-water mark) and kept; a buffer it outgrows lives until the submissions that may use it
+//! completed.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::error::{AmdgpuError, Result};
-use super::ib::SubmissionEncoder;
+use super::ib::{scratch_wave_bytes, ScratchRing, SubmissionEncoder};
 use super::kernarg::ArgValue;
 use super::kmd::{BoHandle, ContextId, HwIp, IbDesc, KernelDriver, SeqNo, Submission, Timeout, WaitStatus};
 use super::memory::{Buffer, BufferKind, Memory};
@@ -56,6 +59,8 @@ struct State {
     lost: Option<crate::Error>,
     encoder: SubmissionEncoder,
     dispatch_id: u64,
+    /// The scratch ring's buffer, once a kernel needed one.
+    scratch: Option<Buffer>,
 }
 
 pub(crate) struct Queue {
@@ -64,7 +69,31 @@ pub(crate) struct Queue {
     ctx: ContextId,
     /// The end-of-pipe RELEASE_MEM of each submission stores its fence value here.
     signal: Buffer,
+    /// Scratch wave slots: as many waves as the device can hold at once.
+    scratch_waves: ScratchWaves,
     state: Mutex<State>,
+}
+
+/// How many scratch slots a ring has: `total` waves resident on the whole device, and the
+/// COMPUTE_TMPRING_SIZE.WAVES value that describes them (per shader engine on gfx11).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScratchWaves {
+    pub total: u32,
+    pub register: u32,
+}
+
+impl ScratchWaves {
+    /// Waves a wave32 CU holds at once on RDNA (16 per SIMD, 2 SIMDs).
+    const PER_CU: u32 = 32;
+    /// The 12-bit WAVES field.
+    const MAX_REGISTER: u32 = 0xfff;
+
+    /// For a device with `compute_units` CUs in `shader_engines` shader engines.
+    pub fn for_device(compute_units: u32, shader_engines: u32) -> Self {
+        let engines = shader_engines.max(1);
+        let per_engine = (compute_units.max(1) * Self::PER_CU).div_ceil(engines).min(Self::MAX_REGISTER);
+        Self { total: per_engine * engines, register: per_engine }
+    }
 }
 
 /// Where the kernel runs submissions.
@@ -72,7 +101,12 @@ const IP: HwIp = HwIp::Compute;
 const RING: u32 = 0;
 
 impl Queue {
-    pub fn new(kmd: Arc<dyn KernelDriver>, memory: Memory, gfx: pm4::Gfx) -> Result<Self> {
+    pub fn new(
+        kmd: Arc<dyn KernelDriver>,
+        memory: Memory,
+        gfx: pm4::Gfx,
+        scratch_waves: ScratchWaves,
+    ) -> Result<Self> {
         let signal = memory.allocate(4096, BufferKind::Signals)?;
         let ctx = kmd.ctx_create()?;
         Ok(Self {
@@ -80,6 +114,7 @@ impl Queue {
             memory,
             ctx,
             signal,
+            scratch_waves,
             state: Mutex::new(State {
                 issued: 0,
                 completed: 0,
@@ -88,6 +123,7 @@ impl Queue {
                 lost: None,
                 encoder: SubmissionEncoder::new(gfx),
                 dispatch_id: 0,
+                scratch: None,
             }),
         })
     }
@@ -120,15 +156,19 @@ impl Queue {
             0 => None,
             bytes => Some(take_buffer(&mut state.spare, &self.memory, bytes, BufferKind::KernelArgs)?),
         };
+        let ring = self.scratch_ring(&mut state, ops)?;
         let fence = state.issued + 1;
         let State { encoder, dispatch_id, .. } = &mut *state;
         encoder.begin(arena.as_ref().map_or(0, Buffer::gpu_address))?;
         let mut handles: Vec<BoHandle> = vec![self.signal.handle()];
+        if let Some((_, handle)) = ring {
+            handles.push(handle);
+        }
         for op in ops {
             match op {
                 Op::Dispatch { program, args, groups, buffers } => {
                     *dispatch_id += 1;
-                    encoder.dispatch(program, args, *groups, *dispatch_id)?;
+                    encoder.dispatch(program, args, *groups, *dispatch_id, ring.map(|r| r.0))?;
                     handles.push(program.code.handle());
                     handles.extend_from_slice(buffers);
                 }
@@ -178,6 +218,41 @@ impl Queue {
         state.pending.push_back(Pending { fence, seq, buffers: keep });
         tracing::trace!(fence, seq = seq.0, dwords = words, bos = handles.len(), "submitted");
         Ok(fence)
+    }
+
+    /// The scratch ring for `ops` and its buffer's handle, None when no dispatch needs scratch.
+    /// Grows the buffer when its slots are too small for one of them: the old buffer then
+    /// stays with the last pending submission, the last that may use it.
+    fn scratch_ring(&self, state: &mut State, ops: &[Op<'_>]) -> Result<Option<(ScratchRing, BoHandle)>> {
+        let wave_bytes = ops
+            .iter()
+            .map(|op| match op {
+                Op::Dispatch { program, .. } => scratch_wave_bytes(program),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        if wave_bytes == 0 {
+            return Ok(None);
+        }
+        let needed = wave_bytes * u64::from(self.scratch_waves.total);
+        if state.scratch.as_ref().is_none_or(|b| b.size() < needed) {
+            let grown = self.memory.allocate(needed, BufferKind::Scratch)?;
+            tracing::debug!(
+                bytes = needed,
+                wave_bytes,
+                waves = self.scratch_waves.total,
+                "scratch buffer grown"
+            );
+            if let Some(old) = state.scratch.replace(grown) {
+                if let Some(last) = state.pending.back_mut() {
+                    last.buffers.push(old);
+                }
+            }
+        }
+        let Some(buffer) = &state.scratch else { return Ok(None) };
+        let ring = ScratchRing { address: buffer.gpu_address(), waves: self.scratch_waves.register };
+        Ok(Some((ring, buffer.handle())))
     }
 
     /// Polls the kernel, without blocking, for finished submissions.
@@ -259,7 +334,8 @@ fn retire_through(state: &mut State, fence: u64) {
     while state.pending.front().is_some_and(|p| p.fence <= fence) {
         if let Some(done) = state.pending.pop_front() {
             state.completed = state.completed.max(done.fence);
-            for buffer in done.buffers {
+            // Outgrown scratch buffers are freed, not pooled.
+            for buffer in done.buffers.into_iter().filter(|b| b.kind() != BufferKind::Scratch) {
                 if state.spare.len() < MAX_SPARE {
                     state.spare.push(buffer);
                 }

@@ -126,3 +126,138 @@ pub fn fp64_matches_the_cpu(rt: &Runtime) {
         }
     }
 }
+
+const PRIVATE_ARRAY: &str = "__kernel void private_array(__global const uint *idx, __global uint *out) {
+    uint g = get_global_id(0);
+    uint a[96];
+    for (int i = 0; i < 96; i++) a[i] = g * 3u + (uint)(i * i);
+    a[idx[g] % 96u] += 1000u;
+    out[g] = a[idx[g] % 96u] + a[(idx[g] * 7u) % 96u];
+}
+";
+
+const SPILL: &str = "__kernel __attribute__((amdgpu_num_vgpr(24)))
+void spill(__global const float *in, __global float *out) {
+    uint g = get_global_id(0);
+    float v[40];
+    for (int i = 0; i < 40; i++) v[i] = in[g * 40 + i];
+    for (int r = 0; r < 3; r++) {
+        for (int i = 0; i < 40; i++) v[i] = v[i] * 1.0001f + v[(i + 7) % 40] * 0.5f;
+    }
+    float acc = 0.0f;
+    for (int i = 0; i < 40; i++) acc += v[i] * (float)(i + 1);
+    out[g] = acc;
+}
+";
+
+/// Generic pointers (OpenCL C 2.0) to private and local memory, through a call the compiler
+/// keeps: flat loads and stores into the private and shared apertures, and a call stack.
+const GENERIC: &str = "__attribute__((noinline)) uint sum_and_bump(uint *p, uint n) {
+    uint s = 0;
+    for (uint i = 0; i < n; i++) { s += p[i]; p[i] += 1u; }
+    return s;
+}
+__kernel __attribute__((reqd_work_group_size(32, 1, 1)))
+void generic_ptrs(__global const uint *in, __global uint *out) {
+    __local uint shared[32];
+    uint g = get_global_id(0), l = get_local_id(0);
+    uint mine[8];
+    for (uint i = 0; i < 8u; i++) mine[i] = in[g] + i;
+    shared[l] = in[g] * 2u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint a = sum_and_bump(mine, 1u + in[g] % 8u);
+    uint b = l == 0 ? sum_and_bump(shared, 32u) : 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    out[g] = a + b + mine[0] + shared[(l + 1u) % 32u];
+}
+";
+
+fn run_u32(rt: &Runtime, spec: &KernelSpec, input: &[u32], out_len: usize, groups: u32) -> Option<Vec<u32>> {
+    let program = compile(rt, spec)?;
+    let src = rt.upload(input, BufferUsage::Input).unwrap();
+    let dst = rt.create_buffer((out_len * 4) as u64, BufferUsage::Output).unwrap();
+    rt.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&dst)], [groups, 1, 1])
+        .unwrap()
+        .wait(TIMEOUT)
+        .unwrap();
+    Some(rt.download(&dst).unwrap())
+}
+
+/// Private memory (scratch): a kernel whose registers spill (180 bytes per work-item), then a
+/// dynamically indexed private array (388 bytes: the queue's scratch ring grows), then generic
+/// pointers into private and local memory.
+pub fn private_memory_matches_the_cpu(rt: &Runtime) {
+    // Register spills.
+    let spec = KernelSpec::new("spill", [32, 1, 1])
+        .opencl("spill", SPILL)
+        .storage("in", Access::ReadOnly)
+        .storage("out", Access::ReadWrite);
+    let Some(program) = compile(rt, &spec) else { return };
+    let items = 64usize;
+    let input: Vec<f32> = (0..items * 40).map(|i| ((i * 37) % 101) as f32 * 0.01 - 0.5).collect();
+    let src = rt.upload(&input, BufferUsage::Input).unwrap();
+    let dst = rt.create_buffer((items * 4) as u64, BufferUsage::Output).unwrap();
+    rt.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&dst)], [(items / 32) as u32, 1, 1])
+        .unwrap()
+        .wait(TIMEOUT)
+        .unwrap();
+    let got: Vec<f32> = rt.download(&dst).unwrap();
+    for g in 0..items {
+        let mut v: Vec<f32> = input[g * 40..g * 40 + 40].to_vec();
+        for _ in 0..3 {
+            for i in 0..40 {
+                v[i] = v[i] * 1.0001 + v[(i + 7) % 40] * 0.5;
+            }
+        }
+        let want: f32 = v.iter().enumerate().map(|(i, x)| x * (i + 1) as f32).sum();
+        // The compiler may contract and reorder: compare with a tolerance of the sum's size.
+        let scale: f32 = v.iter().enumerate().map(|(i, x)| (x * (i + 1) as f32).abs()).sum();
+        assert!(
+            (got[g] - want).abs() <= 1e-4 * scale.max(1.0),
+            "spill item {g}: got {}, want {want}",
+            got[g]
+        );
+    }
+
+    // A dynamically indexed private array.
+    let spec = KernelSpec::new("private_array", [64, 1, 1])
+        .opencl("private_array", PRIVATE_ARRAY)
+        .storage("idx", Access::ReadOnly)
+        .storage("out", Access::ReadWrite);
+    let n = 256usize;
+    let idx: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) >> 7).collect();
+    let got = run_u32(rt, &spec, &idx, n, (n / 64) as u32).expect("compiled above");
+    let want: Vec<u32> = (0..n)
+        .map(|g| {
+            let mut a: Vec<u32> = (0..96u32).map(|i| g as u32 * 3 + i * i).collect();
+            let (i, j) = ((idx[g] % 96) as usize, ((idx[g].wrapping_mul(7)) % 96) as usize);
+            a[i] += 1000;
+            a[i] + a[j]
+        })
+        .collect();
+    assert_eq!(got, want, "private array");
+
+    // Generic pointers into private and local memory through a call.
+    let spec = KernelSpec::new("generic_ptrs", [32, 1, 1])
+        .opencl("generic_ptrs", GENERIC)
+        .storage("in", Access::ReadOnly)
+        .storage("out", Access::ReadWrite);
+    let n = 64usize;
+    let input: Vec<u32> = (0..n as u32).map(|i| i * 5 + 3).collect();
+    let got = run_u32(rt, &spec, &input, n, (n / 32) as u32).expect("compiled above");
+    for group in 0..n / 32 {
+        let base = group * 32;
+        let mut shared: Vec<u32> = (0..32).map(|l| input[base + l] * 2).collect();
+        let b0: u32 = shared.iter().sum();
+        shared.iter_mut().for_each(|s| *s += 1);
+        for l in 0..32 {
+            let g = base + l;
+            let count = 1 + input[g] % 8;
+            let a: u32 = (0..count).map(|i| input[g] + i).sum();
+            let mine0 = input[g] + 1;
+            let b = if l == 0 { b0 } else { 0 };
+            let want = a + b + mine0 + shared[(l + 1) % 32];
+            assert_eq!(got[g], want, "generic pointers, work-item {g}");
+        }
+    }
+}

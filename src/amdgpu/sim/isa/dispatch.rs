@@ -34,6 +34,35 @@ pub struct Dispatch {
     pub wave32: bool,
     /// Wave instructions the whole dispatch may execute before it counts as hung.
     pub instruction_budget: u64,
+    /// The scratch ring its waves' private segments live in (read when RSRC2.SCRATCH_EN).
+    pub scratch: ScratchRing,
+}
+
+/// gfx11 architected flat scratch: COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (address >> 8) and
+/// COMPUTE_TMPRING_SIZE (WAVES slots of WAVESIZE × 256 bytes). Each wave gets one slot; each of
+/// its lanes a contiguous slice of the slot (the hardware interleaves lanes by dword, which no
+/// kernel can observe).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScratchRing {
+    /// GPU address of slot 0.
+    pub base: u64,
+    /// COMPUTE_TMPRING_SIZE as written.
+    pub tmpring_size: u32,
+}
+
+impl ScratchRing {
+    /// No scratch.
+    pub const NONE: ScratchRing = ScratchRing { base: 0, tmpring_size: 0 };
+
+    /// Wave slots (TMPRING_SIZE.WAVES).
+    pub fn waves(&self) -> u32 {
+        self.tmpring_size & 0xfff
+    }
+
+    /// Bytes per wave slot (TMPRING_SIZE.WAVESIZE, 256-byte units on gfx11).
+    pub fn wave_bytes(&self) -> u64 {
+        u64::from((self.tmpring_size >> 12) & 0x7fff) * 256
+    }
 }
 
 /// The fields of COMPUTE_PGM_RSRC1/2 the interpreter reads.
@@ -81,6 +110,9 @@ pub mod regs {
     pub const COMPUTE_PGM_RSRC1: u32 = 0xB848;
     pub const COMPUTE_PGM_RSRC2: u32 = 0xB84C;
     pub const COMPUTE_PGM_RSRC3: u32 = 0xB8A0;
+    pub const COMPUTE_DISPATCH_SCRATCH_BASE_LO: u32 = 0xB840;
+    pub const COMPUTE_DISPATCH_SCRATCH_BASE_HI: u32 = 0xB844;
+    pub const COMPUTE_TMPRING_SIZE: u32 = 0xB860;
     pub const COMPUTE_USER_DATA_0: u32 = 0xB900;
     /// COMPUTE_USER_DATA_0..15.
     pub const USER_DATA_COUNT: u32 = 16;
@@ -141,6 +173,12 @@ impl Dispatch {
             grid_workgroups,
             wave32: initiator & INITIATOR_CS_W32_EN != 0,
             instruction_budget,
+            scratch: ScratchRing {
+                base: ((reg(COMPUTE_DISPATCH_SCRATCH_BASE_HI) as u64) << 32
+                    | reg(COMPUTE_DISPATCH_SCRATCH_BASE_LO) as u64)
+                    << 8,
+                tmpring_size: reg(COMPUTE_TMPRING_SIZE),
+            },
         };
         d.validate()?;
         Ok(d)
@@ -182,7 +220,22 @@ impl Dispatch {
             )));
         }
         if r.scratch {
-            return Err(self.invalid("RSRC2 SCRATCH_EN: private (scratch) memory is not modelled"));
+            let ring = &self.scratch;
+            if ring.wave_bytes() == 0 || ring.base == 0 {
+                return Err(self.invalid(format!(
+                    "RSRC2 SCRATCH_EN without a scratch ring (COMPUTE_DISPATCH_SCRATCH_BASE {:#x}, \
+                     COMPUTE_TMPRING_SIZE {:#x})",
+                    ring.base, ring.tmpring_size
+                )));
+            }
+            // Workgroups run one at a time here, so each wave of a group needs its own slot.
+            if ring.waves() < self.waves_per_group() {
+                return Err(self.invalid(format!(
+                    "COMPUTE_TMPRING_SIZE.WAVES {} is fewer than the {} waves of one workgroup",
+                    ring.waves(),
+                    self.waves_per_group()
+                )));
+            }
         }
         if r.tg_size {
             return Err(self.invalid("RSRC2 TG_SIZE_EN: the workgroup-info SGPR is not modelled"));
@@ -236,6 +289,11 @@ pub fn initial_waves(d: &Dispatch, group: [u32; 3]) -> Result<Vec<Wave>, SimErro
         let mut w = Wave::new(d.code_address);
         w.wave_id = wave_id;
         w.mode = d.mode();
+        if r.scratch {
+            // FLAT_SCRATCH: this wave's slot of the ring.
+            w.scratch_base = d.scratch.base + u64::from(wave_id) * d.scratch.wave_bytes();
+            w.lane_scratch_bytes = (d.scratch.wave_bytes() / LANES as u64) as u32;
+        }
         let mut s = 0usize;
         for &v in d.user_data.iter().take(r.user_sgprs as usize) {
             w.sgpr[s] = v;

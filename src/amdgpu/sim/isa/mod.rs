@@ -11,8 +11,10 @@
 //! Modelled: wave32 only; IEEE f32/f64 with round-to-nearest-even and denormals preserved (other
 //! MODE settings are refused); memory is synchronous, so wait counters and cache invalidates are
 //! no-ops; the division helpers scale extreme operands so that f32 and f64 quotients come out
-//! correctly rounded over the whole range. Not modelled (refused when a kernel is loaded, or for
-//! what only execution shows, when used): scratch/private memory, GDS, buffer
+//! correctly rounded over the whole range; private memory through gfx11 architected flat scratch
+//! (SCRATCH instructions and FLAT addresses in the private aperture, each lane confined to its
+//! slice of its wave's slot) and FLAT addresses in the shared aperture (LDS). Not modelled
+//! (refused when a kernel is loaded, or for what only execution shows, when used): GDS, buffer
 //! resources (MUBUF/MTBUF loads and stores), images, DPP, traps, TG_SIZE, wave64. Transcendentals
 //! (v_rcp, v_rsq, v_sqrt, v_exp, v_log, v_sin, v_cos) are correctly rounded here, whereas the
 //! hardware approximates them to about one ulp. No timing, caches or scheduling fairness.
@@ -40,9 +42,12 @@ mod wave;
 mod workgroup;
 
 pub use decode::instruction_size;
-pub use dispatch::{initial_waves, regs, Dispatch, DEFAULT_BUDGET, LDS_GRANULE_BYTES, MAX_LDS_BYTES};
+pub use dispatch::{
+    initial_waves, regs, Dispatch, ScratchRing, DEFAULT_BUDGET, LDS_GRANULE_BYTES, MAX_LDS_BYTES,
+};
 pub use error::{Access, MemoryFault, SimError};
 pub use memory::GlobalMemory;
+pub use operand::aperture_fault;
 pub use validate::{check_code, UnsupportedInstruction};
 pub use wave::{Wave, WaveStatus, LANES};
 pub use workgroup::{run_dispatch, DispatchRun, DispatchStats};

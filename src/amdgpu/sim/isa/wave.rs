@@ -31,6 +31,11 @@ pub struct Wave {
     pub status: WaveStatus,
     /// Index of this wave within its workgroup.
     pub wave_id: u32,
+    /// GPU address of this wave's scratch slot (FLAT_SCRATCH); its lane `l` owns the
+    /// `lane_scratch_bytes` from `scratch_base + l * lane_scratch_bytes`.
+    pub scratch_base: u64,
+    /// Private segment bytes of each lane; 0 without scratch, and any private access faults.
+    pub lane_scratch_bytes: u32,
 }
 
 impl std::fmt::Debug for Wave {
@@ -54,6 +59,8 @@ impl Wave {
             mode: 0,
             status: WaveStatus::Running,
             wave_id: 0,
+            scratch_base: 0,
+            lane_scratch_bytes: 0,
         }
     }
 
@@ -112,6 +119,8 @@ impl Wave {
             Src::Execz => Ok((self.exec() == 0) as u32),
             Src::Vgpr(v) => Err(Fault::unsupported(format!("VGPR v{v} used as a scalar operand"))),
             Src::Unsupported(f) => Err(unsupported_src(f)),
+            // A 32-bit read of an aperture gives its high half (the low half is zero).
+            Src::Aperture(a) => Ok((a.value() >> 32) as u32),
             c => Ok(c.const32().unwrap_or(0)),
         }
     }
@@ -123,6 +132,7 @@ impl Wave {
             Src::Scc | Src::Vccz | Src::Execz => Ok(self.scalar32(s)? as u64),
             Src::Vgpr(v) => Err(Fault::unsupported(format!("VGPR v{v} used as a scalar operand"))),
             Src::Unsupported(f) => Err(unsupported_src(f)),
+            Src::Aperture(a) => Ok(a.value()),
             c => Ok(c.const64(float).unwrap_or(0)),
         }
     }
@@ -177,7 +187,6 @@ pub(crate) fn unsupported_src(field: u16) -> Fault {
     let what = match field {
         233 => "DPP8",
         250 => "DPP16",
-        235..=238 => "an aperture register (SHARED/PRIVATE_BASE/LIMIT)",
         239 => "POPS_EXITING_WAVE_ID",
         254 => "LDS_DIRECT",
         _ => "a reserved operand",
