@@ -8,7 +8,7 @@ use sparkle::amdgpu::codeobj::{CodeObject, RunLimits};
 use sparkle::amdgpu::compile::{Builtins, CompileRequest, Compiler};
 use sparkle::amdgpu::descriptor::UserSgpr;
 use sparkle::amdgpu::gfx_target::GfxTarget;
-use sparkle::amdgpu::kernarg::{ArgValue, DispatchGrid};
+use sparkle::amdgpu::kernarg::{ArgValue, DispatchGrid, HiddenBuffers};
 use sparkle::amdgpu::AmdgpuError;
 
 fn compiler() -> Compiler {
@@ -129,6 +129,7 @@ fn saxpy_kernargs_fill_from_real_metadata() {
         .fill(
             &[ArgValue::Pointer(0x1000), ArgValue::Pointer(0x2000), ArgValue::F32(3.0), ArgValue::U32(1000)],
             &grid,
+            &HiddenBuffers::default(),
             &mut out,
         )
         .unwrap();
@@ -143,6 +144,7 @@ fn saxpy_kernargs_fill_from_real_metadata() {
         .fill(
             &[ArgValue::Pointer(0), ArgValue::Pointer(0), ArgValue::F32(3.0), ArgValue::F32(1.0)],
             &grid,
+            &HiddenBuffers::default(),
             &mut out,
         )
         .unwrap_err();
@@ -165,7 +167,7 @@ fn code_object_v6_hidden_arguments_fill_from_real_metadata() {
         co.check_runnable("sizes", &RunLimits::backend_default(GfxTarget::new(11, 0, 0))).unwrap();
     let mut out = vec![0u8; layout.size() as usize];
     let grid = DispatchGrid::from_groups([4, 1, 1], [256, 1, 1]).unwrap();
-    layout.fill(&[ArgValue::Pointer(0x1000)], &grid, &mut out).unwrap();
+    layout.fill(&[ArgValue::Pointer(0x1000)], &grid, &HiddenBuffers::default(), &mut out).unwrap();
     let md = &co.kernel("sizes").unwrap().metadata;
     let at = |kind: &str| md.args.iter().find(|a| a.value_kind == kind).map(|a| a.offset as usize);
     let kinds: Vec<&str> = md.args.iter().map(|a| a.value_kind.as_str()).collect();
@@ -382,4 +384,21 @@ fn compile_errors_carry_the_compiler_log() {
         other => panic!("expected a compile error, got {other}"),
     }
     assert!(compiler.version().contains("clang version 22"), "{}", compiler.version());
+}
+
+#[test]
+fn printf_needs_the_backend_runtime_and_says_so_without_it() {
+    let source = "kernel void hello(global const uint *a) { printf(\"hello %u\\n\", a[0]); }\n";
+    // With libclc the compile driver links printf's device runtime: no undefined symbol, and the
+    // format table is there.
+    let bytes = build(source, "hello", "gfx1100", Builtins::Libclc, &[]);
+    let co = CodeObject::parse(&bytes).unwrap();
+    assert_eq!(co.printf_formats(), ["1:1:4:hello %u\\n"]);
+    let (_, layout) = co.check_runnable("hello", &RunLimits::backend_default(co.target())).unwrap();
+    assert!(layout.uses_printf());
+    // Without it, `__printf_alloc` stays undefined: the error names printf, not a relocation.
+    let bytes = build(source, "hello", "gfx1100", Builtins::None, &[]);
+    let err = CodeObject::parse(&bytes).unwrap_err().to_string();
+    assert!(err.contains("printf") && err.contains("__printf_alloc"), "{err}");
+    assert!(!err.contains("relocation type"), "{err}");
 }

@@ -12,6 +12,7 @@
 mod amdgpu_common;
 
 use amdgpu_common::Sizes;
+use sparkle::amdgpu::{Amdgpu, AmdgpuDevice, DeviceOptions, Hardware};
 use sparkle::cache::CacheConfig;
 use sparkle::suite::conv2d::Shape;
 use sparkle::Runtime;
@@ -80,4 +81,18 @@ fn double_precision_matches_the_cpu() {
 fn private_memory_matches_the_cpu() {
     let Some(rt) = amdgpu("private_memory_matches_the_cpu") else { return };
     amdgpu_common::features::private_memory_matches_the_cpu(&rt);
+}
+
+#[test]
+fn printf_reaches_the_sink() {
+    amdgpu_common::features::printf_reaches_the_sink(&|sink| {
+        let options = DeviceOptions { printf: sink, ..DeviceOptions::default() };
+        match AmdgpuDevice::<Hardware>::open_with(options) {
+            Ok(device) => Some(Runtime::from_device::<Amdgpu>(device, &CacheConfig::memory_only())),
+            Err(err) => {
+                eprintln!("skipping printf_reaches_the_sink: {err}");
+                None
+            }
+        }
+    });
 }

@@ -411,3 +411,12 @@ fn a_work_item_leaving_its_private_segment_faults_naming_the_kernel() {
     assert!(message.contains("page fault") && message.contains("wild"), "{message}");
     assert!(message.contains("private segment"), "{message}");
 }
+
+#[test]
+fn printf_reaches_the_sink() {
+    amdgpu_common::features::printf_reaches_the_sink(&|sink| {
+        let options = DeviceOptions { printf: sink, ..DeviceOptions::default() };
+        let device = AmdgpuDevice::<Simulated>::new(SimDriver::new(SimOptions::default()), options).unwrap();
+        Some(Runtime::from_device::<AmdgpuSim>(device, &CacheConfig::memory_only()))
+    });
+}

@@ -18,6 +18,7 @@ use super::ib;
 use super::kernarg::ArgValue;
 use super::kmd::KernelDriver;
 use super::memory::{Buffer, BufferKind, Memory};
+use super::printf::PrintfSink;
 use super::program::{
     self, AmdgpuProgram, AmdgpuSource, ArgSource, PrepareContext, SourcePreference, BLOB_FORMAT,
 };
@@ -70,13 +71,20 @@ pub struct DeviceOptions {
     /// The compiler; `None` finds clang-22 from the environment (`SPARKLE_CLANG`, PATH). A
     /// device without a compiler still runs prebuilt code objects.
     pub compiler: Option<Compiler>,
+    /// Where kernels' printf output goes (standard output by default).
+    pub printf: PrintfSink,
 }
 
 impl Default for DeviceOptions {
     /// What the hardware backend uses: prebuilt code objects first, WGP mode, clang from the
     /// environment.
     fn default() -> Self {
-        Self { source_preference: SourcePreference::CodeObjectFirst, cu_mode: false, compiler: None }
+        Self {
+            source_preference: SourcePreference::CodeObjectFirst,
+            cu_mode: false,
+            compiler: None,
+            printf: PrintfSink::Stdout,
+        }
     }
 }
 
@@ -104,9 +112,14 @@ impl AmdgpuDevice<Hardware> {
     /// node. Fails with what discovery found: no render nodes, only other drivers' nodes, no
     /// permission (with the `render` group hint), or an unsupported gfx target.
     pub fn open() -> Result<Self> {
+        Self::open_with(DeviceOptions::default())
+    }
+
+    /// [`open`](Self::open) with `options` (e.g. a printf sink of the caller's).
+    pub fn open_with(options: DeviceOptions) -> Result<Self> {
         let node = discovery::find_node(&DrmPaths::default(), &SystemProber::default())?;
         let kmd = RenderNode::open(&node)?;
-        Self::new(Arc::new(kmd), DeviceOptions::default())
+        Self::new(Arc::new(kmd), options)
     }
 }
 
@@ -129,7 +142,7 @@ impl<F: Flavor> AmdgpuDevice<F> {
         };
         let memory = Memory::for_device(kmd.clone(), &gpu);
         let scratch_waves = ScratchWaves::for_device(gpu.compute_units, gpu.shader_engines);
-        let queue = Queue::new(kmd.clone(), memory.clone(), gfx, scratch_waves)?;
+        let queue = Queue::new(kmd.clone(), memory.clone(), gfx, scratch_waves, options.printf.clone())?;
         let info = DeviceInfo {
             backend: F::NAME,
             name: format!("AMD {} ({})", gpu.target, kmd.describe()),

@@ -29,6 +29,14 @@ const EF_AMDGPU_GENERIC_VERSION: u32 = 0xff00_0000;
 /// `R_AMDGPU_RELATIVE64`: image base + addend.
 const R_AMDGPU_RELATIVE64: u32 = 13;
 const R_AMDGPU_NONE: u32 = 0;
+/// Absolute relocations against a symbol (S + A): low and high halves, 64 and 32 bits.
+const R_AMDGPU_ABS32_LO: u32 = 1;
+const R_AMDGPU_ABS32_HI: u32 = 2;
+const R_AMDGPU_ABS64: u32 = 3;
+const R_AMDGPU_ABS32: u32 = 6;
+/// What clang's printf lowering calls to reserve a record in the printf buffer; the backend
+/// defines it when it compiles OpenCL C (see `compile`).
+pub const PRINTF_ALLOC: &str = "__printf_alloc";
 
 /// Where the code object starts executing must be 256-byte aligned (COMPUTE_PGM_LO holds
 /// address >> 8).
@@ -67,13 +75,29 @@ impl RunLimits {
     }
 }
 
+/// Which bits of `base + target` a relocation stores, and how wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Word64,
+    Low32,
+    High32,
+}
+
+/// A relocation resolved against the image: the word at `offset` becomes the GPU address of
+/// image offset `target` (a symbol's value plus the addend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Relocation {
+    offset: u64,
+    target: u64,
+    store: Store,
+}
+
 /// The bytes to place in GPU memory: every PT_LOAD segment at its virtual address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadImage {
     bytes: Vec<u8>,
     alignment: u64,
-    /// Image offsets of 64-bit words that become `base + addend`.
-    relative_relocations: Vec<(u64, u64)>,
+    relocations: Vec<Relocation>,
 }
 
 impl LoadImage {
@@ -98,7 +122,7 @@ impl LoadImage {
 
     /// Number of relocations [`relocated`](Self::relocated) resolves.
     pub fn relocation_count(&self) -> usize {
-        self.relative_relocations.len()
+        self.relocations.len()
     }
 
     /// The image for GPU address `base` (which must be [`alignment`](Self::alignment)-aligned).
@@ -110,9 +134,14 @@ impl LoadImage {
             ));
         }
         let mut bytes = self.bytes.clone();
-        for &(offset, addend) in &self.relative_relocations {
-            let at = offset as usize;
-            bytes[at..at + 8].copy_from_slice(&base.wrapping_add(addend).to_le_bytes());
+        for r in &self.relocations {
+            let at = r.offset as usize;
+            let value = base.wrapping_add(r.target);
+            match r.store {
+                Store::Word64 => bytes[at..at + 8].copy_from_slice(&value.to_le_bytes()),
+                Store::Low32 => bytes[at..at + 4].copy_from_slice(&(value as u32).to_le_bytes()),
+                Store::High32 => bytes[at..at + 4].copy_from_slice(&((value >> 32) as u32).to_le_bytes()),
+            }
         }
         Ok(bytes)
     }
@@ -202,7 +231,7 @@ impl Kernel {
         }
         if kd.private_segment_fixed_size != md.private_segment_fixed_size {
             return refuse(format!(
-                "descriptor private segment size {} differs from metadata {}",
+                "descriptor asks for {} bytes of scratch (private segment) per work-item, the metadata for {}",
                 kd.private_segment_fixed_size, md.private_segment_fixed_size
             ));
         }
@@ -268,10 +297,15 @@ pub struct CodeObject {
     code_object_version: u32,
     image: LoadImage,
     kernels: Vec<Kernel>,
+    /// The `amdhsa.printf` format table.
+    printf: Vec<String>,
 }
 
+/// The "kernel" an error about the whole code object names.
+pub const WHOLE_OBJECT: &str = "<code object>";
+
 fn malformed(reason: impl Into<String>) -> AmdgpuError {
-    AmdgpuError::invalid_kernel("<code object>", reason)
+    AmdgpuError::invalid_kernel(WHOLE_OBJECT, reason)
 }
 
 impl CodeObject {
@@ -395,6 +429,7 @@ impl CodeObject {
             .map(|(_, range)| range.clone())
             .collect();
 
+        let printf = metadata.printf;
         let mut kernels = Vec::with_capacity(metadata.kernels.len());
         for md in metadata.kernels {
             let (kd_offset, kd_size) = *by_name.get(&md.symbol).ok_or_else(|| {
@@ -442,7 +477,7 @@ impl CodeObject {
                 metadata: md,
             });
         }
-        Ok(Self { target, code_object_version, image, kernels })
+        Ok(Self { target, code_object_version, image, kernels, printf })
     }
 
     pub fn target(&self) -> GfxTarget {
@@ -460,6 +495,11 @@ impl CodeObject {
 
     pub fn kernels(&self) -> &[Kernel] {
         &self.kernels
+    }
+
+    /// The printf formats (`amdhsa.printf`: `id:count:sizes...:format`).
+    pub fn printf_formats(&self) -> &[String] {
+        &self.printf
     }
 
     /// The kernel called `name`; the error lists the kernels there are.
@@ -485,6 +525,17 @@ impl CodeObject {
         }
         let layout = kernel.check_runnable(limits)?;
         Ok((kernel, layout))
+    }
+}
+
+/// Why a code object that needs `name` from elsewhere cannot be loaded, in a user's terms.
+fn undefined_symbol(name: &str) -> String {
+    if name == PRINTF_ALLOC {
+        format!(
+            "it calls printf through `{PRINTF_ALLOC}`, which the code object leaves undefined: printf is supported for kernels the backend compiles from OpenCL C, not in prebuilt code objects built without a printf runtime"
+        )
+    } else {
+        format!("it needs the symbol `{name}`, which the code object does not define (the backend links no device libraries at load time)")
     }
 }
 
@@ -518,9 +569,13 @@ fn build_image(header: &elf::FileHeader64<LittleEndian>, bytes: &[u8]) -> Result
         image[at..at + data.len()].copy_from_slice(data);
     }
 
-    let mut relative_relocations = Vec::new();
+    let mut relocations = Vec::new();
     let sections =
         header.sections(endian, bytes).map_err(|e| malformed(format!("bad section table: {e}")))?;
+    // Symbol-relative relocations name entries of the dynamic symbol table.
+    let symbols = sections
+        .symbols(endian, bytes, elf::SHT_DYNSYM)
+        .map_err(|e| malformed(format!("bad dynamic symbol table: {e}")))?;
     for section in sections.iter() {
         // Relocations of non-allocated sections (debug info) never reach the GPU.
         if section.sh_flags(endian) & u64::from(elf::SHF_ALLOC) == 0 {
@@ -550,26 +605,47 @@ fn build_image(header: &elf::FileHeader64<LittleEndian>, bytes: &[u8]) -> Result
             return Err(malformed("RELR relocations are not supported"));
         }
         for (offset, r_type, sym, addend) in entries {
-            match r_type {
-                R_AMDGPU_NONE => {}
-                R_AMDGPU_RELATIVE64 if sym == 0 => {
-                    let at = offset as usize;
-                    if offset.checked_add(8).is_none_or(|e| e > image.len() as u64) {
-                        return Err(malformed(format!("relocation at {offset:#x} is outside the image")));
-                    }
-                    let addend = match addend {
-                        Some(a) => a,
-                        None => u64::from_le_bytes(image[at..at + 8].try_into().map_err(|_| malformed("relocation"))?),
-                    };
-                    relative_relocations.push((offset, addend));
-                }
+            let (store, width) = match r_type {
+                R_AMDGPU_NONE => continue,
+                R_AMDGPU_RELATIVE64 | R_AMDGPU_ABS64 => (Store::Word64, 8),
+                R_AMDGPU_ABS32_LO | R_AMDGPU_ABS32 => (Store::Low32, 4),
+                R_AMDGPU_ABS32_HI => (Store::High32, 4),
                 other => {
                     return Err(malformed(format!(
-                        "relocation type {other} at {offset:#x} (symbol {sym}) is not supported; only R_AMDGPU_RELATIVE64 is resolved"
+                        "relocation type {other} at {offset:#x} is not supported (only absolute and relative addresses are resolved)"
                     )))
                 }
+            };
+            if offset.checked_add(width).is_none_or(|e| e > image.len() as u64) {
+                return Err(malformed(format!("relocation at {offset:#x} is outside the image")));
             }
+            let at = offset as usize;
+            // REL entries keep their addend in the word they patch.
+            let addend = match addend {
+                Some(a) => a,
+                None if width == 8 => {
+                    u64::from_le_bytes(image[at..at + 8].try_into().map_err(|_| malformed("relocation"))?)
+                }
+                None => u64::from(u32::from_le_bytes(
+                    image[at..at + 4].try_into().map_err(|_| malformed("relocation"))?,
+                )),
+            };
+            let symbol_value = match (r_type, sym) {
+                (R_AMDGPU_RELATIVE64, _) | (_, 0) => 0,
+                _ => {
+                    let symbol = symbols.symbol(object::read::SymbolIndex(sym as usize)).map_err(|e| {
+                        malformed(format!("relocation at {offset:#x}: bad symbol {sym}: {e}"))
+                    })?;
+                    let name =
+                        symbols.symbol_name(endian, symbol).map(String::from_utf8_lossy).unwrap_or_default();
+                    if symbol.st_shndx(endian) == elf::SHN_UNDEF {
+                        return Err(malformed(undefined_symbol(&name)));
+                    }
+                    symbol.st_value(endian)
+                }
+            };
+            relocations.push(Relocation { offset, target: symbol_value.wrapping_add(addend), store });
         }
     }
-    Ok(LoadImage { bytes: image, alignment, relative_relocations })
+    Ok(LoadImage { bytes: image, alignment, relocations })
 }

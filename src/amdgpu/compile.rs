@@ -11,6 +11,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::error::{AmdgpuError, Result};
 use super::gfx_target::GfxTarget;
+use super::printf;
 
 /// Debian's package for the compiler, for messages.
 pub const CLANG_PACKAGE: &str = "clang-22";
@@ -192,7 +193,13 @@ impl Compiler {
     /// the compiler identity and the flags, one per line. Feed it (with the source and entry
     /// point) into the cache key.
     pub fn key_material(&self, request: &CompileRequest<'_>) -> String {
-        format!("{}\n{}", self.identity(request.builtins), self.flags(request).join("\n"))
+        let mut material = format!("{}\n{}", self.identity(request.builtins), self.flags(request).join("\n"));
+        if links_printf_runtime(request) {
+            // What is compiled includes the printf runtime: a new one must not hit old entries.
+            material
+                .push_str(&format!("\nprintf runtime {:016x}", xxh3_64(printf::DEVICE_RUNTIME.as_bytes())));
+        }
+        material
     }
 
     /// Compiles and links `request` into a code object.
@@ -215,7 +222,13 @@ impl Compiler {
         let source = dir.path().join("kernel.cl");
         let object = dir.path().join("kernel.o");
         let linked = dir.path().join("kernel.co");
-        std::fs::write(&source, request.source).map_err(|e| AmdgpuError::file("writing", &source, e))?;
+        // Appended, so that the compiler's line numbers stay the user's.
+        let text = if links_printf_runtime(request) {
+            format!("{}\n{}", request.source, printf::DEVICE_RUNTIME)
+        } else {
+            request.source.to_owned()
+        };
+        std::fs::write(&source, text).map_err(|e| AmdgpuError::file("writing", &source, e))?;
 
         let mut clang = Command::new(&self.clang);
         for flag in &flags {
@@ -240,6 +253,13 @@ impl Compiler {
         }
         Ok(CompiledObject { bytes, log, flags, elapsed: started.elapsed() })
     }
+}
+
+/// Whether `request` gets printf's device runtime: sources that call printf, linked with libclc
+/// (the runtime uses its atomics, and reads its buffer at the code object v4 offset that
+/// libclc builds ask for).
+fn links_printf_runtime(request: &CompileRequest<'_>) -> bool {
+    request.builtins == Builtins::Libclc && printf::calls_printf(request.source)
 }
 
 /// Runs a tool; a failure becomes `Compile` with the tool's whole output.

@@ -17,7 +17,9 @@ use pm4::{Gfx, PacketWriter};
 use super::descriptor::UserSgpr;
 use super::error::{AmdgpuError, Result};
 use super::gfx_target::GfxTarget;
-use super::kernarg::{dispatch_packet, ArgValue, DispatchGrid, PacketAddresses, DISPATCH_PACKET_SIZE};
+use super::kernarg::{
+    dispatch_packet, ArgValue, DispatchGrid, HiddenBuffers, PacketAddresses, DISPATCH_PACKET_SIZE,
+};
 use super::program::AmdgpuProgram;
 
 /// Alignment of each dispatch's kernarg segment and dispatch packet in the arena (a cache line;
@@ -109,7 +111,8 @@ impl SubmissionEncoder {
     /// Appends a dispatch of `program` over `groups` work-groups with the user arguments
     /// `args` (in the kernel's argument order); `dispatch_id` fills the dispatch-id SGPRs. A
     /// kernel that needs scratch gets its slots in `scratch`, which must hold
-    /// [`scratch_wave_bytes`] for each of its waves.
+    /// [`scratch_wave_bytes`] for each of its waves; `hidden` holds the addresses of its
+    /// per-dispatch buffers (printf).
     pub fn dispatch(
         &mut self,
         program: &AmdgpuProgram,
@@ -117,6 +120,7 @@ impl SubmissionEncoder {
         groups: [u32; 3],
         dispatch_id: u64,
         scratch: Option<ScratchRing>,
+        hidden: &HiddenBuffers,
     ) -> Result<()> {
         let kernel = program.kernel.as_str();
         let grid =
@@ -131,7 +135,7 @@ impl SubmissionEncoder {
         );
         program
             .layout
-            .fill(args, &grid, &mut self.kernargs[offset..offset + size])
+            .fill(args, &grid, hidden, &mut self.kernargs[offset..offset + size])
             .map_err(|e| rename(e, kernel))?;
         let descriptor = &program.descriptor;
         let mut packet_address = 0;

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::codeobj::{CodeObject, RunLimits};
+use super::codeobj::{CodeObject, RunLimits, WHOLE_OBJECT};
 use super::compile::{Builtins, CompileRequest, Compiler};
 use super::descriptor::{KernelDescriptor, UserSgpr};
 use super::error::{AmdgpuError, Result};
@@ -15,6 +15,7 @@ use super::kernarg::KernargLayout;
 use super::kmd::{KernelCode, KernelDriver};
 use super::memory::{Buffer, BufferKind, Memory};
 use super::metadata::ArgKind;
+use super::printf::PrintfFormats;
 use crate::cache::LoadFailure;
 use crate::hal::{ProgramInterface, ScalarSlot, StorageSlot};
 use crate::kernel::{KernelSource, KernelSpec, ScalarType};
@@ -213,6 +214,8 @@ pub struct AmdgpuProgram {
     /// One entry per user argument, in kernarg order.
     pub(crate) arg_sources: Vec<ArgSource>,
     pub(crate) interface: ProgramInterface,
+    /// The code object's printf formats, when the kernel takes a printf buffer.
+    pub(crate) printf: Option<Arc<PrintfFormats>>,
 }
 
 impl std::fmt::Debug for AmdgpuProgram {
@@ -272,7 +275,7 @@ pub(crate) fn load(
     kmd: &dyn KernelDriver,
 ) -> std::result::Result<AmdgpuProgram, LoadFailure<AmdgpuError>> {
     let refuse = |err: AmdgpuError| LoadFailure::Refused(reason_of(err, &input.kernel));
-    let object = CodeObject::parse(bytes).map_err(|e| LoadFailure::Refused(e.to_string()))?;
+    let object = CodeObject::parse(bytes).map_err(refuse)?;
     if object.target() != target {
         return Err(LoadFailure::Refused(format!(
             "the code object is for {} but the device is {target}",
@@ -290,6 +293,13 @@ pub(crate) fn load(
             layout.user_args().len()
         )));
     }
+    let printf = if layout.uses_printf() {
+        let formats = PrintfFormats::parse(object.printf_formats())
+            .map_err(|reason| refuse(AmdgpuError::invalid_kernel(&kernel.name, reason)))?;
+        Some(Arc::new(formats))
+    } else {
+        None
+    };
     let image = object.image();
     let code = KernelCode {
         kernel: &kernel.name,
@@ -322,6 +332,7 @@ pub(crate) fn load(
         workgroup_size: input.workgroup_size,
         arg_sources,
         interface,
+        printf,
         code,
     })
 }
@@ -330,7 +341,9 @@ pub(crate) fn load(
 /// so the reason names the entry point only where the check named one that differs from it.
 fn reason_of(err: AmdgpuError, spec_name: &str) -> String {
     match err {
-        AmdgpuError::InvalidKernel { kernel, reason } if kernel == spec_name => reason,
+        AmdgpuError::InvalidKernel { kernel, reason } if kernel == spec_name || kernel == WHOLE_OBJECT => {
+            reason
+        }
         AmdgpuError::InvalidKernel { kernel, reason } => format!("entry point `{kernel}`: {reason}"),
         other => other.to_string(),
     }

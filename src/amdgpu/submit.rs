@@ -14,8 +14,10 @@ use std::time::Duration;
 use super::error::{AmdgpuError, Result};
 use super::ib::{scratch_wave_bytes, ScratchRing, SubmissionEncoder};
 use super::kernarg::ArgValue;
+use super::kernarg::HiddenBuffers;
 use super::kmd::{BoHandle, ContextId, HwIp, IbDesc, KernelDriver, SeqNo, Submission, Timeout, WaitStatus};
 use super::memory::{Buffer, BufferKind, Memory};
+use super::printf::{self, PrintfFormats, PrintfOutput, PrintfSink};
 use super::program::AmdgpuProgram;
 use crate::ErrorKind;
 
@@ -49,6 +51,15 @@ struct Pending {
     seq: SeqNo,
     /// The IB and the kernarg arena, alive until the GPU is done with them.
     buffers: Vec<Buffer>,
+    /// The printf buffers of its dispatches, in dispatch order.
+    printf: Vec<PrintfJob>,
+}
+
+/// A dispatch's printf buffer and what its records mean.
+struct PrintfJob {
+    kernel: String,
+    formats: Arc<PrintfFormats>,
+    buffer: Buffer,
 }
 
 struct State {
@@ -71,6 +82,9 @@ pub(crate) struct Queue {
     signal: Buffer,
     /// Scratch wave slots: as many waves as the device can hold at once.
     scratch_waves: ScratchWaves,
+    /// Where printf output goes; `delivery` keeps outputs in submission order across threads.
+    printf_sink: PrintfSink,
+    delivery: Mutex<()>,
     state: Mutex<State>,
 }
 
@@ -106,6 +120,7 @@ impl Queue {
         memory: Memory,
         gfx: pm4::Gfx,
         scratch_waves: ScratchWaves,
+        printf_sink: PrintfSink,
     ) -> Result<Self> {
         let signal = memory.allocate(4096, BufferKind::Signals)?;
         let ctx = kmd.ctx_create()?;
@@ -115,6 +130,8 @@ impl Queue {
             ctx,
             signal,
             scratch_waves,
+            printf_sink,
+            delivery: Mutex::new(()),
             state: Mutex::new(State {
                 issued: 0,
                 completed: 0,
@@ -158,34 +175,59 @@ impl Queue {
         };
         let ring = self.scratch_ring(&mut state, ops)?;
         let fence = state.issued + 1;
-        let State { encoder, dispatch_id, .. } = &mut *state;
-        encoder.begin(arena.as_ref().map_or(0, Buffer::gpu_address))?;
+        let st: &mut State = &mut state;
+        st.encoder.begin(arena.as_ref().map_or(0, Buffer::gpu_address))?;
         let mut handles: Vec<BoHandle> = vec![self.signal.handle()];
         if let Some((_, handle)) = ring {
             handles.push(handle);
         }
+        let mut printf = Vec::new();
         for op in ops {
             match op {
                 Op::Dispatch { program, args, groups, buffers } => {
-                    *dispatch_id += 1;
-                    encoder.dispatch(program, args, *groups, *dispatch_id, ring.map(|r| r.0))?;
+                    st.dispatch_id += 1;
+                    let mut hidden = HiddenBuffers::default();
+                    if let Some(formats) = &program.printf {
+                        let buffer = take_buffer(
+                            &mut st.spare,
+                            &self.memory,
+                            (printf::HEADER_BYTES as u64) + u64::from(printf::DEFAULT_CAPACITY),
+                            BufferKind::Signals,
+                        )?;
+                        buffer.write(0, &printf::empty_header(printf::DEFAULT_CAPACITY))?;
+                        hidden.printf_buffer = buffer.gpu_address();
+                        handles.push(buffer.handle());
+                        printf.push(PrintfJob {
+                            kernel: program.kernel.clone(),
+                            formats: formats.clone(),
+                            buffer,
+                        });
+                    }
+                    st.encoder.dispatch(
+                        program,
+                        args,
+                        *groups,
+                        st.dispatch_id,
+                        ring.map(|r| r.0),
+                        &hidden,
+                    )?;
                     handles.push(program.code.handle());
                     handles.extend_from_slice(buffers);
                 }
                 Op::Copy { src, src_offset, dst, dst_offset, size } => {
-                    encoder.copy(src.gpu_address() + src_offset, dst.gpu_address() + dst_offset, *size)?;
+                    st.encoder.copy(src.gpu_address() + src_offset, dst.gpu_address() + dst_offset, *size)?;
                     handles.extend([src.handle(), dst.handle()]);
                 }
-                Op::Barrier => encoder.barrier()?,
+                Op::Barrier => st.encoder.barrier()?,
             }
         }
-        encoder.finish(self.signal.gpu_address(), fence as u32)?;
-        let words = encoder.words().len() as u64;
+        st.encoder.finish(self.signal.gpu_address(), fence as u32)?;
+        let words = st.encoder.words().len() as u64;
         let mut ib_bytes = Vec::with_capacity(words as usize * 4);
-        for word in encoder.words() {
+        for word in st.encoder.words() {
             ib_bytes.extend_from_slice(&word.to_le_bytes());
         }
-        let kernargs = encoder.kernargs().to_vec();
+        let kernargs = st.encoder.kernargs().to_vec();
         let ib = take_buffer(&mut state.spare, &self.memory, ib_bytes.len() as u64, BufferKind::Commands)?;
         ib.write(0, &ib_bytes)?;
         let mut keep = vec![ib];
@@ -215,7 +257,7 @@ impl Queue {
         }];
         let seq = self.kmd.submit(&Submission { ctx: self.ctx, ibs: &ibs, buffers: &handles })?;
         state.issued = fence;
-        state.pending.push_back(Pending { fence, seq, buffers: keep });
+        state.pending.push_back(Pending { fence, seq, buffers: keep, printf });
         tracing::trace!(fence, seq = seq.0, dwords = words, bos = handles.len(), "submitted");
         Ok(fence)
     }
@@ -258,11 +300,12 @@ impl Queue {
     /// Polls the kernel, without blocking, for finished submissions.
     pub fn completed(&self) -> u64 {
         let mut state = self.lock();
+        let mut outputs = Vec::new();
         while let Some(front) = state.pending.front() {
             match self.kmd.wait(self.ctx, IP, RING, front.seq, Timeout::Relative(Duration::ZERO)) {
                 Ok(WaitStatus::Completed) => {
                     let fence = front.fence;
-                    retire_through(&mut state, fence);
+                    outputs.extend(retire_through(&mut state, fence));
                 }
                 Ok(WaitStatus::Busy) => break,
                 Err(err) => {
@@ -271,7 +314,24 @@ impl Queue {
                 }
             }
         }
-        state.completed
+        let completed = state.completed;
+        self.deliver(state, outputs);
+        completed
+    }
+
+    /// Hands printf output to the sink outside the state lock (the sink may submit more work),
+    /// holding the delivery lock from before the state lock is released, so that outputs of
+    /// later submissions never overtake earlier ones.
+    fn deliver(&self, state: MutexGuard<'_, State>, outputs: Vec<PrintfOutput>) {
+        if outputs.is_empty() {
+            return;
+        }
+        let delivery = self.delivery.lock().unwrap_or_else(PoisonError::into_inner);
+        drop(state);
+        for output in &outputs {
+            self.printf_sink.deliver(output);
+        }
+        drop(delivery);
     }
 
     /// Waits for `fence`: `Ok(true)` once it completed, `Ok(false)` after `timeout`; a reset of
@@ -319,7 +379,8 @@ impl Queue {
         }
         match status {
             Ok(WaitStatus::Completed) => {
-                retire_through(&mut state, fence);
+                let outputs = retire_through(&mut state, fence);
+                self.deliver(state, outputs);
                 Ok(true)
             }
             Ok(WaitStatus::Busy) => Ok(false),
@@ -328,12 +389,21 @@ impl Queue {
     }
 }
 
-/// Marks every submission up to `fence` completed (the ring runs in order) and keeps their
-/// buffers for reuse.
-fn retire_through(state: &mut State, fence: u64) {
+/// Marks every submission up to `fence` completed (the ring runs in order), keeps their
+/// buffers for reuse, and reads their dispatches' printf output, in order.
+fn retire_through(state: &mut State, fence: u64) -> Vec<PrintfOutput> {
+    let mut outputs = Vec::new();
     while state.pending.front().is_some_and(|p| p.fence <= fence) {
         if let Some(done) = state.pending.pop_front() {
             state.completed = state.completed.max(done.fence);
+            for job in done.printf {
+                if let Some(output) = read_printf(&job) {
+                    outputs.push(output);
+                }
+                if state.spare.len() < MAX_SPARE {
+                    state.spare.push(job.buffer);
+                }
+            }
             // Outgrown scratch buffers are freed, not pooled.
             for buffer in done.buffers.into_iter().filter(|b| b.kind() != BufferKind::Scratch) {
                 if state.spare.len() < MAX_SPARE {
@@ -341,6 +411,35 @@ fn retire_through(state: &mut State, fence: u64) {
                 }
             }
         }
+    }
+    outputs
+}
+
+/// The formatted output of one finished dispatch, None when it printed nothing.
+fn read_printf(job: &PrintfJob) -> Option<PrintfOutput> {
+    let mut header = [0u8; printf::HEADER_BYTES];
+    let output = match job.buffer.read(0, &mut header) {
+        Ok(()) => {
+            let used = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+            let used = used.min(printf::DEFAULT_CAPACITY) as usize;
+            let mut bytes = vec![0u8; printf::HEADER_BYTES + used];
+            match job.buffer.read(0, &mut bytes) {
+                Ok(()) => printf::decode(&job.kernel, &job.formats, &bytes),
+                Err(err) => unreadable(&job.kernel, err),
+            }
+        }
+        Err(err) => unreadable(&job.kernel, err),
+    };
+    let printed = !output.text.is_empty() || output.dropped_records > 0 || output.damaged.is_some();
+    printed.then_some(output)
+}
+
+fn unreadable(kernel: &str, err: AmdgpuError) -> PrintfOutput {
+    PrintfOutput {
+        kernel: kernel.to_owned(),
+        text: String::new(),
+        dropped_records: 0,
+        damaged: Some(format!("the printf buffer could not be read back: {err}")),
     }
 }
 

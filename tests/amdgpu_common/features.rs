@@ -1,7 +1,10 @@
 //! The kernels users write beyond the suite, run unchanged on a card (`amdgpu_hw.rs`) and on the
 //! simulated gfx1100 (`amdgpu_sim_backend.rs`): double precision, private arrays and register
-//! spills (scratch), printf, sub-group operations; each checked against the CPU.
+//! spills (scratch), printf (its text checked); each checked against the CPU.
 
+use std::sync::{Arc, Mutex};
+
+use sparkle::amdgpu::printf::{PrintfOutput, PrintfSink};
 use sparkle::hal::BufferUsage;
 use sparkle::kernel::{Access, KernelSpec};
 use sparkle::runtime::{Arg, Program};
@@ -259,5 +262,91 @@ pub fn private_memory_matches_the_cpu(rt: &Runtime) {
             let want = a + b + mine0 + shared[(l + 1) % 32];
             assert_eq!(got[g], want, "generic pointers, work-item {g}");
         }
+    }
+}
+
+const PRINTF: &str = "__kernel void hello(__global const uint *a, __global uint *out) {
+    uint i = get_global_id(0);
+    if (i < 3) printf(\"hello %u from %d: %.2f %s %ld\\n\", a[i], (int)i, 0.5f * (float)i, \"ok\", -(long)i);
+    out[i] = a[i] + 1u;
+}
+";
+
+/// Every work-item prints a 132-byte record: 10240 of them overflow a 1 MiB printf buffer.
+const PRINTF_FLOOD: &str = "__kernel void flood(__global const uint *a, __global uint *out) {
+    uint i = get_global_id(0);
+    long v = (long)a[i] * 3;
+    printf(\"%u %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld end\\n\", i,
+           v, v + 1, v + 2, v + 3, v + 4, v + 5, v + 6, v + 7, v + 8, v + 9, v + 10, v + 11, v + 12, v + 13, v + 14);
+    out[i] = 1u;
+}
+";
+
+/// printf: the text each dispatch printed reaches the runtime's sink, in dispatch order, the
+/// lines exactly as C's printf formats them; a flood that overflows the buffer loses whole
+/// records, says how many, and never prints a damaged line. `open` makes a runtime whose
+/// printf output goes to the given sink (None where the backend is not available).
+pub fn printf_reaches_the_sink(open: &dyn Fn(PrintfSink) -> Option<Runtime>) {
+    let outputs: Arc<Mutex<Vec<PrintfOutput>>> = Arc::default();
+    let collected = outputs.clone();
+    let sink =
+        PrintfSink::Callback(Arc::new(move |o: &PrintfOutput| collected.lock().unwrap().push(o.clone())));
+    let Some(rt) = open(sink) else { return };
+    let spec = KernelSpec::new("hello", [32, 1, 1])
+        .opencl("hello", PRINTF)
+        .storage("a", Access::ReadOnly)
+        .storage("out", Access::ReadWrite);
+    let Some(program) = compile(&rt, &spec) else { return };
+    let a = rt.upload(&[10u32, 20, 30, 40].repeat(8), BufferUsage::Input).unwrap();
+    let out = rt.create_buffer(32 * 4, BufferUsage::Output).unwrap();
+    // Two dispatches in one submission: two outputs, in order.
+    let mut commands = rt.commands();
+    commands.dispatch(&program, &[Arg::Buffer(&a), Arg::Buffer(&out)], [1, 1, 1]).unwrap();
+    commands.dispatch(&program, &[Arg::Buffer(&a), Arg::Buffer(&out)], [1, 1, 1]).unwrap();
+    rt.submit(commands).unwrap().wait(TIMEOUT).unwrap();
+    let got: Vec<u32> = rt.download(&out).unwrap();
+    assert_eq!(&got[..4], &[11, 21, 31, 41], "the kernel itself ran");
+    let printed = std::mem::take(&mut *outputs.lock().unwrap());
+    assert_eq!(printed.len(), 2, "one output per dispatch: {printed:?}");
+    for output in &printed {
+        assert_eq!(output.kernel, "hello");
+        assert_eq!((output.dropped_records, &output.damaged), (0, &None));
+        // Work-items reserve their records in whatever order the GPU runs them.
+        let mut lines: Vec<&str> = output.text.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(
+            lines,
+            ["hello 10 from 0: 0.00 ok 0", "hello 20 from 1: 0.50 ok -1", "hello 30 from 2: 1.00 ok -2"],
+            "{:?}",
+            output.text
+        );
+    }
+
+    let spec = KernelSpec::new("flood", [64, 1, 1])
+        .opencl("flood", PRINTF_FLOOD)
+        .storage("a", Access::ReadOnly)
+        .storage("out", Access::ReadWrite);
+    let program = compile(&rt, &spec).expect("compiled above");
+    let n = 10240usize;
+    let values: Vec<u32> = (0..n as u32).collect();
+    let a = rt.upload(&values, BufferUsage::Input).unwrap();
+    let out = rt.create_buffer((n * 4) as u64, BufferUsage::Output).unwrap();
+    rt.dispatch(&program, &[Arg::Buffer(&a), Arg::Buffer(&out)], [(n / 64) as u32, 1, 1])
+        .unwrap()
+        .wait(TIMEOUT)
+        .unwrap();
+    let printed = std::mem::take(&mut *outputs.lock().unwrap());
+    assert_eq!(printed.len(), 1);
+    let output = &printed[0];
+    assert_eq!(output.damaged, None);
+    let lines: Vec<&str> = output.text.lines().collect();
+    assert!(output.dropped_records > 0, "10240 records of 132 bytes cannot fit in 1 MiB");
+    assert_eq!(lines.len() + output.dropped_records as usize, n, "every record printed or counted");
+    for line in &lines {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let i: i64 = fields[0].parse().unwrap();
+        let want: Vec<String> = (0..15).map(|k| (i * 3 + k).to_string()).collect();
+        assert_eq!(&fields[1..16], want.as_slice(), "a damaged line: {line}");
+        assert_eq!(fields[16], "end", "{line}");
     }
 }
