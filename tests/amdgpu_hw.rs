@@ -96,3 +96,9 @@ fn printf_reaches_the_sink() {
         }
     });
 }
+
+#[test]
+fn sub_groups_match_the_cpu() {
+    let Some(rt) = amdgpu("sub_groups_match_the_cpu") else { return };
+    amdgpu_common::features::sub_groups_match_the_cpu(&rt);
+}

@@ -420,3 +420,8 @@ fn printf_reaches_the_sink() {
         Some(Runtime::from_device::<AmdgpuSim>(device, &CacheConfig::memory_only()))
     });
 }
+
+#[test]
+fn sub_groups_match_the_cpu() {
+    amdgpu_common::features::sub_groups_match_the_cpu(&sim());
+}

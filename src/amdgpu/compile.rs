@@ -11,7 +11,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::error::{AmdgpuError, Result};
 use super::gfx_target::GfxTarget;
-use super::printf;
+use super::{printf, subgroups};
 
 /// Debian's package for the compiler, for messages.
 pub const CLANG_PACKAGE: &str = "clang-22";
@@ -190,14 +190,15 @@ impl Compiler {
     }
 
     /// Everything about the compiler a cached blob of `request` depends on besides the source:
-    /// the compiler identity and the flags, one per line. Feed it (with the source and entry
+    /// the compiler identity, the flags and the device libraries appended, one per line. Feed it (with the source and entry
     /// point) into the cache key.
     pub fn key_material(&self, request: &CompileRequest<'_>) -> String {
         let mut material = format!("{}\n{}", self.identity(request.builtins), self.flags(request).join("\n"));
-        if links_printf_runtime(request) {
-            // What is compiled includes the printf runtime: a new one must not hit old entries.
-            material
-                .push_str(&format!("\nprintf runtime {:016x}", xxh3_64(printf::DEVICE_RUNTIME.as_bytes())));
+        // What is compiled includes the device libraries: new ones must not hit old entries.
+        let (prefix, suffix) = device_libraries(request);
+        if !prefix.is_empty() || !suffix.is_empty() {
+            let hash = xxh3_64(format!("{prefix}\0{suffix}").as_bytes());
+            material.push_str(&format!("\ndevice libraries {hash:016x}"));
         }
         material
     }
@@ -222,12 +223,8 @@ impl Compiler {
         let source = dir.path().join("kernel.cl");
         let object = dir.path().join("kernel.o");
         let linked = dir.path().join("kernel.co");
-        // Appended, so that the compiler's line numbers stay the user's.
-        let text = if links_printf_runtime(request) {
-            format!("{}\n{}", request.source, printf::DEVICE_RUNTIME)
-        } else {
-            request.source.to_owned()
-        };
+        let (prefix, suffix) = device_libraries(request);
+        let text = format!("{prefix}{}{suffix}", request.source);
         std::fs::write(&source, text).map_err(|e| AmdgpuError::file("writing", &source, e))?;
 
         let mut clang = Command::new(&self.clang);
@@ -255,11 +252,25 @@ impl Compiler {
     }
 }
 
-/// Whether `request` gets printf's device runtime: sources that call printf, linked with libclc
-/// (the runtime uses its atomics, and reads its buffer at the code object v4 offset that
-/// libclc builds ask for).
-fn links_printf_runtime(request: &CompileRequest<'_>) -> bool {
-    request.builtins == Builtins::Libclc && printf::calls_printf(request.source)
+/// The OpenCL C the backend compiles with `request`'s source: printf's device runtime after
+/// sources that call printf, and the sub-group built-ins before sources that use them (clang
+/// declares only some of them, so the others must be defined before use; a `#line 1` then
+/// gives the compiler's messages the user's line numbers). Both need libclc (atomics,
+/// work-item functions), and the printf runtime reads its buffer at the code object v4 offset
+/// that libclc builds ask for. Returns (prefix, suffix).
+fn device_libraries(request: &CompileRequest<'_>) -> (String, String) {
+    let (mut prefix, mut suffix) = (String::new(), String::new());
+    if request.builtins == Builtins::Libclc {
+        if subgroups::uses_subgroups(request.source) {
+            prefix.push_str(subgroups::DEVICE_LIBRARY);
+            prefix.push_str("\n#line 1\n");
+        }
+        if printf::calls_printf(request.source) {
+            suffix.push('\n');
+            suffix.push_str(printf::DEVICE_RUNTIME);
+        }
+    }
+    (prefix, suffix)
 }
 
 /// Runs a tool; a failure becomes `Compile` with the tool's whole output.

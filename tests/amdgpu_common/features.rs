@@ -350,3 +350,65 @@ pub fn printf_reaches_the_sink(open: &dyn Fn(PrintfSink) -> Option<Runtime>) {
         assert_eq!(fields[16], "end", "{line}");
     }
 }
+
+const SUB_GROUPS: &str = "#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+__kernel void sub_groups(__global const uint *a, __global uint *out) {
+    uint i = get_global_id(0);
+    uint x = a[i];
+    __global uint *o = out + 10 * i;
+    o[0] = sub_group_reduce_add(x);
+    o[1] = sub_group_reduce_max(x);
+    o[2] = (uint)sub_group_reduce_min((int)x - 500);
+    o[3] = sub_group_scan_inclusive_add(x);
+    o[4] = sub_group_scan_exclusive_add(x);
+    sub_group_barrier(CLK_GLOBAL_MEM_FENCE);
+    o[5] = sub_group_broadcast(x, 3u);
+    o[6] = sub_group_shuffle_xor(x, 1u);
+    o[7] = sub_group_ballot((x & 1u) != 0u).x;
+    o[8] = get_sub_group_size() | get_sub_group_id() << 8 | get_sub_group_local_id() << 16;
+    o[9] = (uint)sub_group_any(x == 7u) | (uint)sub_group_all(x < 1000u) << 1;
+}
+";
+
+/// Sub-group built-ins against the CPU, with work-groups of 48 work-items: on wave32 a full
+/// sub-group of 32 and a partial one of 16 (on wave64, one partial sub-group of 48).
+pub fn sub_groups_match_the_cpu(rt: &Runtime) {
+    let spec = KernelSpec::new("sub_groups", [48, 1, 1])
+        .opencl("sub_groups", SUB_GROUPS)
+        .storage("a", Access::ReadOnly)
+        .storage("out", Access::ReadWrite);
+    let Some(program) = compile(rt, &spec) else { return };
+    let n = 96usize;
+    let a: Vec<u32> = (0..n as u32).map(|i| (i * 37 + 11) % 101).collect();
+    let src = rt.upload(&a, BufferUsage::Input).unwrap();
+    let out = rt.create_buffer((n * 10 * 4) as u64, BufferUsage::Output).unwrap();
+    rt.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&out)], [(n / 48) as u32, 1, 1])
+        .unwrap()
+        .wait(TIMEOUT)
+        .unwrap();
+    let got: Vec<u32> = rt.download(&out).unwrap();
+    // Work-item 40 is in sub-group 1 on wave32, 0 on wave64.
+    let wave = if got[10 * 40 + 8] >> 8 & 0xff == 1 { 32 } else { 64 };
+    for i in 0..n {
+        let (group, local) = (i / 48, i % 48);
+        let (sub, lane) = (local / wave, local % wave);
+        let start = group * 48 + sub * wave;
+        let size = wave.min(48 - sub * wave);
+        let members = &a[start..start + size];
+        let xor_partner = lane ^ 1;
+        let ballot = members.iter().take(32).enumerate().fold(0u32, |b, (l, &v)| b | ((v & 1) << l));
+        let want = [
+            members.iter().sum::<u32>(),
+            *members.iter().max().unwrap(),
+            members.iter().map(|&v| v as i32 - 500).min().unwrap() as u32,
+            members[..=lane].iter().sum::<u32>(),
+            members[..lane].iter().sum::<u32>(),
+            members[3],
+            if xor_partner < size { members[xor_partner] } else { got[10 * i + 6] },
+            ballot,
+            size as u32 | (sub as u32) << 8 | (lane as u32) << 16,
+            members.contains(&7) as u32 | (members.iter().all(|&v| v < 1000) as u32) << 1,
+        ];
+        assert_eq!(&got[10 * i..10 * i + 10], &want, "work-item {i} (sub-group {sub}, lane {lane})");
+    }
+}
