@@ -36,6 +36,7 @@ fn build(
         builtins,
         defines,
         cu_mode: false,
+        wave64: false,
     };
     match compiler.compile(&request) {
         Ok(object) => object.bytes,
@@ -218,7 +219,7 @@ fn a_code_object_for_another_target_is_refused() {
 }
 
 #[test]
-fn scratch_on_gfx10_3_and_wave64_are_refused_naming_the_kernel() {
+fn scratch_on_gfx10_3_is_refused_and_wave64_accepted() {
     let spill = r#"
 kernel void spill(global float *out, uint idx) {
     float tmp[512];
@@ -236,7 +237,7 @@ kernel void spill(global float *out, uint idx) {
     assert!(err.starts_with("spill") && err.contains("bytes of scratch per work-item"), "{err}");
     assert!(err.contains("gfx11 only") && err.contains("gfx1030"), "{err}");
 
-    // wave64 needs a flag the compile driver never passes: build it by hand.
+    // wave64, built by hand.
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("w.cl");
     std::fs::write(&src, PLAIN).unwrap();
@@ -270,7 +271,10 @@ kernel void spill(global float *out, uint idx) {
     assert!(status.success());
     let co = CodeObject::parse(&std::fs::read(dir.path().join("w.co")).unwrap()).unwrap();
     assert_eq!(co.kernel("fill").unwrap().descriptor.wave_size(), 64);
-    let err = reason(co.check_runnable("fill", &RunLimits::backend_default(co.target())).unwrap_err());
+    // The backend runs wave64 (DISPATCH_INITIATOR.CS_W32_EN clear); limits without it refuse.
+    co.check_runnable("fill", &RunLimits::backend_default(co.target())).unwrap();
+    let wave32_only = RunLimits { wave64: false, ..RunLimits::backend_default(co.target()) };
+    let err = reason(co.check_runnable("fill", &wave32_only).unwrap_err());
     assert!(err.contains("wave64"), "{err}");
 }
 
@@ -375,6 +379,7 @@ fn compile_errors_carry_the_compiler_log() {
         builtins: Builtins::Libclc,
         defines: &[],
         cu_mode: false,
+        wave64: false,
     };
     match compiler.compile(&request).unwrap_err() {
         AmdgpuError::Compile { what, log } => {

@@ -11,6 +11,7 @@
 
 mod amdgpu_common;
 
+use amdgpu_common::features::Waves;
 use amdgpu_common::Sizes;
 use sparkle::amdgpu::{Amdgpu, AmdgpuDevice, DeviceOptions, Hardware};
 use sparkle::cache::CacheConfig;
@@ -74,18 +75,20 @@ fn copies_and_chained_dispatches_in_one_submission() {
 #[test]
 fn double_precision_matches_the_cpu() {
     let Some(rt) = amdgpu("double_precision_matches_the_cpu") else { return };
-    amdgpu_common::features::fp64_matches_the_cpu(&rt);
+    amdgpu_common::features::fp64_matches_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::features::fp64_matches_the_cpu(&rt, Waves::Wave64);
 }
 
 #[test]
 fn private_memory_matches_the_cpu() {
     let Some(rt) = amdgpu("private_memory_matches_the_cpu") else { return };
-    amdgpu_common::features::private_memory_matches_the_cpu(&rt);
+    amdgpu_common::features::private_memory_matches_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::features::private_memory_matches_the_cpu(&rt, Waves::Wave64);
 }
 
 #[test]
 fn printf_reaches_the_sink() {
-    amdgpu_common::features::printf_reaches_the_sink(&|sink| {
+    let open = |sink| {
         let options = DeviceOptions { printf: sink, ..DeviceOptions::default() };
         match AmdgpuDevice::<Hardware>::open_with(options) {
             Ok(device) => Some(Runtime::from_device::<Amdgpu>(device, &CacheConfig::memory_only())),
@@ -94,11 +97,14 @@ fn printf_reaches_the_sink() {
                 None
             }
         }
-    });
+    };
+    amdgpu_common::features::printf_reaches_the_sink(&open, Waves::Wave32);
+    amdgpu_common::features::printf_reaches_the_sink(&open, Waves::Wave64);
 }
 
 #[test]
 fn sub_groups_match_the_cpu() {
     let Some(rt) = amdgpu("sub_groups_match_the_cpu") else { return };
-    amdgpu_common::features::sub_groups_match_the_cpu(&rt);
+    amdgpu_common::features::sub_groups_match_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::features::sub_groups_match_the_cpu(&rt, Waves::Wave64);
 }

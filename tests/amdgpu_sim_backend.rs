@@ -13,6 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use amdgpu_common::features::Waves;
 use amdgpu_common::Sizes;
 use sparkle::amdgpu::kmd::KernelDriver;
 use sparkle::amdgpu::sim::driver::MappedRange;
@@ -347,7 +348,8 @@ fn invalid_dispatches_are_refused_before_submission_naming_the_kernel_and_the_li
 
 #[test]
 fn double_precision_matches_the_cpu() {
-    amdgpu_common::features::fp64_matches_the_cpu(&sim());
+    amdgpu_common::features::fp64_matches_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::features::fp64_matches_the_cpu(&sim(), Waves::Wave64);
 }
 
 #[test]
@@ -381,7 +383,8 @@ fn an_instruction_the_simulator_lacks_refuses_the_kernel_at_load_and_the_device_
 
 #[test]
 fn private_memory_matches_the_cpu() {
-    amdgpu_common::features::private_memory_matches_the_cpu(&sim());
+    amdgpu_common::features::private_memory_matches_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::features::private_memory_matches_the_cpu(&sim(), Waves::Wave64);
 }
 
 #[test]
@@ -414,14 +417,17 @@ fn a_work_item_leaving_its_private_segment_faults_naming_the_kernel() {
 
 #[test]
 fn printf_reaches_the_sink() {
-    amdgpu_common::features::printf_reaches_the_sink(&|sink| {
+    let open = |sink| {
         let options = DeviceOptions { printf: sink, ..DeviceOptions::default() };
         let device = AmdgpuDevice::<Simulated>::new(SimDriver::new(SimOptions::default()), options).unwrap();
         Some(Runtime::from_device::<AmdgpuSim>(device, &CacheConfig::memory_only()))
-    });
+    };
+    amdgpu_common::features::printf_reaches_the_sink(&open, Waves::Wave32);
+    amdgpu_common::features::printf_reaches_the_sink(&open, Waves::Wave64);
 }
 
 #[test]
 fn sub_groups_match_the_cpu() {
-    amdgpu_common::features::sub_groups_match_the_cpu(&sim());
+    amdgpu_common::features::sub_groups_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::features::sub_groups_match_the_cpu(&sim(), Waves::Wave64);
 }

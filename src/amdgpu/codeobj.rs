@@ -62,12 +62,12 @@ pub struct RunLimits {
 }
 
 impl RunLimits {
-    /// What the amdgpu backend supports on `target`: wave32 only, scratch on gfx11 (architected
-    /// flat scratch), 64 KiB LDS, 1024 work-items per group.
+    /// What the amdgpu backend supports on `target`: wave32 and wave64, scratch on gfx11
+    /// (architected flat scratch), 64 KiB LDS, 1024 work-items per group.
     pub fn backend_default(target: GfxTarget) -> Self {
         Self {
             target,
-            wave64: false,
+            wave64: true,
             scratch: target.major >= 11,
             max_lds_bytes: 64 * 1024,
             max_workgroup_size: 1024,

@@ -19,6 +19,8 @@ pub const CLANG_PACKAGE: &str = "clang-22";
 pub const LLD_PACKAGE: &str = "lld-22";
 /// Debian's package for the OpenCL built-in library.
 pub const LIBCLC_PACKAGE: &str = "libclc-22";
+/// The one OpenCL compiler option a kernel spec may pass: compile for wave64.
+pub const WAVE64_OPTION: &str = "-mwavefrontsize64";
 /// libclc's bitcode for the `amdgcn-amd-amdhsa` triple.
 const LIBCLC_FILE: &str = "amdgcn-amd-amdhsa.bc";
 
@@ -44,6 +46,8 @@ pub struct CompileRequest<'a> {
     pub defines: &'a [(String, String)],
     /// Compile in CU mode (`-mcumode`) instead of gfx10+'s default WGP mode.
     pub cu_mode: bool,
+    /// Compile for wave64 (`-mwavefrontsize64`) instead of RDNA's default wave32.
+    pub wave64: bool,
 }
 
 /// A compiled code object.
@@ -173,6 +177,9 @@ impl Compiler {
         flags.extend(["-O3", "-nogpulib", "-cl-kernel-arg-info"].map(String::from));
         if request.cu_mode {
             flags.push("-mcumode".into());
+        }
+        if request.wave64 {
+            flags.push(WAVE64_OPTION.into());
         }
         if request.builtins == Builtins::Libclc {
             // libclc-22's get_global_id adds a global offset it reads from the implicit-argument
@@ -336,6 +343,7 @@ mod tests {
             builtins: Builtins::Libclc,
             defines: &defines,
             cu_mode: true,
+            wave64: false,
         };
         let flags = compiler.flags(&request).join(" ");
         assert_eq!(

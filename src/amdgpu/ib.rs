@@ -229,7 +229,7 @@ impl SubmissionEncoder {
                 x: gx,
                 y: gy,
                 z: gz,
-                initiator: DispatchInitiator::launch(true),
+                initiator: DispatchInitiator::launch(descriptor.wave_size() == 32),
             })
         })();
         result.map_err(|e| encode_error(kernel, e))?;

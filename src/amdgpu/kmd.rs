@@ -232,6 +232,8 @@ pub struct KernelCode<'a> {
     /// Image ranges holding the code the kernel may run; empty when the code object does not say
     /// (no function symbols), then only the entry point is known.
     pub ranges: &'a [std::ops::Range<u64>],
+    /// Whether the kernel runs as wave64 (else wave32).
+    pub wave64: bool,
 }
 
 /// The operations the backend needs from the kernel driver.

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::codeobj::{CodeObject, RunLimits, WHOLE_OBJECT};
-use super::compile::{Builtins, CompileRequest, Compiler};
+use super::compile::{Builtins, CompileRequest, Compiler, WAVE64_OPTION};
 use super::descriptor::{KernelDescriptor, UserSgpr};
 use super::error::{AmdgpuError, Result};
 use super::gfx_target::GfxTarget;
@@ -30,7 +30,7 @@ const CODE_PREFETCH_SLACK: u64 = 256;
 #[derive(Debug, Clone)]
 pub enum Build {
     /// OpenCL C compiled by clang for the device's target.
-    OpenCl { source: String, defines: Vec<(String, String)>, cu_mode: bool },
+    OpenCl { source: String, defines: Vec<(String, String)>, cu_mode: bool, wave64: bool },
     /// A code object built ahead of time for the device's target.
     Prebuilt { bytes: Arc<[u8]> },
 }
@@ -126,17 +126,19 @@ pub(crate) fn prepare(
             format!("kernel `{}`: {problem}", spec.name),
         ));
     };
-    if !options.is_empty() {
+    let unsupported: Vec<&str> = options.iter().map(String::as_str).filter(|o| *o != WAVE64_OPTION).collect();
+    if !unsupported.is_empty() {
         return Err(crate::Error::new(
             crate::ErrorKind::Unavailable,
             format!(
-                "kernel `{}`: extra OpenCL compiler options ({}) are not supported by the {} backend; use KernelSpec::define instead",
+                "kernel `{}`: OpenCL compiler options {} are not supported by the {} backend (it takes {WAVE64_OPTION} only); use KernelSpec::define instead",
                 spec.name,
-                options.join(" "),
+                unsupported.join(" "),
                 cx.backend
             ),
         ));
     }
+    let wave64 = options.iter().any(|o| o == WAVE64_OPTION);
     let compiler = cx.compiler.map_err(|why| {
         crate::Error::new(
             crate::ErrorKind::Unavailable,
@@ -153,6 +155,7 @@ pub(crate) fn prepare(
         builtins: Builtins::Libclc,
         defines: &spec.defines,
         cu_mode: cx.cu_mode,
+        wave64,
     };
     let key = vec![
         b"amdgpu opencl".to_vec(),
@@ -165,7 +168,12 @@ pub(crate) fn prepare(
         kernel: spec.name.clone(),
         entry_point: entry_point.clone(),
         workgroup_size: spec.workgroup_size,
-        build: Build::OpenCl { source: source.clone(), defines: spec.defines.clone(), cu_mode: cx.cu_mode },
+        build: Build::OpenCl {
+            source: source.clone(),
+            defines: spec.defines.clone(),
+            cu_mode: cx.cu_mode,
+            wave64,
+        },
     };
     Ok((key, input))
 }
@@ -173,7 +181,7 @@ pub(crate) fn prepare(
 /// Compiles an OpenCL build into code object bytes.
 pub(crate) fn compile(input: &AmdgpuSource, target: GfxTarget, compiler: &Compiler) -> Result<Vec<u8>> {
     match &input.build {
-        Build::OpenCl { source, defines, cu_mode } => {
+        Build::OpenCl { source, defines, cu_mode, wave64 } => {
             let request = CompileRequest {
                 name: &input.kernel,
                 source,
@@ -181,6 +189,7 @@ pub(crate) fn compile(input: &AmdgpuSource, target: GfxTarget, compiler: &Compil
                 builtins: Builtins::Libclc,
                 defines,
                 cu_mode: *cu_mode,
+                wave64: *wave64,
             };
             Ok(compiler.compile(&request)?.bytes)
         }
@@ -306,6 +315,7 @@ pub(crate) fn load(
         image: image.unrelocated(),
         entry: kernel.entry_offset,
         ranges: &kernel.code_ranges,
+        wave64: kernel.descriptor.wave_size() == 64,
     };
     kmd.check_kernel_code(&code)
         .map_err(|reason| refuse(AmdgpuError::invalid_kernel(&kernel.name, reason)))?;

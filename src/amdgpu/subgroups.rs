@@ -6,8 +6,7 @@
 //!
 //! Every cross-lane step is one `ds_bpermute` (a lane reads any lane of its wave). Lanes past
 //! the sub-group's size (the last wave of a work-group that is not a multiple of the wave size)
-//! are inactive and hold nothing meaningful: reductions and scans never read them, they use
-//! the operation's identity instead.
+//! are inactive and hold nothing meaningful: reductions and scans never read them.
 
 /// The OpenCL C definitions (overloadable, so they take the names clang's built-in declarations
 /// mangle to).
@@ -74,17 +73,10 @@ __SG_REDUCE(T, add, __SG_ADD, ADD_ID) \
 __SG_REDUCE(T, min, __SG_MIN, MIN_ID) \
 __SG_REDUCE(T, max, __SG_MAX, MAX_ID)
 
-/* Butterfly over the wave; a partner past the sub-group contributes the identity. Scans: the
-   inclusive one doubles its reach each step; the exclusive one is it shifted up a lane. */
+/* The inclusive scan doubles its reach each step and only ever reads lanes below its own, so
+   lanes past a partial sub-group are never read; the reduction is the scan's last lane, the
+   exclusive scan the inclusive one shifted up a lane. */
 #define __SG_REDUCE(T, NAME, OP, ID) \
-T __SG_OVL sub_group_reduce_##NAME(T x) { \
-    uint lane = get_sub_group_local_id(), size = get_sub_group_size(); \
-    for (uint m = 1; m < __sg_wave(); m <<= 1) { \
-        T y = __sg_read(x, lane ^ m); \
-        x = OP(x, ((lane ^ m) < size ? y : (T)(ID))); \
-    } \
-    return x; \
-} \
 T __SG_OVL sub_group_scan_inclusive_##NAME(T x) { \
     uint lane = get_sub_group_local_id(); \
     for (uint d = 1; d < __sg_wave(); d <<= 1) { \
@@ -98,6 +90,9 @@ T __SG_OVL sub_group_scan_exclusive_##NAME(T x) { \
     T inclusive = sub_group_scan_inclusive_##NAME(x); \
     T before = __sg_read(inclusive, lane - 1u); \
     return lane == 0 ? (T)(ID) : before; \
+} \
+T __SG_OVL sub_group_reduce_##NAME(T x) { \
+    return __sg_read(sub_group_scan_inclusive_##NAME(x), get_sub_group_size() - 1u); \
 }
 
 __SG_FUNCS(int, 0, INT_MAX, INT_MIN)

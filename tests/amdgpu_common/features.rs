@@ -1,6 +1,7 @@
 //! The kernels users write beyond the suite, run unchanged on a card (`amdgpu_hw.rs`) and on the
 //! simulated gfx1100 (`amdgpu_sim_backend.rs`): double precision, private arrays and register
-//! spills (scratch), printf (its text checked); each checked against the CPU.
+//! spills (scratch), printf (its text checked), sub-groups; each checked against the CPU, as
+//! wave32 and as wave64.
 
 use std::sync::{Arc, Mutex};
 
@@ -11,6 +12,23 @@ use sparkle::runtime::{Arg, Program};
 use sparkle::Runtime;
 
 use super::TIMEOUT;
+
+/// The wave size kernels are compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waves {
+    Wave32,
+    /// `-mwavefrontsize64`.
+    Wave64,
+}
+
+/// An OpenCL C kernel `name` (also its entry point) for `waves`.
+fn opencl(name: &str, workgroup: [u32; 3], source: &str, waves: Waves) -> KernelSpec {
+    let spec = KernelSpec::new(name, workgroup).opencl(name, source);
+    match waves {
+        Waves::Wave32 => spec,
+        Waves::Wave64 => spec.opencl_option("-mwavefrontsize64"),
+    }
+}
 
 /// The program, or None (with a note) when no compiler is installed.
 pub fn compile(rt: &Runtime, spec: &KernelSpec) -> Option<Program> {
@@ -91,9 +109,8 @@ fn within_ulps(got: f64, want: f64, ulps: u64) -> bool {
 /// Double arithmetic, conversions, division and square root against the CPU: OpenCL requires
 /// correctly rounded +, -, *, fma, / and sqrt in double precision (0 ulp), and the conversions are
 /// exact or correctly rounded (out-of-range conversions are undefined in OpenCL C: clamped first).
-pub fn fp64_matches_the_cpu(rt: &Runtime) {
-    let spec = KernelSpec::new("fp64", [32, 1, 1])
-        .opencl("fp64", FP64)
+pub fn fp64_matches_the_cpu(rt: &Runtime, waves: Waves) {
+    let spec = opencl("fp64", [32, 1, 1], FP64, waves)
         .storage("x", Access::ReadOnly)
         .storage("y", Access::ReadOnly)
         .storage("out", Access::ReadWrite);
@@ -189,10 +206,9 @@ fn run_u32(rt: &Runtime, spec: &KernelSpec, input: &[u32], out_len: usize, group
 /// Private memory (scratch): a kernel whose registers spill (180 bytes per work-item), then a
 /// dynamically indexed private array (388 bytes: the queue's scratch ring grows), then generic
 /// pointers into private and local memory.
-pub fn private_memory_matches_the_cpu(rt: &Runtime) {
+pub fn private_memory_matches_the_cpu(rt: &Runtime, waves: Waves) {
     // Register spills.
-    let spec = KernelSpec::new("spill", [32, 1, 1])
-        .opencl("spill", SPILL)
+    let spec = opencl("spill", [32, 1, 1], SPILL, waves)
         .storage("in", Access::ReadOnly)
         .storage("out", Access::ReadWrite);
     let Some(program) = compile(rt, &spec) else { return };
@@ -223,8 +239,7 @@ pub fn private_memory_matches_the_cpu(rt: &Runtime) {
     }
 
     // A dynamically indexed private array.
-    let spec = KernelSpec::new("private_array", [64, 1, 1])
-        .opencl("private_array", PRIVATE_ARRAY)
+    let spec = opencl("private_array", [64, 1, 1], PRIVATE_ARRAY, waves)
         .storage("idx", Access::ReadOnly)
         .storage("out", Access::ReadWrite);
     let n = 256usize;
@@ -241,8 +256,7 @@ pub fn private_memory_matches_the_cpu(rt: &Runtime) {
     assert_eq!(got, want, "private array");
 
     // Generic pointers into private and local memory through a call.
-    let spec = KernelSpec::new("generic_ptrs", [32, 1, 1])
-        .opencl("generic_ptrs", GENERIC)
+    let spec = opencl("generic_ptrs", [32, 1, 1], GENERIC, waves)
         .storage("in", Access::ReadOnly)
         .storage("out", Access::ReadWrite);
     let n = 64usize;
@@ -286,14 +300,13 @@ const PRINTF_FLOOD: &str = "__kernel void flood(__global const uint *a, __global
 /// lines exactly as C's printf formats them; a flood that overflows the buffer loses whole
 /// records, says how many, and never prints a damaged line. `open` makes a runtime whose
 /// printf output goes to the given sink (None where the backend is not available).
-pub fn printf_reaches_the_sink(open: &dyn Fn(PrintfSink) -> Option<Runtime>) {
+pub fn printf_reaches_the_sink(open: &dyn Fn(PrintfSink) -> Option<Runtime>, waves: Waves) {
     let outputs: Arc<Mutex<Vec<PrintfOutput>>> = Arc::default();
     let collected = outputs.clone();
     let sink =
         PrintfSink::Callback(Arc::new(move |o: &PrintfOutput| collected.lock().unwrap().push(o.clone())));
     let Some(rt) = open(sink) else { return };
-    let spec = KernelSpec::new("hello", [32, 1, 1])
-        .opencl("hello", PRINTF)
+    let spec = opencl("hello", [32, 1, 1], PRINTF, waves)
         .storage("a", Access::ReadOnly)
         .storage("out", Access::ReadWrite);
     let Some(program) = compile(&rt, &spec) else { return };
@@ -322,8 +335,7 @@ pub fn printf_reaches_the_sink(open: &dyn Fn(PrintfSink) -> Option<Runtime>) {
         );
     }
 
-    let spec = KernelSpec::new("flood", [64, 1, 1])
-        .opencl("flood", PRINTF_FLOOD)
+    let spec = opencl("flood", [64, 1, 1], PRINTF_FLOOD, waves)
         .storage("a", Access::ReadOnly)
         .storage("out", Access::ReadWrite);
     let program = compile(&rt, &spec).expect("compiled above");
@@ -370,19 +382,19 @@ __kernel void sub_groups(__global const uint *a, __global uint *out) {
 }
 ";
 
-/// Sub-group built-ins against the CPU, with work-groups of 48 work-items: on wave32 a full
-/// sub-group of 32 and a partial one of 16 (on wave64, one partial sub-group of 48).
-pub fn sub_groups_match_the_cpu(rt: &Runtime) {
-    let spec = KernelSpec::new("sub_groups", [48, 1, 1])
-        .opencl("sub_groups", SUB_GROUPS)
+/// Sub-group built-ins against the CPU, with work-groups of 44 work-items: on wave32 a full
+/// sub-group of 32 and a partial one of 12 (on wave64, one partial sub-group of 44) — partial
+/// sizes that are not powers of two.
+pub fn sub_groups_match_the_cpu(rt: &Runtime, waves: Waves) {
+    let spec = opencl("sub_groups", [44, 1, 1], SUB_GROUPS, waves)
         .storage("a", Access::ReadOnly)
         .storage("out", Access::ReadWrite);
     let Some(program) = compile(rt, &spec) else { return };
-    let n = 96usize;
+    let n = 88usize;
     let a: Vec<u32> = (0..n as u32).map(|i| (i * 37 + 11) % 101).collect();
     let src = rt.upload(&a, BufferUsage::Input).unwrap();
     let out = rt.create_buffer((n * 10 * 4) as u64, BufferUsage::Output).unwrap();
-    rt.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&out)], [(n / 48) as u32, 1, 1])
+    rt.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&out)], [(n / 44) as u32, 1, 1])
         .unwrap()
         .wait(TIMEOUT)
         .unwrap();
@@ -390,10 +402,10 @@ pub fn sub_groups_match_the_cpu(rt: &Runtime) {
     // Work-item 40 is in sub-group 1 on wave32, 0 on wave64.
     let wave = if got[10 * 40 + 8] >> 8 & 0xff == 1 { 32 } else { 64 };
     for i in 0..n {
-        let (group, local) = (i / 48, i % 48);
+        let (group, local) = (i / 44, i % 44);
         let (sub, lane) = (local / wave, local % wave);
-        let start = group * 48 + sub * wave;
-        let size = wave.min(48 - sub * wave);
+        let start = group * 44 + sub * wave;
+        let size = wave.min(44 - sub * wave);
         let members = &a[start..start + size];
         let xor_partner = lane ^ 1;
         let ballot = members.iter().take(32).enumerate().fold(0u32, |b, (l, &v)| b | ((v & 1) << l));

@@ -248,7 +248,8 @@ fn deadline_of(timeout: Timeout) -> Instant {
 
 impl KernelDriver for SimDriver {
     fn check_kernel_code(&self, code: &KernelCode<'_>) -> std::result::Result<(), String> {
-        super::isa::check_code(code.image, code.entry, code.ranges).map_err(|refusal| refusal.to_string())
+        super::isa::check_code(code.image, code.entry, code.ranges, code.wave64)
+            .map_err(|refusal| refusal.to_string())
     }
 
     fn driver_version(&self) -> DriverVersion {

@@ -30,7 +30,7 @@ pub struct Dispatch {
     pub workgroup_size: [u32; 3],
     /// DISPATCH_DIRECT dimensions, in workgroups.
     pub grid_workgroups: [u32; 3],
-    /// DISPATCH_INITIATOR.CS_W32_EN; wave64 is refused.
+    /// DISPATCH_INITIATOR.CS_W32_EN: wave32, else wave64.
     pub wave32: bool,
     /// Wave instructions the whole dispatch may execute before it counts as hung.
     pub instruction_budget: u64,
@@ -197,16 +197,22 @@ impl Dispatch {
         self.workgroup_size.iter().product()
     }
 
+    /// 32, or 64 when DISPATCH_INITIATOR.CS_W32_EN is clear.
+    pub fn wave_lanes(&self) -> u32 {
+        if self.wave32 {
+            32
+        } else {
+            LANES as u32
+        }
+    }
+
     pub fn waves_per_group(&self) -> u32 {
-        self.threads_per_group().div_ceil(LANES as u32)
+        self.threads_per_group().div_ceil(self.wave_lanes())
     }
 
     /// Refuses what the interpreter does not model, naming the setting.
     pub fn validate(&self) -> Result<(), SimError> {
         let r = Rsrc::new(self.rsrc1, self.rsrc2);
-        if !self.wave32 {
-            return Err(self.invalid("wave64 dispatches are not modelled (set DISPATCH_INITIATOR.CS_W32_EN)"));
-        }
         if r.round_mode != 0 {
             return Err(self.invalid(format!(
                 "RSRC1 FLOAT_ROUND_MODE {:#x}: only round-to-nearest-even is modelled",
@@ -286,13 +292,14 @@ pub fn initial_waves(d: &Dispatch, group: [u32; 3]) -> Result<Vec<Wave>, SimErro
     let threads = d.threads_per_group();
     let mut waves = Vec::with_capacity(d.waves_per_group() as usize);
     for wave_id in 0..d.waves_per_group() {
-        let mut w = Wave::new(d.code_address);
+        let lanes = d.wave_lanes();
+        let mut w = Wave::with_width(d.code_address, lanes);
         w.wave_id = wave_id;
         w.mode = d.mode();
         if r.scratch {
             // FLAT_SCRATCH: this wave's slot of the ring.
             w.scratch_base = d.scratch.base + u64::from(wave_id) * d.scratch.wave_bytes();
-            w.lane_scratch_bytes = (d.scratch.wave_bytes() / LANES as u64) as u32;
+            w.lane_scratch_bytes = (d.scratch.wave_bytes() / u64::from(lanes)) as u32;
         }
         let mut s = 0usize;
         for &v in d.user_data.iter().take(r.user_sgprs as usize) {
@@ -305,13 +312,13 @@ pub fn initial_waves(d: &Dispatch, group: [u32; 3]) -> Result<Vec<Wave>, SimErro
                 s += 1;
             }
         }
-        let mut exec = 0u32;
-        for lane in 0..LANES as u32 {
-            let t = wave_id * LANES as u32 + lane;
+        let mut exec = 0u64;
+        for lane in 0..lanes {
+            let t = wave_id * lanes + lane;
             if t >= threads {
                 break;
             }
-            exec |= 1 << lane;
+            exec |= 1u64 << lane;
             let (x, y, z) = (t % sx, (t / sx) % sy, t / (sx * sy));
             let mut id = x;
             if r.tidig_comp_cnt >= 1 {

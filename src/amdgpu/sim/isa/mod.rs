@@ -1,5 +1,5 @@
-//! An interpreter for the RDNA3 (gfx1100) wave32 ISA, written from AMD's "RDNA3 Instruction Set
-//! Architecture" reference guide and LLVM's AMDGPU documentation (encodings, initial kernel
+//! An interpreter for the RDNA3 (gfx1100) ISA, wave32 and wave64, written from AMD's "RDNA3
+//! Instruction Set Architecture" reference guide and LLVM's AMDGPU documentation (encodings, initial kernel
 //! execution state).
 //!
 //! The simulated driver describes a DISPATCH_DIRECT with a [`Dispatch`] (program address, the
@@ -8,14 +8,15 @@
 //! mappings. Failures are [`SimError`]s naming the kernel and PC. [`check_code`] decodes a
 //! kernel's code before it is uploaded and names the first instruction it cannot execute.
 //!
-//! Modelled: wave32 only; IEEE f32/f64 with round-to-nearest-even and denormals preserved (other
+//! Modelled: wave32 and wave64 (DISPATCH_INITIATOR.CS_W32_EN; lane masks are 64-bit, a wave32
+//! uses the low half); IEEE f32/f64 with round-to-nearest-even and denormals preserved (other
 //! MODE settings are refused); memory is synchronous, so wait counters and cache invalidates are
 //! no-ops; the division helpers scale extreme operands so that f32 and f64 quotients come out
 //! correctly rounded over the whole range; private memory through gfx11 architected flat scratch
 //! (SCRATCH instructions and FLAT addresses in the private aperture, each lane confined to its
 //! slice of its wave's slot) and FLAT addresses in the shared aperture (LDS). Not modelled
 //! (refused when a kernel is loaded, or for what only execution shows, when used): GDS, buffer
-//! resources (MUBUF/MTBUF loads and stores), images, DPP, traps, TG_SIZE, wave64. Transcendentals
+//! resources (MUBUF/MTBUF loads and stores), images, DPP, traps, TG_SIZE. Transcendentals
 //! (v_rcp, v_rsq, v_sqrt, v_exp, v_log, v_sin, v_cos) are correctly rounded here, whereas the
 //! hardware approximates them to about one ulp. No timing, caches or scheduling fairness.
 

@@ -17,7 +17,7 @@ use super::error::{Fault, MemoryFault};
 use super::exec::execute;
 use super::memory::GlobalMemory;
 use super::mnemonic::{feature, mnemonic};
-use super::wave::{Wave, LANES};
+use super::wave::Wave;
 
 /// SOPP opcodes whose refusal depends on reaching them, not on their encoding: s_sethalt,
 /// s_trap and s_trap-like halts stop the wave with an error when executed, and s_code_end is
@@ -112,10 +112,16 @@ fn decode_at(image: &[u8], at: u64) -> Result<Decoded, Fault> {
 }
 
 /// Checks every instruction in `ranges` of `image` (or, when there are none, from `entry` to the
-/// first `s_endpgm`), in address order; the first one the interpreter cannot execute is the error.
-pub fn check_code(image: &[u8], entry: u64, ranges: &[Range<u64>]) -> Result<(), UnsupportedInstruction> {
-    let mut blank = Wave::new(0);
-    blank.set_exec(u32::MAX >> (32 - LANES));
+/// first `s_endpgm`), in address order, for a wave32 or wave64 kernel; the first one the
+/// interpreter cannot execute is the error.
+pub fn check_code(
+    image: &[u8],
+    entry: u64,
+    ranges: &[Range<u64>],
+    wave64: bool,
+) -> Result<(), UnsupportedInstruction> {
+    let mut blank = Wave::with_width(0, if wave64 { 64 } else { 32 });
+    blank.set_exec(u64::MAX);
     let mut seen: HashSet<Vec<u8>> = HashSet::new();
     let fallback = [Range { start: entry, end: image.len() as u64 }];
     let (ranges, until_endpgm) = if ranges.is_empty() { (&fallback[..], true) } else { (ranges, false) };

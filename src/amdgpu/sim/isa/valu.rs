@@ -223,7 +223,7 @@ fn out_h(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
 /// Writes a per-lane carry/flag mask to the scalar destination (inactive lanes read 0).
 fn out_mask(w: &mut Wave, sdst: u8, bits: &L<bool>) -> ExecResult {
     let exec = w.exec();
-    let mut m = 0u32;
+    let mut m = 0u64;
     for (l, b) in bits.iter().enumerate() {
         if *b {
             m |= 1 << l;
@@ -232,11 +232,11 @@ fn out_mask(w: &mut Wave, sdst: u8, bits: &L<bool>) -> ExecResult {
     if sdst == NULL {
         return Ok(());
     }
-    w.write_sgpr(sdst, m & exec)
+    w.write_mask(sdst, m & exec)
 }
 
-fn lane_mask(w: &Wave, v: &Valu, i: usize) -> ExecResult<u32> {
-    w.scalar32(&v.src[i])
+fn lane_mask(w: &Wave, v: &Valu, i: usize) -> ExecResult<u64> {
+    w.lane_mask(&v.src[i])
 }
 
 fn ieee(w: &Wave) -> bool {
@@ -362,7 +362,7 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         288..=290 => {
             let (a, b, cin) = (ops.u(0)?, ops.u(1)?, lane_mask(w, v, 2)?);
             let res: L<(u32, bool)> = std::array::from_fn(|l| {
-                let c = (cin >> l & 1) as u64;
+                let c = cin >> l & 1;
                 let (x, y) = (a[l] as u64, b[l] as u64);
                 match op {
                     288 => {
@@ -969,17 +969,12 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         }
         799 | 800 => {
             let (a, b) = (ops.u(0)?, ops.u(1)?);
+            // v_mbcnt_lo counts the mask bits of lanes 0..31 below this lane, v_mbcnt_hi those
+            // of lanes 32..63 (only wave64 has lanes past 31).
+            let below = |mask: u32, lanes: usize| (mask as u64 & ((1u64 << lanes.min(32)) - 1)) as u32;
             let r: L<u32> = std::array::from_fn(|l| {
-                let below = if op == 799 {
-                    if l == 0 {
-                        0
-                    } else {
-                        a[l] & ((1u32 << l) - 1)
-                    }
-                } else {
-                    0
-                };
-                below.count_ones().wrapping_add(b[l])
+                let counted = if op == 799 { below(a[l], l) } else { below(a[l], l.saturating_sub(32)) };
+                counted.count_ones().wrapping_add(b[l])
             });
             out_u(w, v, &r)
         }
@@ -1046,12 +1041,12 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         }
         864 => {
             let a = ops.u(0)?;
-            let lane = (w.scalar32(&v.src[1])? & 31) as usize;
+            let lane = w.scalar32(&v.src[1])? as usize % w.lanes();
             w.write_sgpr(v.vdst, a[lane])
         }
         865 => {
             let val = w.scalar32(&v.src[0])?;
-            let lane = (w.scalar32(&v.src[1])? & 31) as usize;
+            let lane = w.scalar32(&v.src[1])? as usize % w.lanes();
             w.vgpr[v.vdst as usize][lane] = val;
             Ok(())
         }
