@@ -59,7 +59,9 @@ def flat(seg):
 
 def mubuf(op):
     w0 = 0xE0000000 | op << 18
-    return [[w0, 0 | 2 << 8 | 1 << 16 | 0x80 << 24], [w0, 0 | 0 << 8 | 0 << 16 | 0x80 << 24], [w0, 0x80 << 24]]
+    # The cache invalidates (buffer_gl0_inv, buffer_gl1_inv) take no operands at all.
+    return [[w0, 0 | 2 << 8 | 1 << 16 | 0x80 << 24], [w0, 0 | 0 << 8 | 0 << 16 | 0x80 << 24], [w0, 0x80 << 24],
+            [w0, 0]]
 
 
 def one(make):

@@ -1088,6 +1088,8 @@ pub(crate) const MUBUF: &[(u16, &str)] = &[
     (37, "buffer_store_d16_hi_b16"),
     (38, "buffer_load_d16_hi_format_x"),
     (39, "buffer_store_d16_hi_format_x"),
+    (43, "buffer_gl0_inv"),
+    (44, "buffer_gl1_inv"),
     (51, "buffer_atomic_swap_b32"),
     (52, "buffer_atomic_cmpswap_b32"),
     (53, "buffer_atomic_add_u32"),

@@ -49,6 +49,6 @@ pub use dispatch::{
 pub use error::{Access, MemoryFault, SimError};
 pub use memory::GlobalMemory;
 pub use operand::aperture_fault;
-pub use validate::{check_code, UnsupportedInstruction};
+pub use validate::{check_code, survey_code, SurveyedInstruction, UnsupportedInstruction};
 pub use wave::{Wave, WaveStatus, LANES};
 pub use workgroup::{run_dispatch, DispatchRun, DispatchStats};

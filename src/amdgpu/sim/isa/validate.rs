@@ -8,7 +8,7 @@
 //! refuses for a reason its encoding alone decides (a modifier, an operand kind, a segment), is
 //! refused; memory faults and LDS range errors say nothing about the instruction and pass.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
@@ -71,11 +71,6 @@ impl GlobalMemory for NoMemory {
     }
 }
 
-fn refusal(offset: u64, inst: Option<&Inst>, detail: String) -> UnsupportedInstruction {
-    let mnemonic = inst.and_then(mnemonic);
-    UnsupportedInstruction { offset, mnemonic, feature: mnemonic.and_then(feature), detail }
-}
-
 fn describe(fault: Fault) -> Option<String> {
     match fault {
         Fault::Unknown { encoding, opcode, word } => {
@@ -111,6 +106,90 @@ fn decode_at(image: &[u8], at: u64) -> Result<Decoded, Fault> {
     })
 }
 
+/// One instruction of a kernel's code, as the interpreter sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SurveyedInstruction {
+    /// Offset in the code object's load image.
+    pub offset: u64,
+    /// Bytes, literal included; 0 when the instruction could not be decoded (then the rest of
+    /// its range is not surveyed).
+    pub size: u8,
+    /// LLVM's name for it, when the decoder knows one.
+    pub mnemonic: Option<&'static str>,
+    /// Whether the interpreter can execute it (the reason when not).
+    pub executable: Result<(), String>,
+}
+
+/// Decodes every instruction in `ranges` of `image` (or, when there are none, from `entry` to
+/// the first `s_endpgm`), in address order, for a wave32 or wave64 kernel, and says for each
+/// whether the interpreter can execute it. `first_failure` stops at the first one it cannot.
+fn survey_ranges(
+    image: &[u8],
+    entry: u64,
+    ranges: &[Range<u64>],
+    wave64: bool,
+    first_failure: bool,
+) -> Vec<SurveyedInstruction> {
+    let mut blank = Wave::with_width(0, if wave64 { 64 } else { 32 });
+    blank.set_exec(u64::MAX);
+    let mut verdicts: HashMap<Vec<u8>, Result<(), String>> = HashMap::new();
+    let fallback = [Range { start: entry, end: image.len() as u64 }];
+    let (ranges, until_endpgm) = if ranges.is_empty() { (&fallback[..], true) } else { (ranges, false) };
+    let mut sorted: Vec<&Range<u64>> = ranges.iter().collect();
+    sorted.sort_by_key(|r| r.start);
+    let mut out = Vec::new();
+    for range in sorted {
+        let mut at = range.start;
+        while at < range.end {
+            let d = match decode_at(image, at) {
+                Ok(d) => d,
+                Err(f) => {
+                    let detail = describe(f).unwrap_or_else(|| "undecodable".to_string());
+                    out.push(SurveyedInstruction {
+                        offset: at,
+                        size: 0,
+                        mnemonic: None,
+                        executable: Err(detail),
+                    });
+                    if first_failure {
+                        return out;
+                    }
+                    break;
+                }
+            };
+            let bytes = image[at as usize..at as usize + d.size as usize].to_vec();
+            // Trial-execute each distinct encoding once.
+            let executable = verdicts.entry(bytes).or_insert_with(|| trial(&d, &blank)).clone();
+            let failed = executable.is_err();
+            out.push(SurveyedInstruction {
+                offset: at,
+                size: d.size,
+                mnemonic: mnemonic(&d.inst),
+                executable,
+            });
+            if failed && first_failure {
+                return out;
+            }
+            at += d.size as u64;
+            if until_endpgm && matches!(d.inst, Inst::Sopp { op: SOPP_ENDPGM, .. }) {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Every instruction of a kernel's code with the interpreter's verdict, for coverage reports
+/// (see [`check_code`] for the arguments).
+pub fn survey_code(
+    image: &[u8],
+    entry: u64,
+    ranges: &[Range<u64>],
+    wave64: bool,
+) -> Vec<SurveyedInstruction> {
+    survey_ranges(image, entry, ranges, wave64, false)
+}
+
 /// Checks every instruction in `ranges` of `image` (or, when there are none, from `entry` to the
 /// first `s_endpgm`), in address order, for a wave32 or wave64 kernel; the first one the
 /// interpreter cannot execute is the error.
@@ -120,28 +199,10 @@ pub fn check_code(
     ranges: &[Range<u64>],
     wave64: bool,
 ) -> Result<(), UnsupportedInstruction> {
-    let mut blank = Wave::with_width(0, if wave64 { 64 } else { 32 });
-    blank.set_exec(u64::MAX);
-    let mut seen: HashSet<Vec<u8>> = HashSet::new();
-    let fallback = [Range { start: entry, end: image.len() as u64 }];
-    let (ranges, until_endpgm) = if ranges.is_empty() { (&fallback[..], true) } else { (ranges, false) };
-    let mut sorted: Vec<&Range<u64>> = ranges.iter().collect();
-    sorted.sort_by_key(|r| r.start);
-    for range in sorted {
-        let mut at = range.start;
-        while at < range.end {
-            let d = decode_at(image, at)
-                .map_err(|f| refusal(at, None, describe(f).unwrap_or_else(|| "undecodable".to_string())))?;
-            let bytes = &image[at as usize..at as usize + d.size as usize];
-            // Trial-execute each distinct encoding once.
-            if seen.insert(bytes.to_vec()) {
-                trial(&d, &blank).map_err(|detail| refusal(at, Some(&d.inst), detail))?;
-            }
-            at += d.size as u64;
-            if until_endpgm && matches!(d.inst, Inst::Sopp { op: SOPP_ENDPGM, .. }) {
-                break;
-            }
+    match survey_ranges(image, entry, ranges, wave64, true).pop() {
+        Some(SurveyedInstruction { offset, mnemonic, executable: Err(detail), .. }) => {
+            Err(UnsupportedInstruction { offset, mnemonic, feature: mnemonic.and_then(feature), detail })
         }
+        _ => Ok(()),
     }
-    Ok(())
 }

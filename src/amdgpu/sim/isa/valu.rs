@@ -114,7 +114,9 @@ fn int_only(v: &Valu) -> ExecResult {
     if v.opsel & 8 != 0 {
         return Err(Fault::unsupported(format!("opsel on the 32-bit destination of VALU opcode {}", v.op)));
     }
-    if v.clamp || v.omod != 0 {
+    // The integer adds and subtracts implement clamp (saturation) themselves.
+    let saturating = matches!(v.op, 293..=295 | 805 | 806);
+    if (v.clamp && !saturating) || v.omod != 0 {
         return Err(Fault::unsupported(format!("clamp/omod on integer VALU opcode {}", v.op)));
     }
     Ok(())
@@ -290,7 +292,7 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_f(w, v, r)
         }
         265 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| (s24(a) * s24(b)) as u32);
+            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| s24(a).wrapping_mul(s24(b)) as u32);
             out_u(w, v, &r)
         }
         266 => {
@@ -376,16 +378,20 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_u(w, v, &map(&res, |p| p.0))?;
             out_mask(w, v.sdst, &map(&res, |p| p.1))
         }
+        // Integer adds and subtracts: clamp saturates instead of wrapping.
         293 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, u32::wrapping_add);
+            let f = if v.clamp { u32::saturating_add } else { u32::wrapping_add };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, f);
             out_u(w, v, &r)
         }
         294 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, u32::wrapping_sub);
+            let f = if v.clamp { u32::saturating_sub } else { u32::wrapping_sub };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, f);
             out_u(w, v, &r)
         }
         295 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| b.wrapping_sub(a));
+            let f = if v.clamp { u32::saturating_sub } else { u32::wrapping_sub };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| f(b, a));
             out_u(w, v, &r)
         }
         // fmac (src2 = vdst) and fmaak (src2 = K): fma(src0, src1, src2); fmamk: fma(src0, K, src1).
@@ -699,7 +705,7 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         // ---- VOP3 only ----
         522 => {
             let r = map3(&ops.u(0)?, &ops.u(1)?, &ops.u(2)?, |a, b, c| {
-                (s24(a) * s24(b)).wrapping_add(c as i32) as u32
+                s24(a).wrapping_mul(s24(b)).wrapping_add(c as i32) as u32
             });
             out_u(w, v, &r)
         }
@@ -832,6 +838,46 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
                 }
             });
             out_half(w, v, &r)
+        }
+        866..=868 => {
+            let (a, b) = (ops.u16(0)?, ops.u16(1)?);
+            let r = map2(&a, &b, |a, b| match op {
+                866 => a & b,
+                867 => a | b,
+                _ => a ^ b,
+            });
+            out_half(w, v, &r)
+        }
+        777..=780 => {
+            let (a, b) = (ops.u16(0)?, ops.u16(1)?);
+            let s = |x: u32| x as u16 as i16;
+            let r = map2(&a, &b, |a, b| match op {
+                777 => a.max(b),
+                778 => s(a).max(s(b)) as u16 as u32,
+                779 => a.min(b),
+                _ => s(a).min(s(b)) as u16 as u32,
+            });
+            out_half(w, v, &r)
+        }
+        469 | 475..=478 => {
+            // f16 square root and rounding: exact in f64, rounded once to f16.
+            let r = map(&ops.h(0)?, |x| {
+                let x = x as f64;
+                match op {
+                    469 => x.sqrt(),
+                    475 => x.floor(),
+                    476 => x.ceil(),
+                    477 => x.trunc(),
+                    _ => x.round_ties_even(),
+                }
+            });
+            out_h(w, v, r)
+        }
+        596 => {
+            let r = map3(&ops.h(0)?, &ops.h(1)?, &ops.h(2)?, |q, den, num| {
+                division::div_fixup64(q as f64, den as f64, num as f64)
+            });
+            out_h(w, v, r)
         }
         824 => {
             let r = map2(&ops.u16(0)?, &ops.u16(1)?, |a, b| (b << (a & 15)) & 0xffff);
@@ -988,11 +1034,13 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_u(w, v, &r)
         }
         805 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| (a as i32).wrapping_sub(b as i32) as u32);
+            let f = if v.clamp { i32::saturating_sub } else { i32::wrapping_sub };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| f(a as i32, b as i32) as u32);
             out_u(w, v, &r)
         }
         806 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| (a as i32).wrapping_add(b as i32) as u32);
+            let f = if v.clamp { i32::saturating_add } else { i32::wrapping_add };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| f(a as i32, b as i32) as u32);
             out_u(w, v, &r)
         }
         807 => {
