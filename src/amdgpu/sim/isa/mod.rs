@@ -1,6 +1,6 @@
 //! An interpreter for the RDNA3 (gfx1100) ISA, wave32 and wave64, written from AMD's "RDNA3
-//! Instruction Set Architecture" reference guide and LLVM's AMDGPU documentation (encodings, initial kernel
-//! execution state).
+//! Instruction Set Architecture" reference guide and LLVM's AMDGPU documentation (encodings,
+//! initial kernel execution state).
 //!
 //! The simulated driver describes a DISPATCH_DIRECT with a [`Dispatch`] (program address, the
 //! PGM_RSRC registers, user data, group size and count) and runs it with [`run_dispatch`] (or
