@@ -108,3 +108,26 @@ fn sub_groups_match_the_cpu() {
     amdgpu_common::features::sub_groups_match_the_cpu(&rt, Waves::Wave32);
     amdgpu_common::features::sub_groups_match_the_cpu(&rt, Waves::Wave64);
 }
+
+#[test]
+fn timed_submissions_report_gpu_time() {
+    let Some(rt) = amdgpu("timed_submissions_report_gpu_time") else { return };
+    assert!(rt.measures_gpu_time(), "the kernel reports the GPU clock counter's frequency");
+    let program = rt.program(&sparkle::suite::saxpy::spec()).unwrap();
+    let n = 1 << 20;
+    let x = rt.upload(&vec![1.0f32; n], sparkle::hal::BufferUsage::Input).unwrap();
+    let y = rt.upload(&vec![0.5f32; n], sparkle::hal::BufferUsage::InOut).unwrap();
+    let args = [
+        sparkle::runtime::Arg::Buffer(&x),
+        sparkle::runtime::Arg::Buffer(&y),
+        sparkle::runtime::Arg::F32(2.0),
+        sparkle::runtime::Arg::U32(n as u32),
+    ];
+    let mut commands = rt.commands();
+    commands.dispatch(&program, &args, [(n / 256) as u32, 1, 1]).unwrap();
+    let submission = rt.submit_timed(commands).unwrap();
+    submission.wait(amdgpu_common::TIMEOUT).unwrap();
+    let gpu = submission.gpu_time().expect("a timed submission has a GPU time");
+    eprintln!("saxpy of {n} floats: {gpu:?} of GPU time");
+    assert!(gpu > std::time::Duration::ZERO);
+}

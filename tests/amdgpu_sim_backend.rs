@@ -431,3 +431,38 @@ fn sub_groups_match_the_cpu() {
     amdgpu_common::features::sub_groups_match_the_cpu(&sim(), Waves::Wave32);
     amdgpu_common::features::sub_groups_match_the_cpu(&sim(), Waves::Wave64);
 }
+
+#[test]
+fn timed_submissions_report_the_simulated_gpu_clock() {
+    let rt = sim();
+    assert!(rt.measures_gpu_time());
+    let program = rt.program(&suite::saxpy::spec()).unwrap();
+    let n = 4096usize;
+    let x = rt.upload(&vec![1.0f32; n], BufferUsage::Input).unwrap();
+    let y = rt.upload(&vec![0.5f32; n], BufferUsage::InOut).unwrap();
+    let args = [Arg::Buffer(&x), Arg::Buffer(&y), Arg::F32(2.0), Arg::U32(n as u32)];
+    let timed = |dispatches: usize| {
+        let mut commands = rt.commands();
+        for _ in 0..dispatches {
+            commands.dispatch(&program, &args, [(n / 256) as u32, 1, 1]).unwrap();
+        }
+        let started = Instant::now();
+        let submission = rt.submit_timed(commands).unwrap();
+        submission.wait(Duration::from_secs(60)).unwrap();
+        let wall = started.elapsed();
+        let gpu = submission.gpu_time().expect("a timed submission on amdgpu-sim has a GPU time");
+        // The simulated clock is host time spent simulating: inside the submission's wall time.
+        assert!(gpu > Duration::ZERO && gpu <= wall, "GPU time {gpu:?}, wall time {wall:?}");
+        assert_eq!(submission.gpu_time(), Some(gpu), "read once, kept by the submission");
+    };
+    timed(1);
+    timed(3);
+    // An untimed submission has none.
+    let mut commands = rt.commands();
+    commands.dispatch(&program, &args, [(n / 256) as u32, 1, 1]).unwrap();
+    let untimed = rt.submit(commands).unwrap();
+    untimed.wait(Duration::from_secs(60)).unwrap();
+    assert_eq!(untimed.gpu_time(), None);
+    let got: Vec<f32> = rt.download(&y).unwrap();
+    assert!(got.iter().all(|&v| v == 0.5 + 2.0 * 5.0), "{:?}", &got[..4]);
+}

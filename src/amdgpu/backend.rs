@@ -142,7 +142,14 @@ impl<F: Flavor> AmdgpuDevice<F> {
         };
         let memory = Memory::for_device(kmd.clone(), &gpu);
         let scratch_waves = ScratchWaves::for_device(gpu.compute_units, gpu.shader_engines);
-        let queue = Queue::new(kmd.clone(), memory.clone(), gfx, scratch_waves, options.printf.clone())?;
+        let queue = Queue::new(
+            kmd.clone(),
+            memory.clone(),
+            gfx,
+            scratch_waves,
+            options.printf.clone(),
+            gpu.gpu_counter_khz,
+        )?;
         let info = DeviceInfo {
             backend: F::NAME,
             name: format!("AMD {} ({})", gpu.target, kmd.describe()),
@@ -334,7 +341,23 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
 
     fn submit(&self, commands: &[Command<'_, AmdgpuApi<F>>]) -> Result<u64> {
         let ops = commands.iter().map(op).collect::<Result<Vec<_>>>()?;
-        self.queue.submit(&ops)
+        self.queue.submit(&ops, false)
+    }
+
+    /// GPU time from RELEASE_MEM timestamps of the GPU clock counter. On the simulator that
+    /// clock is the simulation's own (host time spent interpreting), not hardware time: the
+    /// device's class says it is a simulator.
+    fn measures_gpu_time(&self) -> bool {
+        self.queue.measures_gpu_time()
+    }
+
+    fn submit_timed(&self, commands: &[Command<'_, AmdgpuApi<F>>]) -> Result<u64> {
+        let ops = commands.iter().map(op).collect::<Result<Vec<_>>>()?;
+        self.queue.submit(&ops, true)
+    }
+
+    fn take_gpu_time(&self, fence: u64) -> Option<Duration> {
+        self.queue.take_gpu_time(fence)
     }
 
     fn completed(&self) -> u64 {

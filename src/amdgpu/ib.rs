@@ -10,7 +10,10 @@
 //! [`SubmissionEncoder::kernargs`].
 
 use pm4::fields::{DispatchInitiator, PgmRsrc1, PgmRsrc2, PgmRsrc3, ResourceLimits, TmpringSize};
-use pm4::packets::{AcquireMem, DispatchDirect, DmaData, EventWrite, GcrCntl, ReleaseMem};
+use pm4::packets::{
+    AcquireMem, DataSel, DispatchDirect, DmaData, DstSel, EventType, EventWrite, GcrCntl, IntSel,
+    ReleaseCache, ReleaseMem, EVENT_INDEX_END_OF_PIPE,
+};
 use pm4::registers as r;
 use pm4::{Gfx, PacketWriter};
 
@@ -253,6 +256,25 @@ impl SubmissionEncoder {
             done += chunk;
         }
         Ok(())
+    }
+
+    /// Writes the 64-bit GPU clock counter to `address` once every command before has finished:
+    /// one end of a timed submission's interval.
+    pub fn timestamp(&mut self, address: u64) -> Result<()> {
+        let mut w = PacketWriter::new(&mut self.words);
+        w.event_write(&EventWrite::CS_PARTIAL_FLUSH).map_err(|e| encode_error("<timestamp>", e))?;
+        w.release_mem(&ReleaseMem {
+            event: EventType::BOTTOM_OF_PIPE_TS,
+            event_index: EVENT_INDEX_END_OF_PIPE,
+            cache: ReleaseCache(0),
+            dst_sel: DstSel::MEMORY,
+            int_sel: IntSel::NONE,
+            data_sel: DataSel::GPU_CLOCK,
+            address,
+            data: 0,
+            int_ctxid: 0,
+        })
+        .map_err(|e| encode_error("<timestamp>", e))
     }
 
     /// Everything before is finished and written back before anything after starts.

@@ -7,7 +7,7 @@
 //! high-water mark) and kept; a buffer it outgrows lives until the submissions that may use it
 //! completed.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -25,6 +25,8 @@ use crate::ErrorKind;
 const POOL_GRANULE: u64 = 64 * 1024;
 /// Spare buffers kept for reuse.
 const MAX_SPARE: usize = 8;
+/// GPU times of timed submissions kept until taken.
+const MAX_UNTAKEN_TIMES: usize = 1024;
 
 /// One command of a submission, with the buffers resolved.
 pub(crate) enum Op<'a> {
@@ -53,6 +55,8 @@ struct Pending {
     buffers: Vec<Buffer>,
     /// The printf buffers of its dispatches, in dispatch order.
     printf: Vec<PrintfJob>,
+    /// A timed submission's two GPU clock timestamps (start, end).
+    timer: Option<Buffer>,
 }
 
 /// A dispatch's printf buffer and what its records mean.
@@ -72,6 +76,8 @@ struct State {
     dispatch_id: u64,
     /// The scratch ring's buffer, once a kernel needed one.
     scratch: Option<Buffer>,
+    /// GPU times of completed timed submissions not taken yet, by fence.
+    gpu_times: BTreeMap<u64, Duration>,
 }
 
 pub(crate) struct Queue {
@@ -85,6 +91,8 @@ pub(crate) struct Queue {
     /// Where printf output goes; `delivery` keeps outputs in submission order across threads.
     printf_sink: PrintfSink,
     delivery: Mutex<()>,
+    /// The GPU clock counter's frequency (kHz) that timestamps tick at; 0 when unknown.
+    counter_khz: u32,
     state: Mutex<State>,
 }
 
@@ -121,6 +129,7 @@ impl Queue {
         gfx: pm4::Gfx,
         scratch_waves: ScratchWaves,
         printf_sink: PrintfSink,
+        counter_khz: u32,
     ) -> Result<Self> {
         let signal = memory.allocate(4096, BufferKind::Signals)?;
         let ctx = kmd.ctx_create()?;
@@ -132,6 +141,7 @@ impl Queue {
             scratch_waves,
             printf_sink,
             delivery: Mutex::new(()),
+            counter_khz,
             state: Mutex::new(State {
                 issued: 0,
                 completed: 0,
@@ -141,6 +151,7 @@ impl Queue {
                 encoder: SubmissionEncoder::new(gfx),
                 dispatch_id: 0,
                 scratch: None,
+                gpu_times: BTreeMap::new(),
             }),
         })
     }
@@ -156,8 +167,19 @@ impl Queue {
         Some(u32::from_le_bytes(bytes))
     }
 
-    /// Encodes `ops` into one IB and submits it; returns its fence value.
-    pub fn submit(&self, ops: &[Op<'_>]) -> crate::Result<u64> {
+    /// Whether timed submissions measure anything (the device reports its clock counter's rate).
+    pub fn measures_gpu_time(&self) -> bool {
+        self.counter_khz > 0
+    }
+
+    /// The GPU time of timed submission `fence`, once it completed (taken once).
+    pub fn take_gpu_time(&self, fence: u64) -> Option<Duration> {
+        self.lock().gpu_times.remove(&fence)
+    }
+
+    /// Encodes `ops` into one IB and submits it; returns its fence value. A `timed` submission
+    /// also writes the GPU clock before its first and after its last command.
+    pub fn submit(&self, ops: &[Op<'_>], timed: bool) -> crate::Result<u64> {
         let mut state = self.lock();
         if let Some(lost) = &state.lost {
             return Err(lost.clone());
@@ -178,6 +200,14 @@ impl Queue {
         let st: &mut State = &mut state;
         st.encoder.begin(arena.as_ref().map_or(0, Buffer::gpu_address))?;
         let mut handles: Vec<BoHandle> = vec![self.signal.handle()];
+        let timer = if timed && self.measures_gpu_time() {
+            let buffer = take_buffer(&mut st.spare, &self.memory, 16, BufferKind::Signals)?;
+            st.encoder.timestamp(buffer.gpu_address())?;
+            handles.push(buffer.handle());
+            Some(buffer)
+        } else {
+            None
+        };
         if let Some((_, handle)) = ring {
             handles.push(handle);
         }
@@ -221,6 +251,9 @@ impl Queue {
                 Op::Barrier => st.encoder.barrier()?,
             }
         }
+        if let Some(buffer) = &timer {
+            st.encoder.timestamp(buffer.gpu_address() + 8)?;
+        }
         st.encoder.finish(self.signal.gpu_address(), fence as u32)?;
         let words = st.encoder.words().len() as u64;
         let mut ib_bytes = Vec::with_capacity(words as usize * 4);
@@ -257,7 +290,7 @@ impl Queue {
         }];
         let seq = self.kmd.submit(&Submission { ctx: self.ctx, ibs: &ibs, buffers: &handles })?;
         state.issued = fence;
-        state.pending.push_back(Pending { fence, seq, buffers: keep, printf });
+        state.pending.push_back(Pending { fence, seq, buffers: keep, printf, timer });
         tracing::trace!(fence, seq = seq.0, dwords = words, bos = handles.len(), "submitted");
         Ok(fence)
     }
@@ -305,7 +338,7 @@ impl Queue {
             match self.kmd.wait(self.ctx, IP, RING, front.seq, Timeout::Relative(Duration::ZERO)) {
                 Ok(WaitStatus::Completed) => {
                     let fence = front.fence;
-                    outputs.extend(retire_through(&mut state, fence));
+                    outputs.extend(retire_through(&mut state, fence, self.counter_khz));
                 }
                 Ok(WaitStatus::Busy) => break,
                 Err(err) => {
@@ -379,7 +412,7 @@ impl Queue {
         }
         match status {
             Ok(WaitStatus::Completed) => {
-                let outputs = retire_through(&mut state, fence);
+                let outputs = retire_through(&mut state, fence, self.counter_khz);
                 self.deliver(state, outputs);
                 Ok(true)
             }
@@ -391,11 +424,23 @@ impl Queue {
 
 /// Marks every submission up to `fence` completed (the ring runs in order), keeps their
 /// buffers for reuse, and reads their dispatches' printf output, in order.
-fn retire_through(state: &mut State, fence: u64) -> Vec<PrintfOutput> {
+fn retire_through(state: &mut State, fence: u64, counter_khz: u32) -> Vec<PrintfOutput> {
     let mut outputs = Vec::new();
     while state.pending.front().is_some_and(|p| p.fence <= fence) {
         if let Some(done) = state.pending.pop_front() {
             state.completed = state.completed.max(done.fence);
+            if let Some(timer) = done.timer {
+                if let Some(time) = read_gpu_time(&timer, counter_khz) {
+                    state.gpu_times.insert(done.fence, time);
+                    // Times nobody takes must not pile up.
+                    while state.gpu_times.len() > MAX_UNTAKEN_TIMES {
+                        state.gpu_times.pop_first();
+                    }
+                }
+                if state.spare.len() < MAX_SPARE {
+                    state.spare.push(timer);
+                }
+            }
             for job in done.printf {
                 if let Some(output) = read_printf(&job) {
                     outputs.push(output);
@@ -413,6 +458,19 @@ fn retire_through(state: &mut State, fence: u64) -> Vec<PrintfOutput> {
         }
     }
     outputs
+}
+
+/// The interval between a timed submission's two timestamps, None when they are not in order
+/// (a GPU clock that went backwards is no measurement).
+fn read_gpu_time(timer: &Buffer, counter_khz: u32) -> Option<Duration> {
+    let mut bytes = [0u8; 16];
+    timer.read(0, &mut bytes).ok()?;
+    let start = u64::from_le_bytes(bytes[..8].try_into().ok()?);
+    let end = u64::from_le_bytes(bytes[8..].try_into().ok()?);
+    let ticks = end.checked_sub(start)?;
+    // kHz: one tick is 10^6 / khz nanoseconds.
+    let nanos = u128::from(ticks) * 1_000_000 / u128::from(counter_khz.max(1));
+    Some(Duration::from_nanos(u64::try_from(nanos).ok()?))
 }
 
 /// The formatted output of one finished dispatch, None when it printed nothing.
