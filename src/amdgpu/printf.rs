@@ -277,6 +277,10 @@ struct Spec {
     conversion: char,
 }
 
+/// Widths and precisions beyond this are clamped: a format string must not make the host
+/// allocate without bound.
+const MAX_FIELD: usize = 4096;
+
 /// Appends `format` with `args` (each argument's bytes) to `out`, as C's printf.
 fn format_c(out: &mut String, format: &str, args: &[&[u8]]) {
     let mut args = args.iter();
@@ -306,7 +310,7 @@ fn format_c(out: &mut String, format: &str, args: &[&[u8]]) {
                 n = n.saturating_mul(10).saturating_add(d as usize);
                 raw.push(chars.next().unwrap_or('0'));
             }
-            n
+            n.min(MAX_FIELD)
         };
         spec.width = number(&mut chars, &mut raw);
         if chars.peek() == Some(&'.') {
@@ -616,6 +620,8 @@ mod tests {
         let v: Vec<u8> = [1.0f32, 2.5, -1.0, 0.0].iter().flat_map(|x| x.to_le_bytes()).collect();
         assert_eq!(fmt("%v4hlf", &[&v]), "1.000000,2.500000,-1.000000,0.000000");
         assert_eq!(fmt("%d %d", &[&i(1)]), "1 %d");
+        // A huge width or precision is clamped, not allocated.
+        assert_eq!(fmt("%.99999999999f", &[&f(1.0)]).len(), 2 + MAX_FIELD);
     }
 
     #[test]

@@ -272,8 +272,8 @@ impl AmdgpuProgram {
 /// Loads a code object for `input` on a device of `target`. Everything the bytes decide is
 /// checked before any GPU memory is allocated, and a blob that fails any of it is `Refused`: it
 /// is not a code object for this target, or its kernel asks for what this backend can never run
-/// (wave64, scratch, too much LDS, another work-group size, arguments it cannot bind) — the same
-/// bytes would fail on every load, so the cache discards such an entry and compiles again. Only
+/// (scratch on gfx10.3, too much LDS, another work-group size, arguments it cannot bind, an
+/// instruction the device cannot execute) — the same bytes would fail on every load, so the cache discards such an entry and compiles again. Only
 /// what says nothing about the bytes (allocating, relocating into, or writing the code buffer)
 /// is `Failed`.
 pub(crate) fn load(
