@@ -24,6 +24,7 @@ use super::kernarg::{
     dispatch_packet, ArgValue, DispatchGrid, HiddenBuffers, PacketAddresses, DISPATCH_PACKET_SIZE,
 };
 use super::program::AmdgpuProgram;
+use super::submit::ScratchWaves;
 
 /// Alignment of each dispatch's kernarg segment and dispatch packet in the arena (a cache line;
 /// at least what any kernel's `.kernarg_segment_align` asks).
@@ -32,14 +33,14 @@ pub const KERNARG_ALIGNMENT: u64 = 64;
 /// Scratch slots are sized in these units (COMPUTE_TMPRING_SIZE.WAVESIZE on gfx11).
 const SCRATCH_WAVE_GRANULE: u64 = 256;
 
-/// The queue's scratch buffer as dispatches see it: `waves` slots (COMPUTE_TMPRING_SIZE.WAVES)
-/// from `address`, each large enough for the dispatch's waves.
+/// The queue's scratch buffer as dispatches see it: `bytes` from `address`, cut into slots of
+/// each dispatch's wave size, as many as `waves` says for that size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScratchRing {
     /// GPU address, 256-byte aligned.
     pub address: u64,
-    /// Wave slots: as many waves as can be resident on the device at once.
-    pub waves: u32,
+    pub bytes: u64,
+    pub(crate) waves: ScratchWaves,
 }
 
 /// Bytes of scratch one wave of `program` needs (0 when it needs none): its private segment per
@@ -193,10 +194,12 @@ impl SubmissionEncoder {
         let wave_bytes = scratch_wave_bytes(program);
         let tmpring = match (wave_bytes, scratch) {
             (0, _) => TmpringSize::new(self.gfx),
-            (_, Some(ring)) if self.gfx == Gfx::Gfx11 => TmpringSize::new(self.gfx)
-                .with_waves(ring.waves)
-                .and_then(|t| t.with_wavesize((wave_bytes / SCRATCH_WAVE_GRANULE) as u32))
-                .map_err(|e| encode_error(kernel, e))?,
+            (_, Some(ring)) if self.gfx == Gfx::Gfx11 && ring.waves.ring_bytes(wave_bytes) <= ring.bytes => {
+                TmpringSize::new(self.gfx)
+                    .with_waves(ring.waves.register(wave_bytes))
+                    .and_then(|t| t.with_wavesize((wave_bytes / SCRATCH_WAVE_GRANULE) as u32))
+                    .map_err(|e| encode_error(kernel, e))?
+            }
             _ => {
                 return Err(AmdgpuError::invalid_kernel(
                     kernel,

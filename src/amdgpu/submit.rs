@@ -96,25 +96,44 @@ pub(crate) struct Queue {
     state: Mutex<State>,
 }
 
-/// How many scratch slots a ring has: `total` waves resident on the whole device, and the
-/// COMPUTE_TMPRING_SIZE.WAVES value that describes them (per shader engine on gfx11).
-#[derive(Debug, Clone, Copy)]
+/// How many waves of a device hold scratch slots at once: as many as it can run (`per_engine`
+/// in each of its `engines` shader engines; COMPUTE_TMPRING_SIZE.WAVES counts per engine on
+/// gfx11), fewer when slots are so large that the ring would pass [`MAX_SCRATCH_BYTES`] (the
+/// hardware then launches no more waves with scratch than there are slots).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ScratchWaves {
-    pub total: u32,
-    pub register: u32,
+    per_engine: u32,
+    engines: u32,
 }
+
+/// The scratch ring stops growing its wave count here; slots themselves are never cut.
+const MAX_SCRATCH_BYTES: u64 = 1 << 30;
 
 impl ScratchWaves {
     /// Waves a wave32 CU holds at once on RDNA (16 per SIMD, 2 SIMDs).
     const PER_CU: u32 = 32;
     /// The 12-bit WAVES field.
     const MAX_REGISTER: u32 = 0xfff;
+    /// Slots per engine however large they are: a whole work-group of wave32s.
+    const MIN_PER_ENGINE: u32 = 32;
 
     /// For a device with `compute_units` CUs in `shader_engines` shader engines.
     pub fn for_device(compute_units: u32, shader_engines: u32) -> Self {
         let engines = shader_engines.max(1);
         let per_engine = (compute_units.max(1) * Self::PER_CU).div_ceil(engines).min(Self::MAX_REGISTER);
-        Self { total: per_engine * engines, register: per_engine }
+        Self { per_engine, engines }
+    }
+
+    /// The COMPUTE_TMPRING_SIZE.WAVES value (slots per engine) for slots of `wave_bytes`.
+    pub fn register(&self, wave_bytes: u64) -> u32 {
+        let fitting = MAX_SCRATCH_BYTES / wave_bytes.max(1) / u64::from(self.engines);
+        let fitting = u32::try_from(fitting).unwrap_or(u32::MAX);
+        self.per_engine.min(fitting).max(Self::MIN_PER_ENGINE.min(self.per_engine))
+    }
+
+    /// Bytes of the ring for slots of `wave_bytes`.
+    pub fn ring_bytes(&self, wave_bytes: u64) -> u64 {
+        wave_bytes * u64::from(self.register(wave_bytes)) * u64::from(self.engines)
     }
 }
 
@@ -310,13 +329,13 @@ impl Queue {
         if wave_bytes == 0 {
             return Ok(None);
         }
-        let needed = wave_bytes * u64::from(self.scratch_waves.total);
+        let needed = self.scratch_waves.ring_bytes(wave_bytes);
         if state.scratch.as_ref().is_none_or(|b| b.size() < needed) {
             let grown = self.memory.allocate(needed, BufferKind::Scratch)?;
             tracing::debug!(
                 bytes = needed,
                 wave_bytes,
-                waves = self.scratch_waves.total,
+                waves_per_engine = self.scratch_waves.register(wave_bytes),
                 "scratch buffer grown"
             );
             if let Some(old) = state.scratch.replace(grown) {
@@ -326,7 +345,8 @@ impl Queue {
             }
         }
         let Some(buffer) = &state.scratch else { return Ok(None) };
-        let ring = ScratchRing { address: buffer.gpu_address(), waves: self.scratch_waves.register };
+        let ring =
+            ScratchRing { address: buffer.gpu_address(), bytes: buffer.size(), waves: self.scratch_waves };
         Ok(Some((ring, buffer.handle())))
     }
 
@@ -528,5 +548,26 @@ impl Drop for Queue {
         if let Err(err) = self.kmd.ctx_destroy(self.ctx) {
             tracing::warn!(error = %err, "destroying the amdgpu submission context");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_slots_follow_the_device_and_cap_the_ring() {
+        // A 96-CU, 6-engine card: 32 waves per CU, counted per engine.
+        let waves = ScratchWaves::for_device(96, 6);
+        let slot = 12_544; // 388 bytes per work-item in wave32, in 256-byte units.
+        assert_eq!(waves.register(slot), 512);
+        assert_eq!(waves.ring_bytes(slot), slot * 512 * 6);
+        // 1 MiB slots: 1 GiB holds 1024 of them, 170 per engine.
+        assert_eq!(waves.register(1 << 20), 170);
+        assert!(waves.ring_bytes(1 << 20) <= MAX_SCRATCH_BYTES);
+        // Huge slots still leave a work-group of wave32s per engine.
+        assert_eq!(waves.register(8 << 20), 32);
+        // The 12-bit register field is never exceeded.
+        assert_eq!(ScratchWaves::for_device(1000, 1).register(256), 0xfff);
     }
 }
