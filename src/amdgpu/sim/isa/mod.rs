@@ -32,6 +32,8 @@ mod lds;
 mod memory;
 mod mnemonic;
 mod mnemonic_table;
+#[cfg(test)]
+mod objdump_check;
 mod operand;
 mod scalar;
 mod validate;

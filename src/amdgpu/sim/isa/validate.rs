@@ -96,7 +96,7 @@ fn trial(d: &Decoded, blank: &Wave) -> Result<(), String> {
 }
 
 /// Decodes the instruction at image offset `at`.
-fn decode_at(image: &[u8], at: u64) -> Result<Decoded, Fault> {
+pub(crate) fn decode_at(image: &[u8], at: u64) -> Result<Decoded, Fault> {
     decode(&mut |i| {
         let start = at as usize + 4 * i as usize;
         image
