@@ -11,7 +11,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use sparkle::amdgpu::ib::SubmissionEncoder;
-use sparkle::amdgpu::kernarg::ArgValue;
+use sparkle::amdgpu::kernarg::{ArgValue, HiddenBuffers};
 use sparkle::amdgpu::{AmdgpuDevice, AmdgpuProgram, DeviceOptions, Hardware};
 use sparkle::hal::Device;
 use sparkle::kernel::KernelSpec;
@@ -39,7 +39,16 @@ fn dispatch(c: &mut Criterion) {
     c.bench_function("saxpy: one dispatch, whole submission (kernargs + IB)", |b| {
         b.iter(|| {
             encoder.begin(kernargs).unwrap();
-            encoder.dispatch(&saxpy, black_box(&saxpy_args), black_box([4096, 1, 1]), 1).unwrap();
+            encoder
+                .dispatch(
+                    &saxpy,
+                    black_box(&saxpy_args),
+                    black_box([4096, 1, 1]),
+                    1,
+                    None,
+                    &HiddenBuffers::default(),
+                )
+                .unwrap();
             encoder.finish(signal, 1).unwrap();
             black_box((encoder.words().len(), encoder.kernargs().len()))
         })
@@ -56,7 +65,16 @@ fn dispatch(c: &mut Criterion) {
     c.bench_function("sgemm: one dispatch, whole submission (kernargs + IB)", |b| {
         b.iter(|| {
             encoder.begin(kernargs).unwrap();
-            encoder.dispatch(&sgemm, black_box(&sgemm_args), black_box([64, 64, 1]), 1).unwrap();
+            encoder
+                .dispatch(
+                    &sgemm,
+                    black_box(&sgemm_args),
+                    black_box([64, 64, 1]),
+                    1,
+                    None,
+                    &HiddenBuffers::default(),
+                )
+                .unwrap();
             encoder.finish(signal, 1).unwrap();
             black_box((encoder.words().len(), encoder.kernargs().len()))
         })
@@ -66,7 +84,16 @@ fn dispatch(c: &mut Criterion) {
         b.iter(|| {
             encoder.begin(kernargs).unwrap();
             for id in 0..64 {
-                encoder.dispatch(&saxpy, black_box(&saxpy_args), black_box([4096, 1, 1]), id).unwrap();
+                encoder
+                    .dispatch(
+                        &saxpy,
+                        black_box(&saxpy_args),
+                        black_box([4096, 1, 1]),
+                        id,
+                        None,
+                        &HiddenBuffers::default(),
+                    )
+                    .unwrap();
             }
             encoder.finish(signal, 1).unwrap();
             black_box((encoder.words().len(), encoder.kernargs().len()))

@@ -428,6 +428,7 @@ fn cache_keys_follow_target_flags_and_source() {
         source_preference: SourcePreference::OpenClOnly,
         cu_mode,
         compiler: Some(compiler.clone()),
+        ..DeviceOptions::default()
     };
     let gfx1100 = FakeDriver::gfx1100();
     let gfx1101 = FakeDriver::new((11, 0, 3));

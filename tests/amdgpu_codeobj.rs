@@ -8,7 +8,7 @@ use sparkle::amdgpu::codeobj::{CodeObject, RunLimits};
 use sparkle::amdgpu::compile::{Builtins, CompileRequest, Compiler};
 use sparkle::amdgpu::descriptor::UserSgpr;
 use sparkle::amdgpu::gfx_target::GfxTarget;
-use sparkle::amdgpu::kernarg::{ArgValue, DispatchGrid};
+use sparkle::amdgpu::kernarg::{ArgValue, DispatchGrid, HiddenBuffers};
 use sparkle::amdgpu::AmdgpuError;
 
 fn compiler() -> Compiler {
@@ -36,6 +36,7 @@ fn build(
         builtins,
         defines,
         cu_mode: false,
+        wave64: false,
     };
     match compiler.compile(&request) {
         Ok(object) => object.bytes,
@@ -129,6 +130,7 @@ fn saxpy_kernargs_fill_from_real_metadata() {
         .fill(
             &[ArgValue::Pointer(0x1000), ArgValue::Pointer(0x2000), ArgValue::F32(3.0), ArgValue::U32(1000)],
             &grid,
+            &HiddenBuffers::default(),
             &mut out,
         )
         .unwrap();
@@ -143,6 +145,7 @@ fn saxpy_kernargs_fill_from_real_metadata() {
         .fill(
             &[ArgValue::Pointer(0), ArgValue::Pointer(0), ArgValue::F32(3.0), ArgValue::F32(1.0)],
             &grid,
+            &HiddenBuffers::default(),
             &mut out,
         )
         .unwrap_err();
@@ -165,7 +168,7 @@ fn code_object_v6_hidden_arguments_fill_from_real_metadata() {
         co.check_runnable("sizes", &RunLimits::backend_default(GfxTarget::new(11, 0, 0))).unwrap();
     let mut out = vec![0u8; layout.size() as usize];
     let grid = DispatchGrid::from_groups([4, 1, 1], [256, 1, 1]).unwrap();
-    layout.fill(&[ArgValue::Pointer(0x1000)], &grid, &mut out).unwrap();
+    layout.fill(&[ArgValue::Pointer(0x1000)], &grid, &HiddenBuffers::default(), &mut out).unwrap();
     let md = &co.kernel("sizes").unwrap().metadata;
     let at = |kind: &str| md.args.iter().find(|a| a.value_kind == kind).map(|a| a.offset as usize);
     let kinds: Vec<&str> = md.args.iter().map(|a| a.value_kind.as_str()).collect();
@@ -216,7 +219,7 @@ fn a_code_object_for_another_target_is_refused() {
 }
 
 #[test]
-fn scratch_and_wave64_are_refused_naming_the_kernel() {
+fn scratch_on_gfx10_3_is_refused_and_wave64_accepted() {
     let spill = r#"
 kernel void spill(global float *out, uint idx) {
     float tmp[512];
@@ -224,12 +227,17 @@ kernel void spill(global float *out, uint idx) {
     out[get_global_id(0)] = tmp[idx % 512];
 }
 "#;
+    // gfx11 runs it (architected flat scratch); gfx10.3 would need a private segment buffer.
     let bytes = build(spill, "spill", "gfx1100", Builtins::Libclc, &[]);
     let co = CodeObject::parse(&bytes).unwrap();
+    co.check_runnable("spill", &RunLimits::backend_default(co.target())).unwrap();
+    let bytes = build(spill, "spill", "gfx1030", Builtins::Libclc, &[]);
+    let co = CodeObject::parse(&bytes).unwrap();
     let err = reason(co.check_runnable("spill", &RunLimits::backend_default(co.target())).unwrap_err());
-    assert!(err.starts_with("spill") && err.contains("scratch"), "{err}");
+    assert!(err.starts_with("spill") && err.contains("bytes of scratch per work-item"), "{err}");
+    assert!(err.contains("gfx11 only") && err.contains("gfx1030"), "{err}");
 
-    // wave64 needs a flag the compile driver never passes: build it by hand.
+    // wave64, built by hand.
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("w.cl");
     std::fs::write(&src, PLAIN).unwrap();
@@ -263,7 +271,10 @@ kernel void spill(global float *out, uint idx) {
     assert!(status.success());
     let co = CodeObject::parse(&std::fs::read(dir.path().join("w.co")).unwrap()).unwrap();
     assert_eq!(co.kernel("fill").unwrap().descriptor.wave_size(), 64);
-    let err = reason(co.check_runnable("fill", &RunLimits::backend_default(co.target())).unwrap_err());
+    // The backend runs wave64 (DISPATCH_INITIATOR.CS_W32_EN clear); limits without it refuse.
+    co.check_runnable("fill", &RunLimits::backend_default(co.target())).unwrap();
+    let wave32_only = RunLimits { wave64: false, ..RunLimits::backend_default(co.target()) };
+    let err = reason(co.check_runnable("fill", &wave32_only).unwrap_err());
     assert!(err.contains("wave64"), "{err}");
 }
 
@@ -368,6 +379,7 @@ fn compile_errors_carry_the_compiler_log() {
         builtins: Builtins::Libclc,
         defines: &[],
         cu_mode: false,
+        wave64: false,
     };
     match compiler.compile(&request).unwrap_err() {
         AmdgpuError::Compile { what, log } => {
@@ -377,4 +389,21 @@ fn compile_errors_carry_the_compiler_log() {
         other => panic!("expected a compile error, got {other}"),
     }
     assert!(compiler.version().contains("clang version 22"), "{}", compiler.version());
+}
+
+#[test]
+fn printf_needs_the_backend_runtime_and_says_so_without_it() {
+    let source = "kernel void hello(global const uint *a) { printf(\"hello %u\\n\", a[0]); }\n";
+    // With libclc the compile driver links printf's device runtime: no undefined symbol, and the
+    // format table is there.
+    let bytes = build(source, "hello", "gfx1100", Builtins::Libclc, &[]);
+    let co = CodeObject::parse(&bytes).unwrap();
+    assert_eq!(co.printf_formats(), ["1:1:4:hello %u\\n"]);
+    let (_, layout) = co.check_runnable("hello", &RunLimits::backend_default(co.target())).unwrap();
+    assert!(layout.uses_printf());
+    // Without it, `__printf_alloc` stays undefined: the error names printf, not a relocation.
+    let bytes = build(source, "hello", "gfx1100", Builtins::None, &[]);
+    let err = CodeObject::parse(&bytes).unwrap_err().to_string();
+    assert!(err.contains("printf") && err.contains("__printf_alloc"), "{err}");
+    assert!(!err.contains("relocation type"), "{err}");
 }

@@ -1,7 +1,7 @@
 //! The amdgpu backend on a real RDNA2/RDNA3 card, through `sparkle::Runtime`: the suite
 //! (prebuilt code objects, no compiler needed) at sizes that are not multiples of the work-group
-//! or tile size, against the CPU references; user OpenCL C kernels compiled by clang-22; copies
-//! and several dispatches in one submission. Run on a machine with such a card:
+//! or tile size, against the CPU references; user OpenCL C kernels compiled by clang-22 (among
+//! them double precision); copies and several dispatches in one submission. Run on a machine with such a card:
 //!
 //!     cargo test --test amdgpu_hw -- --nocapture --test-threads=1
 //!
@@ -11,7 +11,9 @@
 
 mod amdgpu_common;
 
+use amdgpu_common::features::Waves;
 use amdgpu_common::Sizes;
+use sparkle::amdgpu::{Amdgpu, AmdgpuDevice, DeviceOptions, Hardware};
 use sparkle::cache::CacheConfig;
 use sparkle::suite::conv2d::Shape;
 use sparkle::Runtime;
@@ -68,4 +70,64 @@ fn user_opencl_kernels_run() {
 fn copies_and_chained_dispatches_in_one_submission() {
     let Some(rt) = amdgpu("copies_and_chained_dispatches_in_one_submission") else { return };
     amdgpu_common::copies_and_chained_dispatches_in_one_submission(&rt, 100_000);
+}
+
+#[test]
+fn double_precision_matches_the_cpu() {
+    let Some(rt) = amdgpu("double_precision_matches_the_cpu") else { return };
+    amdgpu_common::features::fp64_matches_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::features::fp64_matches_the_cpu(&rt, Waves::Wave64);
+}
+
+#[test]
+fn private_memory_matches_the_cpu() {
+    let Some(rt) = amdgpu("private_memory_matches_the_cpu") else { return };
+    amdgpu_common::features::private_memory_matches_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::features::private_memory_matches_the_cpu(&rt, Waves::Wave64);
+}
+
+#[test]
+fn printf_reaches_the_sink() {
+    let open = |sink| {
+        let options = DeviceOptions { printf: sink, ..DeviceOptions::default() };
+        match AmdgpuDevice::<Hardware>::open_with(options) {
+            Ok(device) => Some(Runtime::from_device::<Amdgpu>(device, &CacheConfig::memory_only())),
+            Err(err) => {
+                eprintln!("skipping printf_reaches_the_sink: {err}");
+                None
+            }
+        }
+    };
+    amdgpu_common::features::printf_reaches_the_sink(&open, Waves::Wave32);
+    amdgpu_common::features::printf_reaches_the_sink(&open, Waves::Wave64);
+}
+
+#[test]
+fn sub_groups_match_the_cpu() {
+    let Some(rt) = amdgpu("sub_groups_match_the_cpu") else { return };
+    amdgpu_common::features::sub_groups_match_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::features::sub_groups_match_the_cpu(&rt, Waves::Wave64);
+}
+
+#[test]
+fn timed_submissions_report_gpu_time() {
+    let Some(rt) = amdgpu("timed_submissions_report_gpu_time") else { return };
+    assert!(rt.measures_gpu_time(), "the kernel reports the GPU clock counter's frequency");
+    let program = rt.program(&sparkle::suite::saxpy::spec()).unwrap();
+    let n = 1 << 20;
+    let x = rt.upload(&vec![1.0f32; n], sparkle::hal::BufferUsage::Input).unwrap();
+    let y = rt.upload(&vec![0.5f32; n], sparkle::hal::BufferUsage::InOut).unwrap();
+    let args = [
+        sparkle::runtime::Arg::Buffer(&x),
+        sparkle::runtime::Arg::Buffer(&y),
+        sparkle::runtime::Arg::F32(2.0),
+        sparkle::runtime::Arg::U32(n as u32),
+    ];
+    let mut commands = rt.commands();
+    commands.dispatch(&program, &args, [(n / 256) as u32, 1, 1]).unwrap();
+    let submission = rt.submit_timed(commands).unwrap();
+    submission.wait(amdgpu_common::TIMEOUT).unwrap();
+    let gpu = submission.gpu_time().expect("a timed submission has a GPU time");
+    eprintln!("saxpy of {n} floats: {gpu:?} of GPU time");
+    assert!(gpu > std::time::Duration::ZERO);
 }

@@ -39,6 +39,7 @@ fn each_kind_gets_its_domain_and_permissions() {
         BufferKind::Commands,
         BufferKind::Data,
         BufferKind::Signals,
+        BufferKind::Scratch,
     ];
     let buffers: Vec<_> = kinds.iter().map(|&kind| memory.allocate(1000, kind).unwrap()).collect();
     for buffer in &buffers {
@@ -54,7 +55,7 @@ fn each_kind_gets_its_domain_and_permissions() {
                 assert_eq!(flags, VaFlags { readable: true, writeable: false, executable: false });
                 assert_eq!(desc.domain, Domain::Gtt);
             }
-            BufferKind::Data => {
+            BufferKind::Data | BufferKind::Scratch => {
                 assert_eq!(flags, VaFlags { readable: true, writeable: true, executable: false });
                 assert_eq!(desc.domain, Domain::Vram);
             }
@@ -71,7 +72,7 @@ fn each_kind_gets_its_domain_and_permissions() {
         assert_eq!(address % MIN_VA_ALIGNMENT, 0);
         assert!((VA_START..VA_END).contains(address));
     }
-    assert_eq!(memory.live_objects().buffers, 5);
+    assert_eq!(memory.live_objects().buffers, kinds.len());
     drop(buffers);
     assert_nothing_alive(&driver, &memory);
 }

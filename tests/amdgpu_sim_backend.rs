@@ -13,6 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use amdgpu_common::features::Waves;
 use amdgpu_common::Sizes;
 use sparkle::amdgpu::kmd::KernelDriver;
 use sparkle::amdgpu::sim::driver::MappedRange;
@@ -343,4 +344,125 @@ fn invalid_dispatches_are_refused_before_submission_naming_the_kernel_and_the_li
     // Nothing reached the simulated GPU, and the device computes on.
     assert_eq!(driver.wave_instructions(), executed, "a refused dispatch ran");
     assert!(suite::run_and_verify(&rt, &program, &case).unwrap().passed());
+}
+
+#[test]
+fn double_precision_matches_the_cpu() {
+    amdgpu_common::features::fp64_matches_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::features::fp64_matches_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn an_instruction_the_simulator_lacks_refuses_the_kernel_at_load_and_the_device_stays_usable() {
+    let rt = sim();
+    let spec = KernelSpec::new("gws", [32, 1, 1])
+        .opencl(
+            "gws",
+            "__kernel void gws(__global uint *out) {\n\
+                 __asm__ volatile(\"ds_gws_init v0 gds\" ::: \"memory\");\n\
+                 out[get_global_id(0)] = 1;\n\
+             }\n",
+        )
+        .storage("out", Access::ReadWrite);
+    let err = match rt.program(&spec) {
+        Err(err) if err.kind() == ErrorKind::Unavailable => {
+            eprintln!("skipping: {err}");
+            return;
+        }
+        Err(err) => err,
+        Ok(_) => panic!("a kernel using GWS loaded on the simulator"),
+    };
+    assert_eq!(err.kind(), ErrorKind::InvalidKernel, "{err}");
+    let message = err.to_string();
+    for part in ["`gws`", "ds_gws_init", "the global data share", "code offset"] {
+        assert!(message.contains(part), "`{part}` missing from: {message}");
+    }
+    // Nothing was submitted: the device runs the next kernel.
+    amdgpu_common::saxpy_matches_the_cpu(&rt, &Sizes { saxpy: &[300], sgemm: &[], conv2d: &[] });
+}
+
+#[test]
+fn private_memory_matches_the_cpu() {
+    amdgpu_common::features::private_memory_matches_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::features::private_memory_matches_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn a_work_item_leaving_its_private_segment_faults_naming_the_kernel() {
+    let rt = sim();
+    let spec = KernelSpec::new("wild", [32, 1, 1])
+        .opencl(
+            "wild",
+            "__kernel void wild(__global const uint *idx, __global uint *out) {\n\
+                 uint a[96];\n\
+                 for (int i = 0; i < 96; i++) a[i] = (uint)i * idx[2];\n\
+                 a[idx[0]] = 7u;\n\
+                 out[get_global_id(0)] = a[idx[1]];\n\
+             }\n",
+        )
+        .storage("idx", Access::ReadOnly)
+        .storage("out", Access::ReadWrite);
+    let Some(program) = amdgpu_common::features::compile(&rt, &spec) else { return };
+    let idx = rt.upload(&[100_000u32, 3, 1], BufferUsage::Input).unwrap();
+    let out = rt.create_buffer(32 * 4, BufferUsage::Output).unwrap();
+    let err = rt
+        .dispatch(&program, &[Arg::Buffer(&idx), Arg::Buffer(&out)], [1, 1, 1])
+        .unwrap()
+        .wait(Duration::from_secs(60))
+        .expect_err("a store past the private segment faults");
+    let message = err.to_string();
+    assert!(message.contains("page fault") && message.contains("wild"), "{message}");
+    assert!(message.contains("private segment"), "{message}");
+}
+
+#[test]
+fn printf_reaches_the_sink() {
+    let open = |sink| {
+        let options = DeviceOptions { printf: sink, ..DeviceOptions::default() };
+        let device = AmdgpuDevice::<Simulated>::new(SimDriver::new(SimOptions::default()), options).unwrap();
+        Some(Runtime::from_device::<AmdgpuSim>(device, &CacheConfig::memory_only()))
+    };
+    amdgpu_common::features::printf_reaches_the_sink(&open, Waves::Wave32);
+    amdgpu_common::features::printf_reaches_the_sink(&open, Waves::Wave64);
+}
+
+#[test]
+fn sub_groups_match_the_cpu() {
+    amdgpu_common::features::sub_groups_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::features::sub_groups_match_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn timed_submissions_report_the_simulated_gpu_clock() {
+    let rt = sim();
+    assert!(rt.measures_gpu_time());
+    let program = rt.program(&suite::saxpy::spec()).unwrap();
+    let n = 4096usize;
+    let x = rt.upload(&vec![1.0f32; n], BufferUsage::Input).unwrap();
+    let y = rt.upload(&vec![0.5f32; n], BufferUsage::InOut).unwrap();
+    let args = [Arg::Buffer(&x), Arg::Buffer(&y), Arg::F32(2.0), Arg::U32(n as u32)];
+    let timed = |dispatches: usize| {
+        let mut commands = rt.commands();
+        for _ in 0..dispatches {
+            commands.dispatch(&program, &args, [(n / 256) as u32, 1, 1]).unwrap();
+        }
+        let started = Instant::now();
+        let submission = rt.submit_timed(commands).unwrap();
+        submission.wait(Duration::from_secs(60)).unwrap();
+        let wall = started.elapsed();
+        let gpu = submission.gpu_time().expect("a timed submission on amdgpu-sim has a GPU time");
+        // The simulated clock is host time spent simulating: inside the submission's wall time.
+        assert!(gpu > Duration::ZERO && gpu <= wall, "GPU time {gpu:?}, wall time {wall:?}");
+        assert_eq!(submission.gpu_time(), Some(gpu), "read once, kept by the submission");
+    };
+    timed(1);
+    timed(3);
+    // An untimed submission has none.
+    let mut commands = rt.commands();
+    commands.dispatch(&program, &args, [(n / 256) as u32, 1, 1]).unwrap();
+    let untimed = rt.submit(commands).unwrap();
+    untimed.wait(Duration::from_secs(60)).unwrap();
+    assert_eq!(untimed.gpu_time(), None);
+    let got: Vec<f32> = rt.download(&y).unwrap();
+    assert!(got.iter().all(|&v| v == 0.5 + 2.0 * 5.0), "{:?}", &got[..4]);
 }

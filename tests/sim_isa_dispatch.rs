@@ -3,7 +3,7 @@
 //! VGPR0, EXEC covering only the threads of a partial last wave, MODE from RSRC1.
 #![cfg(feature = "amdgpu")]
 
-use sparkle::amdgpu::sim::isa::{initial_waves, Dispatch, WaveStatus};
+use sparkle::amdgpu::sim::isa::{initial_waves, Dispatch, ScratchRing, WaveStatus};
 
 fn dispatch(rsrc2: u32, size: [u32; 3]) -> Dispatch {
     Dispatch {
@@ -17,6 +17,7 @@ fn dispatch(rsrc2: u32, size: [u32; 3]) -> Dispatch {
         grid_workgroups: [10, 10, 10],
         wave32: true,
         instruction_budget: 1000,
+        scratch: ScratchRing::NONE,
     }
 }
 
@@ -41,7 +42,7 @@ fn three_dimensional_group_with_all_ids_enabled() {
             assert_eq!(w.vgpr[0][lane as usize], want, "wave {i} lane {lane}");
         }
     }
-    assert_eq!(waves[0].exec(), u32::MAX);
+    assert_eq!(waves[0].exec(), u64::from(u32::MAX));
     assert_eq!(waves[1].exec(), (1 << 28) - 1, "the last wave has 28 threads");
 }
 
@@ -86,8 +87,14 @@ fn dispatch_from_compute_registers() {
     let waves = initial_waves(&d, [2, 0, 0]).unwrap();
     assert_eq!(waves.len(), 4);
     assert_eq!(&waves[3].sgpr[..3], &[0xdead, 0xbeef, 2]);
-    let err = Dispatch::from_registers("k", reg, [1, 1, 1], 1 | (1 << 2), 10).unwrap_err();
-    assert!(err.to_string().contains("wave64"), "{err}");
+    // Without CS_W32_EN the waves have 64 lanes: 64x2 threads are two full waves.
+    let wave64 = Dispatch::from_registers("k", reg, [1, 1, 1], 1 | (1 << 2), 10).unwrap();
+    assert!(!wave64.wave32);
+    let waves = initial_waves(&wave64, [0, 0, 0]).unwrap();
+    assert_eq!(waves.len(), 2);
+    assert_eq!(waves[0].exec(), u64::MAX);
+    assert_eq!(waves[1].exec(), u64::MAX);
+    assert_eq!(waves[1].vgpr[0][63], 63, "lane 63 of the second wave has x = 63");
     let err = Dispatch::from_registers("k", reg, [1, 1, 1], 1 | (1 << 1) | (1 << 15), 10).unwrap_err();
     assert!(err.to_string().contains("PARTIAL_TG_EN"), "{err}");
 }

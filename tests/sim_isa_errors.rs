@@ -119,7 +119,6 @@ fn refused_dispatch_settings_name_the_setting() {
     let mut mem = TestMemory::default();
     type Change = Box<dyn Fn(&mut Dispatch)>;
     let cases: Vec<(Change, &str)> = vec![
-        (Box::new(|d| d.wave32 = false), "wave64"),
         (Box::new(|d| d.rsrc2 |= 1), "SCRATCH_EN"),
         (Box::new(|d| d.rsrc1 &= !(0xf << 16)), "FLOAT_DENORM_MODE"),
         (Box::new(|d| d.rsrc1 |= 1 << 12), "FLOAT_ROUND_MODE"),

@@ -18,11 +18,12 @@ use super::ib;
 use super::kernarg::ArgValue;
 use super::kmd::KernelDriver;
 use super::memory::{Buffer, BufferKind, Memory};
+use super::printf::PrintfSink;
 use super::program::{
     self, AmdgpuProgram, AmdgpuSource, ArgSource, PrepareContext, SourcePreference, BLOB_FORMAT,
 };
 use super::render_node::RenderNode;
-use super::submit::{Op, Queue};
+use super::submit::{Op, Queue, ScratchWaves};
 use crate::cache::{Blob, LoadFailure};
 use crate::hal::{
     self, Api, BufferUsage, Command, Compiled, DeviceClass, DeviceInfo, Limits, Prepared, ProgramInterface,
@@ -70,13 +71,20 @@ pub struct DeviceOptions {
     /// The compiler; `None` finds clang-22 from the environment (`SPARKLE_CLANG`, PATH). A
     /// device without a compiler still runs prebuilt code objects.
     pub compiler: Option<Compiler>,
+    /// Where kernels' printf output goes (standard output by default).
+    pub printf: PrintfSink,
 }
 
 impl Default for DeviceOptions {
     /// What the hardware backend uses: prebuilt code objects first, WGP mode, clang from the
     /// environment.
     fn default() -> Self {
-        Self { source_preference: SourcePreference::CodeObjectFirst, cu_mode: false, compiler: None }
+        Self {
+            source_preference: SourcePreference::CodeObjectFirst,
+            cu_mode: false,
+            compiler: None,
+            printf: PrintfSink::Stdout,
+        }
     }
 }
 
@@ -104,9 +112,14 @@ impl AmdgpuDevice<Hardware> {
     /// node. Fails with what discovery found: no render nodes, only other drivers' nodes, no
     /// permission (with the `render` group hint), or an unsupported gfx target.
     pub fn open() -> Result<Self> {
+        Self::open_with(DeviceOptions::default())
+    }
+
+    /// [`open`](Self::open) with `options` (e.g. a printf sink of the caller's).
+    pub fn open_with(options: DeviceOptions) -> Result<Self> {
         let node = discovery::find_node(&DrmPaths::default(), &SystemProber::default())?;
         let kmd = RenderNode::open(&node)?;
-        Self::new(Arc::new(kmd), DeviceOptions::default())
+        Self::new(Arc::new(kmd), options)
     }
 }
 
@@ -128,7 +141,15 @@ impl<F: Flavor> AmdgpuDevice<F> {
             Err(_) => "none".to_owned(),
         };
         let memory = Memory::for_device(kmd.clone(), &gpu);
-        let queue = Queue::new(kmd.clone(), memory.clone(), gfx)?;
+        let scratch_waves = ScratchWaves::for_device(gpu.compute_units, gpu.shader_engines);
+        let queue = Queue::new(
+            kmd.clone(),
+            memory.clone(),
+            gfx,
+            scratch_waves,
+            options.printf.clone(),
+            gpu.gpu_counter_khz,
+        )?;
         let info = DeviceInfo {
             backend: F::NAME,
             name: format!("AMD {} ({})", gpu.target, kmd.describe()),
@@ -282,7 +303,7 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
                 ))
             }
         };
-        let program = program::load(input, &bytes, self.gpu.target, &self.memory)
+        let program = program::load(input, &bytes, self.gpu.target, &self.memory, self.kmd.as_ref())
             .map_err(|failure| self.compile_error(failure, &input.kernel))?;
         Ok(Compiled { program, blob: Some(Blob { format: BLOB_FORMAT, bytes }) })
     }
@@ -294,10 +315,12 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
                 blob.format
             )));
         }
-        program::load(input, &blob.bytes, self.gpu.target, &self.memory).map_err(|failure| match failure {
-            LoadFailure::Refused(reason) => LoadFailure::Refused(reason),
-            LoadFailure::Failed(err) => LoadFailure::Failed(err.into()),
-        })
+        program::load(input, &blob.bytes, self.gpu.target, &self.memory, self.kmd.as_ref()).map_err(
+            |failure| match failure {
+                LoadFailure::Refused(reason) => LoadFailure::Refused(reason),
+                LoadFailure::Failed(err) => LoadFailure::Failed(err.into()),
+            },
+        )
     }
 
     fn interface<'p>(&self, program: &'p AmdgpuProgram) -> &'p ProgramInterface {
@@ -318,7 +341,23 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
 
     fn submit(&self, commands: &[Command<'_, AmdgpuApi<F>>]) -> Result<u64> {
         let ops = commands.iter().map(op).collect::<Result<Vec<_>>>()?;
-        self.queue.submit(&ops)
+        self.queue.submit(&ops, false)
+    }
+
+    /// GPU time from RELEASE_MEM timestamps of the GPU clock counter. On the simulator that
+    /// clock is the simulation's own (host time spent interpreting), not hardware time: the
+    /// device's class says it is a simulator.
+    fn measures_gpu_time(&self) -> bool {
+        self.queue.measures_gpu_time()
+    }
+
+    fn submit_timed(&self, commands: &[Command<'_, AmdgpuApi<F>>]) -> Result<u64> {
+        let ops = commands.iter().map(op).collect::<Result<Vec<_>>>()?;
+        self.queue.submit(&ops, true)
+    }
+
+    fn take_gpu_time(&self, fence: u64) -> Option<Duration> {
+        self.queue.take_gpu_time(fence)
     }
 
     fn completed(&self) -> u64 {

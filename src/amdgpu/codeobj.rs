@@ -29,10 +29,22 @@ const EF_AMDGPU_GENERIC_VERSION: u32 = 0xff00_0000;
 /// `R_AMDGPU_RELATIVE64`: image base + addend.
 const R_AMDGPU_RELATIVE64: u32 = 13;
 const R_AMDGPU_NONE: u32 = 0;
+/// Absolute relocations against a symbol (S + A): low and high halves, 64 and 32 bits.
+const R_AMDGPU_ABS32_LO: u32 = 1;
+const R_AMDGPU_ABS32_HI: u32 = 2;
+const R_AMDGPU_ABS64: u32 = 3;
+const R_AMDGPU_ABS32: u32 = 6;
+/// What clang's printf lowering calls to reserve a record in the printf buffer; the backend
+/// defines it when it compiles OpenCL C (see `compile`).
+pub const PRINTF_ALLOC: &str = "__printf_alloc";
 
 /// Where the code object starts executing must be 256-byte aligned (COMPUTE_PGM_LO holds
 /// address >> 8).
 pub const CODE_ALIGNMENT: u64 = 256;
+
+/// The most private memory one work-item may use: a wave32 slot of COMPUTE_TMPRING_SIZE.WAVESIZE
+/// (15 bits of 256-byte units on gfx11) split over its lanes.
+pub const MAX_SCRATCH_PER_WORK_ITEM: u32 = ((1 << 15) - 1) * 256 / 32;
 
 /// What the device and backend can run, for [`CodeObject::check_runnable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +53,7 @@ pub struct RunLimits {
     pub target: GfxTarget,
     /// Whether wave64 dispatches are supported.
     pub wave64: bool,
-    /// Whether the backend sets up scratch (private segment) memory.
+    /// Whether the backend sets up scratch (private segment) memory on this target.
     pub scratch: bool,
     /// LDS bytes a work-group may use.
     pub max_lds_bytes: u32,
@@ -50,11 +62,34 @@ pub struct RunLimits {
 }
 
 impl RunLimits {
-    /// What the amdgpu backend supports on `target`: wave32 only, no scratch, 64 KiB LDS, 1024
-    /// work-items per group.
+    /// What the amdgpu backend supports on `target`: wave32 and wave64, scratch on gfx11
+    /// (architected flat scratch), 64 KiB LDS, 1024 work-items per group.
     pub fn backend_default(target: GfxTarget) -> Self {
-        Self { target, wave64: false, scratch: false, max_lds_bytes: 64 * 1024, max_workgroup_size: 1024 }
+        Self {
+            target,
+            wave64: true,
+            scratch: target.major >= 11,
+            max_lds_bytes: 64 * 1024,
+            max_workgroup_size: 1024,
+        }
     }
+}
+
+/// Which bits of `base + target` a relocation stores, and how wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Word64,
+    Low32,
+    High32,
+}
+
+/// A relocation resolved against the image: the word at `offset` becomes the GPU address of
+/// image offset `target` (a symbol's value plus the addend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Relocation {
+    offset: u64,
+    target: u64,
+    store: Store,
 }
 
 /// The bytes to place in GPU memory: every PT_LOAD segment at its virtual address.
@@ -62,8 +97,7 @@ impl RunLimits {
 pub struct LoadImage {
     bytes: Vec<u8>,
     alignment: u64,
-    /// Image offsets of 64-bit words that become `base + addend`.
-    relative_relocations: Vec<(u64, u64)>,
+    relocations: Vec<Relocation>,
 }
 
 impl LoadImage {
@@ -88,7 +122,7 @@ impl LoadImage {
 
     /// Number of relocations [`relocated`](Self::relocated) resolves.
     pub fn relocation_count(&self) -> usize {
-        self.relative_relocations.len()
+        self.relocations.len()
     }
 
     /// The image for GPU address `base` (which must be [`alignment`](Self::alignment)-aligned).
@@ -100,9 +134,14 @@ impl LoadImage {
             ));
         }
         let mut bytes = self.bytes.clone();
-        for &(offset, addend) in &self.relative_relocations {
-            let at = offset as usize;
-            bytes[at..at + 8].copy_from_slice(&base.wrapping_add(addend).to_le_bytes());
+        for r in &self.relocations {
+            let at = r.offset as usize;
+            let value = base.wrapping_add(r.target);
+            match r.store {
+                Store::Word64 => bytes[at..at + 8].copy_from_slice(&value.to_le_bytes()),
+                Store::Low32 => bytes[at..at + 4].copy_from_slice(&(value as u32).to_le_bytes()),
+                Store::High32 => bytes[at..at + 4].copy_from_slice(&((value >> 32) as u32).to_le_bytes()),
+            }
         }
         Ok(bytes)
     }
@@ -118,6 +157,11 @@ pub struct Kernel {
     pub descriptor_offset: u64,
     /// Image offset of the first instruction (descriptor offset + entry byte offset).
     pub entry_offset: u64,
+    /// Image ranges of the code this kernel may run: its own function and every helper function
+    /// of the code object (not other kernels, nor the `__clang_ocl_kern_imp_*` copies clang emits
+    /// for device-side enqueue, which a PM4 dispatch never calls). Empty when the object has no
+    /// function symbols; then only the entry point is known.
+    pub code_ranges: Vec<std::ops::Range<u64>>,
 }
 
 impl Kernel {
@@ -135,8 +179,23 @@ impl Kernel {
         }
         if kd.uses_scratch() && !limits.scratch {
             return refuse(format!(
-                "it needs scratch memory ({} bytes of private segment per work-item; register spills: {} SGPR, {} VGPR), which the backend does not set up",
-                kd.private_segment_fixed_size, md.sgpr_spill_count, md.vgpr_spill_count
+                "it needs {} bytes of scratch per work-item (private arrays or register spills: {} SGPR, {} VGPR), which the backend sets up on gfx11 only, not on {}",
+                kd.private_segment_fixed_size, md.sgpr_spill_count, md.vgpr_spill_count, limits.target
+            ));
+        }
+        if kd.uses_scratch()
+            && (kd.user_sgprs().contains(&UserSgpr::FlatScratchInit)
+                || kd.user_sgprs().contains(&UserSgpr::PrivateSegmentBuffer))
+        {
+            return refuse(format!(
+                "it needs {} bytes of scratch per work-item through a private segment buffer or FLAT_SCRATCH initialisation, which the backend does not provide on {} (only architected flat scratch)",
+                kd.private_segment_fixed_size, limits.target
+            ));
+        }
+        if kd.private_segment_fixed_size > MAX_SCRATCH_PER_WORK_ITEM {
+            return refuse(format!(
+                "it needs {} bytes of scratch per work-item; the most is {MAX_SCRATCH_PER_WORK_ITEM}",
+                kd.private_segment_fixed_size
             ));
         }
         if kd.kernarg_preload != 0 {
@@ -168,6 +227,12 @@ impl Kernel {
             return refuse(format!(
                 "descriptor LDS size {} differs from metadata {}",
                 kd.group_segment_fixed_size, md.group_segment_fixed_size
+            ));
+        }
+        if kd.private_segment_fixed_size != md.private_segment_fixed_size {
+            return refuse(format!(
+                "descriptor asks for {} bytes of scratch (private segment) per work-item, the metadata for {}",
+                kd.private_segment_fixed_size, md.private_segment_fixed_size
             ));
         }
         if kd.group_segment_fixed_size > limits.max_lds_bytes {
@@ -232,10 +297,15 @@ pub struct CodeObject {
     code_object_version: u32,
     image: LoadImage,
     kernels: Vec<Kernel>,
+    /// The `amdhsa.printf` format table.
+    printf: Vec<String>,
 }
 
+/// The "kernel" an error about the whole code object names.
+pub const WHOLE_OBJECT: &str = "<code object>";
+
 fn malformed(reason: impl Into<String>) -> AmdgpuError {
-    AmdgpuError::invalid_kernel("<code object>", reason)
+    AmdgpuError::invalid_kernel(WHOLE_OBJECT, reason)
 }
 
 impl CodeObject {
@@ -334,7 +404,32 @@ impl CodeObject {
                 );
             }
         }
+        // Functions from both symbol tables: helpers are local, so only .symtab names them.
+        let mut functions = BTreeMap::new();
+        for table in [elf::SHT_DYNSYM, elf::SHT_SYMTAB] {
+            let symbols = sections
+                .symbols(endian, bytes, table)
+                .map_err(|e| malformed(format!("bad symbol table: {e}")))?;
+            for symbol in symbols.iter().filter(|s| s.st_type() == elf::STT_FUNC) {
+                let (start, size) = (symbol.st_value(endian), symbol.st_size(endian));
+                if size == 0 || start.checked_add(size).is_none_or(|end| end > image.bytes.len() as u64) {
+                    continue;
+                }
+                if let Ok(name) = symbols.symbol_name(endian, symbol) {
+                    functions.insert(String::from_utf8_lossy(name).into_owned(), start..start + size);
+                }
+            }
+        }
+        let kernel_names: Vec<&str> = metadata.kernels.iter().map(|k| k.name.as_str()).collect();
+        let helpers: Vec<std::ops::Range<u64>> = functions
+            .iter()
+            .filter(|(name, _)| {
+                !kernel_names.contains(&name.as_str()) && !name.starts_with("__clang_ocl_kern_imp_")
+            })
+            .map(|(_, range)| range.clone())
+            .collect();
 
+        let printf = metadata.printf;
         let mut kernels = Vec::with_capacity(metadata.kernels.len());
         for md in metadata.kernels {
             let (kd_offset, kd_size) = *by_name.get(&md.symbol).ok_or_else(|| {
@@ -368,7 +463,13 @@ impl CodeObject {
                     format!("entry point {entry:#x} is outside the image"),
                 ));
             }
+            let mut code_ranges: Vec<std::ops::Range<u64>> =
+                functions.get(&md.name).filter(|r| r.start == entry as u64).cloned().into_iter().collect();
+            if !code_ranges.is_empty() {
+                code_ranges.extend(helpers.iter().cloned());
+            }
             kernels.push(Kernel {
+                code_ranges,
                 name: md.name.clone(),
                 descriptor,
                 descriptor_offset: kd_offset,
@@ -376,7 +477,7 @@ impl CodeObject {
                 metadata: md,
             });
         }
-        Ok(Self { target, code_object_version, image, kernels })
+        Ok(Self { target, code_object_version, image, kernels, printf })
     }
 
     pub fn target(&self) -> GfxTarget {
@@ -394,6 +495,11 @@ impl CodeObject {
 
     pub fn kernels(&self) -> &[Kernel] {
         &self.kernels
+    }
+
+    /// The printf formats (`amdhsa.printf`: `id:count:sizes...:format`).
+    pub fn printf_formats(&self) -> &[String] {
+        &self.printf
     }
 
     /// The kernel called `name`; the error lists the kernels there are.
@@ -419,6 +525,17 @@ impl CodeObject {
         }
         let layout = kernel.check_runnable(limits)?;
         Ok((kernel, layout))
+    }
+}
+
+/// Why a code object that needs `name` from elsewhere cannot be loaded, in a user's terms.
+fn undefined_symbol(name: &str) -> String {
+    if name == PRINTF_ALLOC {
+        format!(
+            "it calls printf through `{PRINTF_ALLOC}`, which the code object leaves undefined: printf is supported for kernels the backend compiles from OpenCL C, not in prebuilt code objects built without a printf runtime"
+        )
+    } else {
+        format!("it needs the symbol `{name}`, which the code object does not define (the backend links no device libraries at load time)")
     }
 }
 
@@ -452,9 +569,13 @@ fn build_image(header: &elf::FileHeader64<LittleEndian>, bytes: &[u8]) -> Result
         image[at..at + data.len()].copy_from_slice(data);
     }
 
-    let mut relative_relocations = Vec::new();
+    let mut relocations = Vec::new();
     let sections =
         header.sections(endian, bytes).map_err(|e| malformed(format!("bad section table: {e}")))?;
+    // Symbol-relative relocations name entries of the dynamic symbol table.
+    let symbols = sections
+        .symbols(endian, bytes, elf::SHT_DYNSYM)
+        .map_err(|e| malformed(format!("bad dynamic symbol table: {e}")))?;
     for section in sections.iter() {
         // Relocations of non-allocated sections (debug info) never reach the GPU.
         if section.sh_flags(endian) & u64::from(elf::SHF_ALLOC) == 0 {
@@ -484,26 +605,47 @@ fn build_image(header: &elf::FileHeader64<LittleEndian>, bytes: &[u8]) -> Result
             return Err(malformed("RELR relocations are not supported"));
         }
         for (offset, r_type, sym, addend) in entries {
-            match r_type {
-                R_AMDGPU_NONE => {}
-                R_AMDGPU_RELATIVE64 if sym == 0 => {
-                    let at = offset as usize;
-                    if offset.checked_add(8).is_none_or(|e| e > image.len() as u64) {
-                        return Err(malformed(format!("relocation at {offset:#x} is outside the image")));
-                    }
-                    let addend = match addend {
-                        Some(a) => a,
-                        None => u64::from_le_bytes(image[at..at + 8].try_into().map_err(|_| malformed("relocation"))?),
-                    };
-                    relative_relocations.push((offset, addend));
-                }
+            let (store, width) = match r_type {
+                R_AMDGPU_NONE => continue,
+                R_AMDGPU_RELATIVE64 | R_AMDGPU_ABS64 => (Store::Word64, 8),
+                R_AMDGPU_ABS32_LO | R_AMDGPU_ABS32 => (Store::Low32, 4),
+                R_AMDGPU_ABS32_HI => (Store::High32, 4),
                 other => {
                     return Err(malformed(format!(
-                        "relocation type {other} at {offset:#x} (symbol {sym}) is not supported; only R_AMDGPU_RELATIVE64 is resolved"
+                        "relocation type {other} at {offset:#x} is not supported (only absolute and relative addresses are resolved)"
                     )))
                 }
+            };
+            if offset.checked_add(width).is_none_or(|e| e > image.len() as u64) {
+                return Err(malformed(format!("relocation at {offset:#x} is outside the image")));
             }
+            let at = offset as usize;
+            // REL entries keep their addend in the word they patch.
+            let addend = match addend {
+                Some(a) => a,
+                None if width == 8 => {
+                    u64::from_le_bytes(image[at..at + 8].try_into().map_err(|_| malformed("relocation"))?)
+                }
+                None => u64::from(u32::from_le_bytes(
+                    image[at..at + 4].try_into().map_err(|_| malformed("relocation"))?,
+                )),
+            };
+            let symbol_value = match (r_type, sym) {
+                (R_AMDGPU_RELATIVE64, _) | (_, 0) => 0,
+                _ => {
+                    let symbol = symbols.symbol(object::read::SymbolIndex(sym as usize)).map_err(|e| {
+                        malformed(format!("relocation at {offset:#x}: bad symbol {sym}: {e}"))
+                    })?;
+                    let name =
+                        symbols.symbol_name(endian, symbol).map(String::from_utf8_lossy).unwrap_or_default();
+                    if symbol.st_shndx(endian) == elf::SHN_UNDEF {
+                        return Err(malformed(undefined_symbol(&name)));
+                    }
+                    symbol.st_value(endian)
+                }
+            };
+            relocations.push(Relocation { offset, target: symbol_value.wrapping_add(addend), store });
         }
     }
-    Ok(LoadImage { bytes: image, alignment, relative_relocations })
+    Ok(LoadImage { bytes: image, alignment, relocations })
 }

@@ -11,6 +11,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::error::{AmdgpuError, Result};
 use super::gfx_target::GfxTarget;
+use super::{printf, subgroups};
 
 /// Debian's package for the compiler, for messages.
 pub const CLANG_PACKAGE: &str = "clang-22";
@@ -18,6 +19,8 @@ pub const CLANG_PACKAGE: &str = "clang-22";
 pub const LLD_PACKAGE: &str = "lld-22";
 /// Debian's package for the OpenCL built-in library.
 pub const LIBCLC_PACKAGE: &str = "libclc-22";
+/// The one OpenCL compiler option a kernel spec may pass: compile for wave64.
+pub const WAVE64_OPTION: &str = "-mwavefrontsize64";
 /// libclc's bitcode for the `amdgcn-amd-amdhsa` triple.
 const LIBCLC_FILE: &str = "amdgcn-amd-amdhsa.bc";
 
@@ -43,6 +46,8 @@ pub struct CompileRequest<'a> {
     pub defines: &'a [(String, String)],
     /// Compile in CU mode (`-mcumode`) instead of gfx10+'s default WGP mode.
     pub cu_mode: bool,
+    /// Compile for wave64 (`-mwavefrontsize64`) instead of RDNA's default wave32.
+    pub wave64: bool,
 }
 
 /// A compiled code object.
@@ -173,6 +178,9 @@ impl Compiler {
         if request.cu_mode {
             flags.push("-mcumode".into());
         }
+        if request.wave64 {
+            flags.push(WAVE64_OPTION.into());
+        }
         if request.builtins == Builtins::Libclc {
             // libclc-22's get_global_id adds a global offset it reads from the implicit-argument
             // area at the code-object-v4 offsets; under clang's default (v6) layout those hold
@@ -189,10 +197,17 @@ impl Compiler {
     }
 
     /// Everything about the compiler a cached blob of `request` depends on besides the source:
-    /// the compiler identity and the flags, one per line. Feed it (with the source and entry
+    /// the compiler identity, the flags and the device libraries appended, one per line. Feed it (with the source and entry
     /// point) into the cache key.
     pub fn key_material(&self, request: &CompileRequest<'_>) -> String {
-        format!("{}\n{}", self.identity(request.builtins), self.flags(request).join("\n"))
+        let mut material = format!("{}\n{}", self.identity(request.builtins), self.flags(request).join("\n"));
+        // What is compiled includes the device libraries: new ones must not hit old entries.
+        let (prefix, suffix) = device_libraries(request);
+        if !prefix.is_empty() || !suffix.is_empty() {
+            let hash = xxh3_64(format!("{prefix}\0{suffix}").as_bytes());
+            material.push_str(&format!("\ndevice libraries {hash:016x}"));
+        }
+        material
     }
 
     /// Compiles and links `request` into a code object.
@@ -215,7 +230,9 @@ impl Compiler {
         let source = dir.path().join("kernel.cl");
         let object = dir.path().join("kernel.o");
         let linked = dir.path().join("kernel.co");
-        std::fs::write(&source, request.source).map_err(|e| AmdgpuError::file("writing", &source, e))?;
+        let (prefix, suffix) = device_libraries(request);
+        let text = format!("{prefix}{}{suffix}", request.source);
+        std::fs::write(&source, text).map_err(|e| AmdgpuError::file("writing", &source, e))?;
 
         let mut clang = Command::new(&self.clang);
         for flag in &flags {
@@ -240,6 +257,27 @@ impl Compiler {
         }
         Ok(CompiledObject { bytes, log, flags, elapsed: started.elapsed() })
     }
+}
+
+/// The OpenCL C the backend compiles with `request`'s source: printf's device runtime after
+/// sources that call printf, and the sub-group built-ins before sources that use them (clang
+/// declares only some of them, so the others must be defined before use; a `#line 1` then
+/// gives the compiler's messages the user's line numbers). Both need libclc (atomics,
+/// work-item functions), and the printf runtime reads its buffer at the code object v4 offset
+/// that libclc builds ask for. Returns (prefix, suffix).
+fn device_libraries(request: &CompileRequest<'_>) -> (String, String) {
+    let (mut prefix, mut suffix) = (String::new(), String::new());
+    if request.builtins == Builtins::Libclc {
+        if subgroups::uses_subgroups(request.source) {
+            prefix.push_str(subgroups::DEVICE_LIBRARY);
+            prefix.push_str("\n#line 1\n");
+        }
+        if printf::calls_printf(request.source) {
+            suffix.push('\n');
+            suffix.push_str(printf::DEVICE_RUNTIME);
+        }
+    }
+    (prefix, suffix)
 }
 
 /// Runs a tool; a failure becomes `Compile` with the tool's whole output.
@@ -305,6 +343,7 @@ mod tests {
             builtins: Builtins::Libclc,
             defines: &defines,
             cu_mode: true,
+            wave64: false,
         };
         let flags = compiler.flags(&request).join(" ");
         assert_eq!(

@@ -46,6 +46,8 @@ pub struct DeviceInfo {
     pub compute_units: u32,
     pub shader_engines: u32,
     pub max_engine_clock_khz: u64,
+    /// Frequency of the GPU clock counter RELEASE_MEM timestamps read (kHz; 0: unknown).
+    pub gpu_counter_khz: u32,
     pub is_apu: bool,
 }
 
@@ -113,6 +115,7 @@ impl DeviceInfo {
             compute_units,
             shader_engines: dev.num_shader_engines,
             max_engine_clock_khz: dev.max_engine_clock,
+            gpu_counter_khz: dev.gpu_counter_freq,
             is_apu: dev.ids_flags & uapi::AMDGPU_IDS_FLAGS_FUSION != 0,
         })
     }

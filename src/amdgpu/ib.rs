@@ -10,19 +10,50 @@
 //! [`SubmissionEncoder::kernargs`].
 
 use pm4::fields::{DispatchInitiator, PgmRsrc1, PgmRsrc2, PgmRsrc3, ResourceLimits, TmpringSize};
-use pm4::packets::{AcquireMem, DispatchDirect, DmaData, EventWrite, GcrCntl, ReleaseMem};
+use pm4::packets::{
+    AcquireMem, DataSel, DispatchDirect, DmaData, DstSel, EventType, EventWrite, GcrCntl, IntSel,
+    ReleaseCache, ReleaseMem, EVENT_INDEX_END_OF_PIPE,
+};
 use pm4::registers as r;
 use pm4::{Gfx, PacketWriter};
 
 use super::descriptor::UserSgpr;
 use super::error::{AmdgpuError, Result};
 use super::gfx_target::GfxTarget;
-use super::kernarg::{dispatch_packet, ArgValue, DispatchGrid, PacketAddresses, DISPATCH_PACKET_SIZE};
+use super::kernarg::{
+    dispatch_packet, ArgValue, DispatchGrid, HiddenBuffers, PacketAddresses, DISPATCH_PACKET_SIZE,
+};
 use super::program::AmdgpuProgram;
+use super::submit::ScratchWaves;
 
 /// Alignment of each dispatch's kernarg segment and dispatch packet in the arena (a cache line;
 /// at least what any kernel's `.kernarg_segment_align` asks).
 pub const KERNARG_ALIGNMENT: u64 = 64;
+
+/// Scratch slots are sized in these units (COMPUTE_TMPRING_SIZE.WAVESIZE on gfx11).
+const SCRATCH_WAVE_GRANULE: u64 = 256;
+
+/// The queue's scratch buffer as dispatches see it: `bytes` from `address`, cut into slots of
+/// each dispatch's wave size, as many as `waves` says for that size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScratchRing {
+    /// GPU address, 256-byte aligned.
+    pub address: u64,
+    pub bytes: u64,
+    pub(crate) waves: ScratchWaves,
+}
+
+/// Bytes of scratch one wave of `program` needs (0 when it needs none): its private segment per
+/// work-item for every lane, in whole granules.
+pub fn scratch_wave_bytes(program: &AmdgpuProgram) -> u64 {
+    let kd = &program.descriptor;
+    if !kd.uses_scratch() {
+        return 0;
+    }
+    // Scratch enabled with an empty fixed segment still gets a slot.
+    let lane = u64::from(kd.private_segment_fixed_size.max(4));
+    (lane * u64::from(kd.wave_size())).next_multiple_of(SCRATCH_WAVE_GRANULE)
+}
 
 /// The `pm4` generation of a target.
 pub fn generation(target: GfxTarget) -> Result<Gfx> {
@@ -82,13 +113,18 @@ impl SubmissionEncoder {
     }
 
     /// Appends a dispatch of `program` over `groups` work-groups with the user arguments
-    /// `args` (in the kernel's argument order); `dispatch_id` fills the dispatch-id SGPRs.
+    /// `args` (in the kernel's argument order); `dispatch_id` fills the dispatch-id SGPRs. A
+    /// kernel that needs scratch gets its slots in `scratch`, which must hold
+    /// [`scratch_wave_bytes`] for each of its waves; `hidden` holds the addresses of its
+    /// per-dispatch buffers (printf).
     pub fn dispatch(
         &mut self,
         program: &AmdgpuProgram,
         args: &[ArgValue],
         groups: [u32; 3],
         dispatch_id: u64,
+        scratch: Option<ScratchRing>,
+        hidden: &HiddenBuffers,
     ) -> Result<()> {
         let kernel = program.kernel.as_str();
         let grid =
@@ -103,7 +139,7 @@ impl SubmissionEncoder {
         );
         program
             .layout
-            .fill(args, &grid, &mut self.kernargs[offset..offset + size])
+            .fill(args, &grid, hidden, &mut self.kernargs[offset..offset + size])
             .map_err(|e| rename(e, kernel))?;
         let descriptor = &program.descriptor;
         let mut packet_address = 0;
@@ -155,6 +191,24 @@ impl SubmissionEncoder {
             .with_lds_bytes(descriptor.group_segment_fixed_size)
             .map_err(|e| encode_error(kernel, e))?;
         let rsrc3 = PgmRsrc3::from_bits(descriptor.compute_pgm_rsrc3);
+        let wave_bytes = scratch_wave_bytes(program);
+        let tmpring = match (wave_bytes, scratch) {
+            (0, _) => TmpringSize::new(self.gfx),
+            (_, Some(ring)) if self.gfx == Gfx::Gfx11 && ring.waves.ring_bytes(wave_bytes) <= ring.bytes => {
+                TmpringSize::new(self.gfx)
+                    .with_waves(ring.waves.register(wave_bytes))
+                    .and_then(|t| t.with_wavesize((wave_bytes / SCRATCH_WAVE_GRANULE) as u32))
+                    .map_err(|e| encode_error(kernel, e))?
+            }
+            _ => {
+                return Err(AmdgpuError::invalid_kernel(
+                    kernel,
+                    format!(
+                    "it needs {wave_bytes} bytes of scratch per wave, and no scratch ring was set up for it"
+                ),
+                ))
+            }
+        };
         let pgm = program.entry_address >> 8;
         let [x, y, z] = program.workgroup_size;
         let mut w = PacketWriter::new(&mut self.words);
@@ -162,8 +216,15 @@ impl SubmissionEncoder {
             w.set_sh_reg(r::COMPUTE_PGM_LO, &[pgm as u32, (pgm >> 32) as u32])?;
             w.set_sh_reg(r::COMPUTE_PGM_RSRC1, &[rsrc1.bits(), rsrc2.bits()])?;
             w.set_sh_reg(r::COMPUTE_PGM_RSRC3, &[rsrc3.bits()])?;
-            // No scratch: kernels that need it were refused at load.
-            w.set_sh_reg(r::COMPUTE_TMPRING_SIZE, &[TmpringSize::new(self.gfx).bits()])?;
+            if let (Some(ring), true) = (scratch, wave_bytes > 0) {
+                // gfx11 architected flat scratch: each wave's FLAT_SCRATCH is its slot.
+                let base = ring.address >> 8;
+                w.set_sh_reg(
+                    pm4::registers::gfx11::COMPUTE_DISPATCH_SCRATCH_BASE_LO,
+                    &[base as u32, (base >> 32) as u32],
+                )?;
+            }
+            w.set_sh_reg(r::COMPUTE_TMPRING_SIZE, &[tmpring.bits()])?;
             if count > 0 {
                 w.set_sh_reg(r::COMPUTE_USER_DATA_0, &user_data[..count])?;
             }
@@ -174,7 +235,7 @@ impl SubmissionEncoder {
                 x: gx,
                 y: gy,
                 z: gz,
-                initiator: DispatchInitiator::launch(true),
+                initiator: DispatchInitiator::launch(descriptor.wave_size() == 32),
             })
         })();
         result.map_err(|e| encode_error(kernel, e))?;
@@ -198,6 +259,25 @@ impl SubmissionEncoder {
             done += chunk;
         }
         Ok(())
+    }
+
+    /// Writes the 64-bit GPU clock counter to `address` once every command before has finished:
+    /// one end of a timed submission's interval.
+    pub fn timestamp(&mut self, address: u64) -> Result<()> {
+        let mut w = PacketWriter::new(&mut self.words);
+        w.event_write(&EventWrite::CS_PARTIAL_FLUSH).map_err(|e| encode_error("<timestamp>", e))?;
+        w.release_mem(&ReleaseMem {
+            event: EventType::BOTTOM_OF_PIPE_TS,
+            event_index: EVENT_INDEX_END_OF_PIPE,
+            cache: ReleaseCache(0),
+            dst_sel: DstSel::MEMORY,
+            int_sel: IntSel::NONE,
+            data_sel: DataSel::GPU_CLOCK,
+            address,
+            data: 0,
+            int_ctxid: 0,
+        })
+        .map_err(|e| encode_error("<timestamp>", e))
     }
 
     /// Everything before is finished and written back before anything after starts.

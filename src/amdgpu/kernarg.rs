@@ -132,6 +132,13 @@ impl DispatchGrid {
     }
 }
 
+/// Addresses of the per-dispatch buffers hidden arguments point to (0: none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HiddenBuffers {
+    /// The printf buffer (`hidden_printf_buffer`).
+    pub printf_buffer: u64,
+}
+
 /// How to fill one kernel's kernarg segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernargLayout {
@@ -293,9 +300,20 @@ impl KernargLayout {
         Ok(())
     }
 
+    /// Whether the kernel takes a printf buffer.
+    pub fn uses_printf(&self) -> bool {
+        self.slots.iter().any(|s| s.source == Source::Hidden(ArgKind::PrintfBuffer))
+    }
+
     /// Writes the kernarg segment for one dispatch into `out` (at least [`size`](Self::size)
     /// bytes); bytes no argument covers are zeroed.
-    pub fn fill(&self, args: &[ArgValue], grid: &DispatchGrid, out: &mut [u8]) -> Result<()> {
+    pub fn fill(
+        &self,
+        args: &[ArgValue],
+        grid: &DispatchGrid,
+        hidden: &HiddenBuffers,
+        out: &mut [u8],
+    ) -> Result<()> {
         self.check_args(args)?;
         grid.validate()?;
         let size = self.size as usize;
@@ -328,7 +346,9 @@ impl KernargLayout {
                         ArgKind::Remainder(a) => remainders[a] as u64,
                         ArgKind::GlobalOffset(a) => grid.global_offset[a],
                         ArgKind::GridDims => grid.dims as u64,
+                        ArgKind::PrintfBuffer => hidden.printf_buffer,
                         ArgKind::DynamicLdsSize
+                        | ArgKind::Unused64
                         | ArgKind::HiddenNone
                         | ArgKind::ByValue
                         | ArgKind::GlobalBuffer => 0,
@@ -478,7 +498,7 @@ mod tests {
             ArgValue::F32(2.5),
             ArgValue::U32(1000),
         ];
-        layout.fill(&args, &grid, &mut out).unwrap();
+        layout.fill(&args, &grid, &HiddenBuffers::default(), &mut out).unwrap();
         assert_eq!(u64_at(&out, 0), 0x1_0000_0000);
         assert_eq!(u64_at(&out, 8), 0x2_0000_0100);
         assert_eq!(f32::from_le_bytes(out[16..20].try_into().unwrap()), 2.5);
@@ -506,12 +526,12 @@ mod tests {
             &[ArgValue::Pointer(0), ArgValue::Pointer(0), ArgValue::F64(1.0), ArgValue::U32(1)],
         ];
         for args in cases {
-            let err = layout.fill(args, &grid, &mut out).unwrap_err().to_string();
+            let err = layout.fill(args, &grid, &HiddenBuffers::default(), &mut out).unwrap_err().to_string();
             assert!(err.contains("saxpy"), "{err}");
         }
         let good = [ArgValue::Pointer(0), ArgValue::Pointer(0), ArgValue::F32(1.0), ArgValue::U32(1)];
-        layout.fill(&good, &grid, &mut out).unwrap();
-        let err = layout.fill(&good, &grid, &mut out[..100]).unwrap_err();
+        layout.fill(&good, &grid, &HiddenBuffers::default(), &mut out).unwrap();
+        let err = layout.fill(&good, &grid, &HiddenBuffers::default(), &mut out[..100]).unwrap_err();
         assert!(err.to_string().contains("smaller"), "{err}");
     }
 

@@ -220,8 +220,33 @@ pub trait CpuMapping: Send + Sync {
     fn read(&self, offset: usize, out: &mut [u8]) -> Result<()>;
 }
 
+/// A kernel's code as it will be uploaded, for [`KernelDriver::check_kernel_code`].
+#[derive(Debug, Clone, Copy)]
+pub struct KernelCode<'a> {
+    /// The kernel's name, for messages.
+    pub kernel: &'a str,
+    /// The code object's load image (relocations patch data, never instructions).
+    pub image: &'a [u8],
+    /// Image offset of the first instruction.
+    pub entry: u64,
+    /// Image ranges holding the code the kernel may run; empty when the code object does not say
+    /// (no function symbols), then only the entry point is known.
+    pub ranges: &'a [std::ops::Range<u64>],
+    /// Whether the kernel runs as wave64 (else wave32).
+    pub wave64: bool,
+}
+
 /// The operations the backend needs from the kernel driver.
 pub trait KernelDriver: Send + Sync {
+    /// Whether the device can run every instruction of a kernel, asked before its code is
+    /// uploaded; the error says which instruction it cannot, in a user's terms. A GPU runs what
+    /// the compiler emits for its target, so the default accepts everything; a simulator refuses
+    /// what it does not implement, so that no such kernel reaches a submission.
+    fn check_kernel_code(&self, code: &KernelCode<'_>) -> std::result::Result<(), String> {
+        let _ = code;
+        Ok(())
+    }
+
     /// The driver's name and version (`DRM_IOCTL_VERSION`).
     fn driver_version(&self) -> DriverVersion;
 

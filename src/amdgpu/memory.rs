@@ -24,12 +24,14 @@ pub enum BufferKind {
     Data,
     /// Fences and other values the GPU writes for the CPU: GTT, read + write.
     Signals,
+    /// Private memory of running waves (the scratch ring): VRAM, read + write.
+    Scratch,
 }
 
 impl BufferKind {
     pub fn domain(self) -> Domain {
         match self {
-            Self::Code | Self::Data => Domain::Vram,
+            Self::Code | Self::Data | Self::Scratch => Domain::Vram,
             Self::KernelArgs | Self::Commands | Self::Signals => Domain::Gtt,
         }
     }
@@ -38,7 +40,7 @@ impl BufferKind {
         match self {
             Self::Code => VaFlags::CODE,
             Self::KernelArgs | Self::Commands => VaFlags::READ_ONLY,
-            Self::Data | Self::Signals => VaFlags::READ_WRITE,
+            Self::Data | Self::Signals | Self::Scratch => VaFlags::READ_WRITE,
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct CodeObjectMetadata {
     pub target: Option<String>,
     #[serde(rename = "amdhsa.kernels", default)]
     pub kernels: Vec<KernelMetadata>,
+    /// printf format strings of the whole code object: `id:count:size...:format` each.
+    #[serde(rename = "amdhsa.printf", default)]
+    pub printf: Vec<String>,
 }
 
 /// One kernel's entry.
@@ -107,6 +110,13 @@ pub enum ArgKind {
     /// `hidden_dynamic_lds_size`: bytes of dynamically sized LDS, always 0 here (no
     /// `dynamic_shared_pointer` argument is accepted).
     DynamicLdsSize,
+    /// `hidden_printf_buffer`: the address of the dispatch's printf buffer (u64).
+    PrintfBuffer,
+    /// `hidden_default_queue`, `hidden_completion_action`, `hidden_multigrid_sync_arg`: code
+    /// object v4 lists them whenever a kernel has any hidden argument after the global offsets
+    /// (printf); they serve device-side enqueue and multi-grid sync, which OpenCL C cannot reach
+    /// here (libclc has no enqueue built-ins), so they are null (u64).
+    Unused64,
 }
 
 impl ArgKind {
@@ -124,6 +134,10 @@ impl ArgKind {
             "hidden_grid_dims" => Self::GridDims,
             "hidden_none" => Self::HiddenNone,
             "hidden_dynamic_lds_size" => Self::DynamicLdsSize,
+            "hidden_printf_buffer" => Self::PrintfBuffer,
+            "hidden_default_queue" | "hidden_completion_action" | "hidden_multigrid_sync_arg" => {
+                Self::Unused64
+            }
             other => {
                 let per_axis = [
                     ("hidden_block_count_", Self::BlockCount as fn(usize) -> Self),
@@ -149,7 +163,7 @@ impl ArgKind {
             Self::ByValue | Self::GlobalBuffer | Self::HiddenNone => None,
             Self::BlockCount(_) => Some(4),
             Self::GroupSize(_) | Self::Remainder(_) | Self::GridDims => Some(2),
-            Self::GlobalOffset(_) => Some(8),
+            Self::GlobalOffset(_) | Self::PrintfBuffer | Self::Unused64 => Some(8),
             Self::DynamicLdsSize => Some(4),
         }
     }
@@ -157,13 +171,10 @@ impl ArgKind {
 
 fn unsupported_reason(kind: &str) -> String {
     let why = match kind {
-        "hidden_queue_ptr" | "queue" | "hidden_default_queue" => {
+        "hidden_queue_ptr" | "queue" => {
             "it uses a device queue (queue pointer), which a PM4 submission does not have"
         }
-        "hidden_printf_buffer" => "it calls printf, which needs a printf buffer the backend does not provide",
         "hidden_hostcall_buffer" => "it uses host calls, which the backend does not service",
-        "hidden_multigrid_sync_arg" => "it uses multi-grid synchronisation",
-        "hidden_completion_action" => "it enqueues kernels (completion action)",
         "hidden_heap_v1" => "it allocates device heap memory (malloc)",
         "hidden_private_base" | "hidden_shared_base" => {
             "it needs aperture bases that only pre-gfx9 targets pass as arguments"
@@ -203,7 +214,6 @@ mod tests {
     fn kinds_the_backend_cannot_provide_are_refused_with_a_reason() {
         for kind in [
             "hidden_queue_ptr",
-            "hidden_printf_buffer",
             "hidden_hostcall_buffer",
             "image",
             "hidden_block_count_w",

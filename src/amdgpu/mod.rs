@@ -2,8 +2,9 @@
 //! kernel-driver interface ([`kmd`]) and its render-node implementation ([`render_node`]);
 //! device discovery and identity ([`discovery`], [`gfx_target`], [`device_info`]); GPU memory
 //! ([`memory`], [`va_allocator`]); AMDHSA code objects ([`codeobj`], [`descriptor`],
-//! [`metadata`], [`kernarg`]); the OpenCL C compiler driver ([`compile`]) and the suite's
-//! ahead-of-time code objects ([`aot`]); a simulated GPU for tests ([`sim`]). Errors: [`error`].
+//! [`metadata`], [`kernarg`]); OpenCL printf's buffer, formats and output ([`printf`]); the
+//! sub-group built-ins libclc lacks ([`subgroups`]); the OpenCL C compiler driver ([`compile`])
+//! and the suite's ahead-of-time code objects ([`aot`]); a simulated GPU for tests ([`sim`]). Errors: [`error`].
 //!
 //! On the runtime seam: [`backend`] (the device), [`program`] (compiler input and loaded
 //! kernels), [`ib`] (one submission's command buffer and kernel arguments) and `submit` (CS
@@ -23,9 +24,11 @@ pub mod kernarg;
 pub mod kmd;
 pub mod memory;
 pub mod metadata;
+pub mod printf;
 pub mod program;
 pub mod render_node;
 pub mod sim;
+pub mod subgroups;
 mod submit;
 pub mod uapi;
 pub mod va_allocator;

@@ -6,14 +6,16 @@
 
 use std::sync::Arc;
 
-use super::codeobj::{CodeObject, RunLimits};
-use super::compile::{Builtins, CompileRequest, Compiler};
+use super::codeobj::{CodeObject, RunLimits, WHOLE_OBJECT};
+use super::compile::{Builtins, CompileRequest, Compiler, WAVE64_OPTION};
 use super::descriptor::{KernelDescriptor, UserSgpr};
 use super::error::{AmdgpuError, Result};
 use super::gfx_target::GfxTarget;
 use super::kernarg::KernargLayout;
+use super::kmd::{KernelCode, KernelDriver};
 use super::memory::{Buffer, BufferKind, Memory};
 use super::metadata::ArgKind;
+use super::printf::PrintfFormats;
 use crate::cache::LoadFailure;
 use crate::hal::{ProgramInterface, ScalarSlot, StorageSlot};
 use crate::kernel::{KernelSource, KernelSpec, ScalarType};
@@ -28,7 +30,7 @@ const CODE_PREFETCH_SLACK: u64 = 256;
 #[derive(Debug, Clone)]
 pub enum Build {
     /// OpenCL C compiled by clang for the device's target.
-    OpenCl { source: String, defines: Vec<(String, String)>, cu_mode: bool },
+    OpenCl { source: String, defines: Vec<(String, String)>, cu_mode: bool, wave64: bool },
     /// A code object built ahead of time for the device's target.
     Prebuilt { bytes: Arc<[u8]> },
 }
@@ -124,17 +126,19 @@ pub(crate) fn prepare(
             format!("kernel `{}`: {problem}", spec.name),
         ));
     };
-    if !options.is_empty() {
+    let unsupported: Vec<&str> = options.iter().map(String::as_str).filter(|o| *o != WAVE64_OPTION).collect();
+    if !unsupported.is_empty() {
         return Err(crate::Error::new(
             crate::ErrorKind::Unavailable,
             format!(
-                "kernel `{}`: extra OpenCL compiler options ({}) are not supported by the {} backend; use KernelSpec::define instead",
+                "kernel `{}`: OpenCL compiler options {} are not supported by the {} backend (it takes {WAVE64_OPTION} only); use KernelSpec::define instead",
                 spec.name,
-                options.join(" "),
+                unsupported.join(" "),
                 cx.backend
             ),
         ));
     }
+    let wave64 = options.iter().any(|o| o == WAVE64_OPTION);
     let compiler = cx.compiler.map_err(|why| {
         crate::Error::new(
             crate::ErrorKind::Unavailable,
@@ -151,6 +155,7 @@ pub(crate) fn prepare(
         builtins: Builtins::Libclc,
         defines: &spec.defines,
         cu_mode: cx.cu_mode,
+        wave64,
     };
     let key = vec![
         b"amdgpu opencl".to_vec(),
@@ -163,7 +168,12 @@ pub(crate) fn prepare(
         kernel: spec.name.clone(),
         entry_point: entry_point.clone(),
         workgroup_size: spec.workgroup_size,
-        build: Build::OpenCl { source: source.clone(), defines: spec.defines.clone(), cu_mode: cx.cu_mode },
+        build: Build::OpenCl {
+            source: source.clone(),
+            defines: spec.defines.clone(),
+            cu_mode: cx.cu_mode,
+            wave64,
+        },
     };
     Ok((key, input))
 }
@@ -171,7 +181,7 @@ pub(crate) fn prepare(
 /// Compiles an OpenCL build into code object bytes.
 pub(crate) fn compile(input: &AmdgpuSource, target: GfxTarget, compiler: &Compiler) -> Result<Vec<u8>> {
     match &input.build {
-        Build::OpenCl { source, defines, cu_mode } => {
+        Build::OpenCl { source, defines, cu_mode, wave64 } => {
             let request = CompileRequest {
                 name: &input.kernel,
                 source,
@@ -179,6 +189,7 @@ pub(crate) fn compile(input: &AmdgpuSource, target: GfxTarget, compiler: &Compil
                 builtins: Builtins::Libclc,
                 defines,
                 cu_mode: *cu_mode,
+                wave64: *wave64,
             };
             Ok(compiler.compile(&request)?.bytes)
         }
@@ -212,6 +223,8 @@ pub struct AmdgpuProgram {
     /// One entry per user argument, in kernarg order.
     pub(crate) arg_sources: Vec<ArgSource>,
     pub(crate) interface: ProgramInterface,
+    /// The code object's printf formats, when the kernel takes a printf buffer.
+    pub(crate) printf: Option<Arc<PrintfFormats>>,
 }
 
 impl std::fmt::Debug for AmdgpuProgram {
@@ -259,8 +272,8 @@ impl AmdgpuProgram {
 /// Loads a code object for `input` on a device of `target`. Everything the bytes decide is
 /// checked before any GPU memory is allocated, and a blob that fails any of it is `Refused`: it
 /// is not a code object for this target, or its kernel asks for what this backend can never run
-/// (wave64, scratch, too much LDS, another work-group size, arguments it cannot bind) — the same
-/// bytes would fail on every load, so the cache discards such an entry and compiles again. Only
+/// (scratch on gfx10.3, too much LDS, another work-group size, arguments it cannot bind, an
+/// instruction the device cannot execute) — the same bytes would fail on every load, so the cache discards such an entry and compiles again. Only
 /// what says nothing about the bytes (allocating, relocating into, or writing the code buffer)
 /// is `Failed`.
 pub(crate) fn load(
@@ -268,9 +281,10 @@ pub(crate) fn load(
     bytes: &[u8],
     target: GfxTarget,
     memory: &Memory,
+    kmd: &dyn KernelDriver,
 ) -> std::result::Result<AmdgpuProgram, LoadFailure<AmdgpuError>> {
     let refuse = |err: AmdgpuError| LoadFailure::Refused(reason_of(err, &input.kernel));
-    let object = CodeObject::parse(bytes).map_err(|e| LoadFailure::Refused(e.to_string()))?;
+    let object = CodeObject::parse(bytes).map_err(refuse)?;
     if object.target() != target {
         return Err(LoadFailure::Refused(format!(
             "the code object is for {} but the device is {target}",
@@ -288,7 +302,23 @@ pub(crate) fn load(
             layout.user_args().len()
         )));
     }
+    let printf = if layout.uses_printf() {
+        let formats = PrintfFormats::parse(object.printf_formats())
+            .map_err(|reason| refuse(AmdgpuError::invalid_kernel(&kernel.name, reason)))?;
+        Some(Arc::new(formats))
+    } else {
+        None
+    };
     let image = object.image();
+    let code = KernelCode {
+        kernel: &kernel.name,
+        image: image.unrelocated(),
+        entry: kernel.entry_offset,
+        ranges: &kernel.code_ranges,
+        wave64: kernel.descriptor.wave_size() == 64,
+    };
+    kmd.check_kernel_code(&code)
+        .map_err(|reason| refuse(AmdgpuError::invalid_kernel(&kernel.name, reason)))?;
     // The instruction prefetcher reads past the last instruction: leave mapped slack after it.
     let code = memory
         .allocate(image.len() as u64 + CODE_PREFETCH_SLACK, BufferKind::Code)
@@ -312,6 +342,7 @@ pub(crate) fn load(
         workgroup_size: input.workgroup_size,
         arg_sources,
         interface,
+        printf,
         code,
     })
 }
@@ -320,7 +351,9 @@ pub(crate) fn load(
 /// so the reason names the entry point only where the check named one that differs from it.
 fn reason_of(err: AmdgpuError, spec_name: &str) -> String {
     match err {
-        AmdgpuError::InvalidKernel { kernel, reason } if kernel == spec_name => reason,
+        AmdgpuError::InvalidKernel { kernel, reason } if kernel == spec_name || kernel == WHOLE_OBJECT => {
+            reason
+        }
         AmdgpuError::InvalidKernel { kernel, reason } => format!("entry point `{kernel}`: {reason}"),
         other => other.to_string(),
     }

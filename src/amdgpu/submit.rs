@@ -2,17 +2,22 @@
 //! everything it touches), the runtime's fence values 1, 2, 3… mapped to the kernel's sequence
 //! numbers, WAIT_CS for completion (a zero timeout to poll), the context's reset status when a
 //! wait fails, and the IB and kernarg buffers of each submission kept until it completed (then
-//! reused by later submissions).
+//! reused by later submissions). The queue also owns the scratch buffer kernels with private
+//! memory use: one ring of wave slots, grown to the largest slot a submission needs (a
+//! high-water mark) and kept; a buffer it outgrows lives until the submissions that may use it
+//! completed.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::error::{AmdgpuError, Result};
-use super::ib::SubmissionEncoder;
+use super::ib::{scratch_wave_bytes, ScratchRing, SubmissionEncoder};
 use super::kernarg::ArgValue;
+use super::kernarg::HiddenBuffers;
 use super::kmd::{BoHandle, ContextId, HwIp, IbDesc, KernelDriver, SeqNo, Submission, Timeout, WaitStatus};
 use super::memory::{Buffer, BufferKind, Memory};
+use super::printf::{self, PrintfFormats, PrintfOutput, PrintfSink};
 use super::program::AmdgpuProgram;
 use crate::ErrorKind;
 
@@ -20,6 +25,8 @@ use crate::ErrorKind;
 const POOL_GRANULE: u64 = 64 * 1024;
 /// Spare buffers kept for reuse.
 const MAX_SPARE: usize = 8;
+/// GPU times of timed submissions kept until taken.
+const MAX_UNTAKEN_TIMES: usize = 1024;
 
 /// One command of a submission, with the buffers resolved.
 pub(crate) enum Op<'a> {
@@ -46,6 +53,17 @@ struct Pending {
     seq: SeqNo,
     /// The IB and the kernarg arena, alive until the GPU is done with them.
     buffers: Vec<Buffer>,
+    /// The printf buffers of its dispatches, in dispatch order.
+    printf: Vec<PrintfJob>,
+    /// A timed submission's two GPU clock timestamps (start, end).
+    timer: Option<Buffer>,
+}
+
+/// A dispatch's printf buffer and what its records mean.
+struct PrintfJob {
+    kernel: String,
+    formats: Arc<PrintfFormats>,
+    buffer: Buffer,
 }
 
 struct State {
@@ -58,6 +76,10 @@ struct State {
     vram_lost: bool,
     encoder: SubmissionEncoder,
     dispatch_id: u64,
+    /// The scratch ring's buffer, once a kernel needed one.
+    scratch: Option<Buffer>,
+    /// GPU times of completed timed submissions not taken yet, by fence.
+    gpu_times: BTreeMap<u64, Duration>,
 }
 
 pub(crate) struct Queue {
@@ -66,7 +88,55 @@ pub(crate) struct Queue {
     ctx: ContextId,
     /// The end-of-pipe RELEASE_MEM of each submission stores its fence value here.
     signal: Buffer,
+    /// Scratch wave slots: as many waves as the device can hold at once.
+    scratch_waves: ScratchWaves,
+    /// Where printf output goes; `delivery` keeps outputs in submission order across threads.
+    printf_sink: PrintfSink,
+    delivery: Mutex<()>,
+    /// The GPU clock counter's frequency (kHz) that timestamps tick at; 0 when unknown.
+    counter_khz: u32,
     state: Mutex<State>,
+}
+
+/// How many waves of a device hold scratch slots at once: as many as it can run (`per_engine`
+/// in each of its `engines` shader engines; COMPUTE_TMPRING_SIZE.WAVES counts per engine on
+/// gfx11), fewer when slots are so large that the ring would pass [`MAX_SCRATCH_BYTES`] (the
+/// hardware then launches no more waves with scratch than there are slots).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ScratchWaves {
+    per_engine: u32,
+    engines: u32,
+}
+
+/// The scratch ring stops growing its wave count here; slots themselves are never cut.
+const MAX_SCRATCH_BYTES: u64 = 1 << 30;
+
+impl ScratchWaves {
+    /// Waves a wave32 CU holds at once on RDNA (16 per SIMD, 2 SIMDs).
+    const PER_CU: u32 = 32;
+    /// The 12-bit WAVES field.
+    const MAX_REGISTER: u32 = 0xfff;
+    /// Slots per engine however large they are: a whole work-group of wave32s.
+    const MIN_PER_ENGINE: u32 = 32;
+
+    /// For a device with `compute_units` CUs in `shader_engines` shader engines.
+    pub fn for_device(compute_units: u32, shader_engines: u32) -> Self {
+        let engines = shader_engines.max(1);
+        let per_engine = (compute_units.max(1) * Self::PER_CU).div_ceil(engines).min(Self::MAX_REGISTER);
+        Self { per_engine, engines }
+    }
+
+    /// The COMPUTE_TMPRING_SIZE.WAVES value (slots per engine) for slots of `wave_bytes`.
+    pub fn register(&self, wave_bytes: u64) -> u32 {
+        let fitting = MAX_SCRATCH_BYTES / wave_bytes.max(1) / u64::from(self.engines);
+        let fitting = u32::try_from(fitting).unwrap_or(u32::MAX);
+        self.per_engine.min(fitting).max(Self::MIN_PER_ENGINE.min(self.per_engine))
+    }
+
+    /// Bytes of the ring for slots of `wave_bytes`.
+    pub fn ring_bytes(&self, wave_bytes: u64) -> u64 {
+        wave_bytes * u64::from(self.register(wave_bytes)) * u64::from(self.engines)
+    }
 }
 
 /// Where the kernel runs submissions.
@@ -74,7 +144,14 @@ const IP: HwIp = HwIp::Compute;
 const RING: u32 = 0;
 
 impl Queue {
-    pub fn new(kmd: Arc<dyn KernelDriver>, memory: Memory, gfx: pm4::Gfx) -> Result<Self> {
+    pub fn new(
+        kmd: Arc<dyn KernelDriver>,
+        memory: Memory,
+        gfx: pm4::Gfx,
+        scratch_waves: ScratchWaves,
+        printf_sink: PrintfSink,
+        counter_khz: u32,
+    ) -> Result<Self> {
         let signal = memory.allocate(4096, BufferKind::Signals)?;
         let ctx = kmd.ctx_create()?;
         Ok(Self {
@@ -82,6 +159,10 @@ impl Queue {
             memory,
             ctx,
             signal,
+            scratch_waves,
+            printf_sink,
+            delivery: Mutex::new(()),
+            counter_khz,
             state: Mutex::new(State {
                 issued: 0,
                 completed: 0,
@@ -91,6 +172,8 @@ impl Queue {
                 vram_lost: false,
                 encoder: SubmissionEncoder::new(gfx),
                 dispatch_id: 0,
+                scratch: None,
+                gpu_times: BTreeMap::new(),
             }),
         })
     }
@@ -106,8 +189,19 @@ impl Queue {
         Some(u32::from_le_bytes(bytes))
     }
 
-    /// Encodes `ops` into one IB and submits it; returns its fence value.
-    pub fn submit(&self, ops: &[Op<'_>]) -> crate::Result<u64> {
+    /// Whether timed submissions measure anything (the device reports its clock counter's rate).
+    pub fn measures_gpu_time(&self) -> bool {
+        self.counter_khz > 0
+    }
+
+    /// The GPU time of timed submission `fence`, once it completed (taken once).
+    pub fn take_gpu_time(&self, fence: u64) -> Option<Duration> {
+        self.lock().gpu_times.remove(&fence)
+    }
+
+    /// Encodes `ops` into one IB and submits it; returns its fence value. A `timed` submission
+    /// also writes the GPU clock before its first and after its last command.
+    pub fn submit(&self, ops: &[Op<'_>], timed: bool) -> crate::Result<u64> {
         let mut state = self.lock();
         if let Some(lost) = &state.lost {
             return Err(lost.clone());
@@ -123,32 +217,72 @@ impl Queue {
             0 => None,
             bytes => Some(take_buffer(&mut state.spare, &self.memory, bytes, BufferKind::KernelArgs)?),
         };
+        let ring = self.scratch_ring(&mut state, ops)?;
         let fence = state.issued + 1;
-        let State { encoder, dispatch_id, .. } = &mut *state;
-        encoder.begin(arena.as_ref().map_or(0, Buffer::gpu_address))?;
+        let st: &mut State = &mut state;
+        st.encoder.begin(arena.as_ref().map_or(0, Buffer::gpu_address))?;
         let mut handles: Vec<BoHandle> = vec![self.signal.handle()];
+        let timer = if timed && self.measures_gpu_time() {
+            let buffer = take_buffer(&mut st.spare, &self.memory, 16, BufferKind::Signals)?;
+            st.encoder.timestamp(buffer.gpu_address())?;
+            handles.push(buffer.handle());
+            Some(buffer)
+        } else {
+            None
+        };
+        if let Some((_, handle)) = ring {
+            handles.push(handle);
+        }
+        let mut printf = Vec::new();
         for op in ops {
             match op {
                 Op::Dispatch { program, args, groups, buffers } => {
-                    *dispatch_id += 1;
-                    encoder.dispatch(program, args, *groups, *dispatch_id)?;
+                    st.dispatch_id += 1;
+                    let mut hidden = HiddenBuffers::default();
+                    if let Some(formats) = &program.printf {
+                        let buffer = take_buffer(
+                            &mut st.spare,
+                            &self.memory,
+                            (printf::HEADER_BYTES as u64) + u64::from(printf::DEFAULT_CAPACITY),
+                            BufferKind::Signals,
+                        )?;
+                        buffer.write(0, &printf::empty_header(printf::DEFAULT_CAPACITY))?;
+                        hidden.printf_buffer = buffer.gpu_address();
+                        handles.push(buffer.handle());
+                        printf.push(PrintfJob {
+                            kernel: program.kernel.clone(),
+                            formats: formats.clone(),
+                            buffer,
+                        });
+                    }
+                    st.encoder.dispatch(
+                        program,
+                        args,
+                        *groups,
+                        st.dispatch_id,
+                        ring.map(|r| r.0),
+                        &hidden,
+                    )?;
                     handles.push(program.code.handle());
                     handles.extend_from_slice(buffers);
                 }
                 Op::Copy { src, src_offset, dst, dst_offset, size } => {
-                    encoder.copy(src.gpu_address() + src_offset, dst.gpu_address() + dst_offset, *size)?;
+                    st.encoder.copy(src.gpu_address() + src_offset, dst.gpu_address() + dst_offset, *size)?;
                     handles.extend([src.handle(), dst.handle()]);
                 }
-                Op::Barrier => encoder.barrier()?,
+                Op::Barrier => st.encoder.barrier()?,
             }
         }
-        encoder.finish(self.signal.gpu_address(), fence as u32)?;
-        let words = encoder.words().len() as u64;
+        if let Some(buffer) = &timer {
+            st.encoder.timestamp(buffer.gpu_address() + 8)?;
+        }
+        st.encoder.finish(self.signal.gpu_address(), fence as u32)?;
+        let words = st.encoder.words().len() as u64;
         let mut ib_bytes = Vec::with_capacity(words as usize * 4);
-        for word in encoder.words() {
+        for word in st.encoder.words() {
             ib_bytes.extend_from_slice(&word.to_le_bytes());
         }
-        let kernargs = encoder.kernargs().to_vec();
+        let kernargs = st.encoder.kernargs().to_vec();
         let ib = take_buffer(&mut state.spare, &self.memory, ib_bytes.len() as u64, BufferKind::Commands)?;
         ib.write(0, &ib_bytes)?;
         let mut keep = vec![ib];
@@ -178,19 +312,56 @@ impl Queue {
         }];
         let seq = self.kmd.submit(&Submission { ctx: self.ctx, ibs: &ibs, buffers: &handles })?;
         state.issued = fence;
-        state.pending.push_back(Pending { fence, seq, buffers: keep });
+        state.pending.push_back(Pending { fence, seq, buffers: keep, printf, timer });
         tracing::trace!(fence, seq = seq.0, dwords = words, bos = handles.len(), "submitted");
         Ok(fence)
+    }
+
+    /// The scratch ring for `ops` and its buffer's handle, None when no dispatch needs scratch.
+    /// Grows the buffer when its slots are too small for one of them: the old buffer then
+    /// stays with the last pending submission, the last that may use it.
+    fn scratch_ring(&self, state: &mut State, ops: &[Op<'_>]) -> Result<Option<(ScratchRing, BoHandle)>> {
+        let wave_bytes = ops
+            .iter()
+            .map(|op| match op {
+                Op::Dispatch { program, .. } => scratch_wave_bytes(program),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        if wave_bytes == 0 {
+            return Ok(None);
+        }
+        let needed = self.scratch_waves.ring_bytes(wave_bytes);
+        if state.scratch.as_ref().is_none_or(|b| b.size() < needed) {
+            let grown = self.memory.allocate(needed, BufferKind::Scratch)?;
+            tracing::debug!(
+                bytes = needed,
+                wave_bytes,
+                waves_per_engine = self.scratch_waves.register(wave_bytes),
+                "scratch buffer grown"
+            );
+            if let Some(old) = state.scratch.replace(grown) {
+                if let Some(last) = state.pending.back_mut() {
+                    last.buffers.push(old);
+                }
+            }
+        }
+        let Some(buffer) = &state.scratch else { return Ok(None) };
+        let ring =
+            ScratchRing { address: buffer.gpu_address(), bytes: buffer.size(), waves: self.scratch_waves };
+        Ok(Some((ring, buffer.handle())))
     }
 
     /// Polls the kernel, without blocking, for finished submissions.
     pub fn completed(&self) -> u64 {
         let mut state = self.lock();
+        let mut outputs = Vec::new();
         while let Some(front) = state.pending.front() {
             match self.kmd.wait(self.ctx, IP, RING, front.seq, Timeout::Relative(Duration::ZERO)) {
                 Ok(WaitStatus::Completed) => {
                     let fence = front.fence;
-                    retire_through(&mut state, fence);
+                    outputs.extend(retire_through(&mut state, fence, self.counter_khz));
                 }
                 Ok(WaitStatus::Busy) => break,
                 Err(err) => {
@@ -199,7 +370,24 @@ impl Queue {
                 }
             }
         }
-        state.completed
+        let completed = state.completed;
+        self.deliver(state, outputs);
+        completed
+    }
+
+    /// Hands printf output to the sink outside the state lock (the sink may submit more work),
+    /// holding the delivery lock from before the state lock is released, so that outputs of
+    /// later submissions never overtake earlier ones.
+    fn deliver(&self, state: MutexGuard<'_, State>, outputs: Vec<PrintfOutput>) {
+        if outputs.is_empty() {
+            return;
+        }
+        let delivery = self.delivery.lock().unwrap_or_else(PoisonError::into_inner);
+        drop(state);
+        for output in &outputs {
+            self.printf_sink.deliver(output);
+        }
+        drop(delivery);
     }
 
     /// Waits for `fence`: `Ok(true)` once it completed, `Ok(false)` after `timeout`; a reset of
@@ -260,7 +448,8 @@ impl Queue {
         }
         match status {
             Ok(WaitStatus::Completed) => {
-                retire_through(&mut state, fence);
+                let outputs = retire_through(&mut state, fence, self.counter_khz);
+                self.deliver(state, outputs);
                 Ok(true)
             }
             Ok(WaitStatus::Busy) => Ok(false),
@@ -269,18 +458,82 @@ impl Queue {
     }
 }
 
-/// Marks every submission up to `fence` completed (the ring runs in order) and keeps their
-/// buffers for reuse.
-fn retire_through(state: &mut State, fence: u64) {
+/// Marks every submission up to `fence` completed (the ring runs in order), keeps their
+/// buffers for reuse, and reads their dispatches' printf output, in order.
+fn retire_through(state: &mut State, fence: u64, counter_khz: u32) -> Vec<PrintfOutput> {
+    let mut outputs = Vec::new();
     while state.pending.front().is_some_and(|p| p.fence <= fence) {
         if let Some(done) = state.pending.pop_front() {
             state.completed = state.completed.max(done.fence);
-            for buffer in done.buffers {
+            if let Some(timer) = done.timer {
+                if let Some(time) = read_gpu_time(&timer, counter_khz) {
+                    state.gpu_times.insert(done.fence, time);
+                    // Times nobody takes must not pile up.
+                    while state.gpu_times.len() > MAX_UNTAKEN_TIMES {
+                        state.gpu_times.pop_first();
+                    }
+                }
+                if state.spare.len() < MAX_SPARE {
+                    state.spare.push(timer);
+                }
+            }
+            for job in done.printf {
+                if let Some(output) = read_printf(&job) {
+                    outputs.push(output);
+                }
+                if state.spare.len() < MAX_SPARE {
+                    state.spare.push(job.buffer);
+                }
+            }
+            // Outgrown scratch buffers are freed, not pooled.
+            for buffer in done.buffers.into_iter().filter(|b| b.kind() != BufferKind::Scratch) {
                 if state.spare.len() < MAX_SPARE {
                     state.spare.push(buffer);
                 }
             }
         }
+    }
+    outputs
+}
+
+/// The interval between a timed submission's two timestamps, None when they are not in order
+/// (a GPU clock that went backwards is no measurement).
+fn read_gpu_time(timer: &Buffer, counter_khz: u32) -> Option<Duration> {
+    let mut bytes = [0u8; 16];
+    timer.read(0, &mut bytes).ok()?;
+    let start = u64::from_le_bytes(bytes[..8].try_into().ok()?);
+    let end = u64::from_le_bytes(bytes[8..].try_into().ok()?);
+    let ticks = end.checked_sub(start)?;
+    // kHz: one tick is 10^6 / khz nanoseconds.
+    let nanos = u128::from(ticks) * 1_000_000 / u128::from(counter_khz.max(1));
+    Some(Duration::from_nanos(u64::try_from(nanos).ok()?))
+}
+
+/// The formatted output of one finished dispatch, None when it printed nothing.
+fn read_printf(job: &PrintfJob) -> Option<PrintfOutput> {
+    let mut header = [0u8; printf::HEADER_BYTES];
+    let output = match job.buffer.read(0, &mut header) {
+        Ok(()) => {
+            let used = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+            let used = used.min(printf::DEFAULT_CAPACITY) as usize;
+            let mut bytes = vec![0u8; printf::HEADER_BYTES + used];
+            match job.buffer.read(0, &mut bytes) {
+                Ok(()) => printf::decode(&job.kernel, &job.formats, &bytes),
+                Err(err) => unreadable(&job.kernel, err),
+            }
+        }
+        Err(err) => unreadable(&job.kernel, err),
+    };
+    let printed = !output.text.is_empty() || output.dropped_records > 0 || output.damaged.is_some();
+    printed.then_some(output)
+}
+
+fn unreadable(kernel: &str, err: AmdgpuError) -> PrintfOutput {
+    PrintfOutput {
+        kernel: kernel.to_owned(),
+        text: String::new(),
+        dropped_records: 0,
+        damaged: Some(format!("the printf buffer could not be read back: {err}")),
     }
 }
 
@@ -311,5 +564,26 @@ impl Drop for Queue {
         if let Err(err) = self.kmd.ctx_destroy(self.ctx) {
             tracing::warn!(error = %err, "destroying the amdgpu submission context");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_slots_follow_the_device_and_cap_the_ring() {
+        // A 96-CU, 6-engine card: 32 waves per CU, counted per engine.
+        let waves = ScratchWaves::for_device(96, 6);
+        let slot = 12_544; // 388 bytes per work-item in wave32, in 256-byte units.
+        assert_eq!(waves.register(slot), 512);
+        assert_eq!(waves.ring_bytes(slot), slot * 512 * 6);
+        // 1 MiB slots: 1 GiB holds 1024 of them, 170 per engine.
+        assert_eq!(waves.register(1 << 20), 170);
+        assert!(waves.ring_bytes(1 << 20) <= MAX_SCRATCH_BYTES);
+        // Huge slots still leave a work-group of wave32s per engine.
+        assert_eq!(waves.register(8 << 20), 32);
+        // The 12-bit register field is never exceeded.
+        assert_eq!(ScratchWaves::for_device(1000, 1).register(256), 0xfff);
     }
 }

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod features;
+
 use std::time::Duration;
 
 use sparkle::hal::BufferUsage;

@@ -17,7 +17,9 @@ use sparkle::amdgpu::codeobj::{CodeObject, RunLimits};
 use sparkle::amdgpu::descriptor::{KernelDescriptor, UserSgpr};
 use sparkle::amdgpu::error::Result;
 use sparkle::amdgpu::gfx_target::GfxTarget;
-use sparkle::amdgpu::kernarg::{dispatch_packet, ArgValue, DispatchGrid, KernargLayout, PacketAddresses};
+use sparkle::amdgpu::kernarg::{
+    dispatch_packet, ArgValue, DispatchGrid, HiddenBuffers, KernargLayout, PacketAddresses,
+};
 use sparkle::amdgpu::kmd::{
     BoHandle, BufferDesc, ContextId, CpuMapping, Domain, HwIp, IbDesc, KernelDriver, SeqNo, Submission,
     Timeout, VaFlags, WaitStatus,
@@ -200,7 +202,7 @@ impl Gpu {
     ) -> Launch {
         let kernarg_size = (kernel.layout.size() as usize).next_multiple_of(256).max(256);
         let mut kernarg = vec![0u8; kernarg_size];
-        kernel.layout.fill(values, &grid, &mut kernarg).unwrap();
+        kernel.layout.fill(values, &grid, &HiddenBuffers::default(), &mut kernarg).unwrap();
         args_buffer.write_bytes(0, &kernarg);
         let kernarg_address = args_buffer.va;
         let packet_address = args_buffer.va + kernarg_size as u64;

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use object::{Object, ObjectSection, ObjectSymbol};
-use sparkle::amdgpu::sim::isa::{Access, Dispatch, GlobalMemory, MemoryFault, DEFAULT_BUDGET};
+use sparkle::amdgpu::sim::isa::{Access, Dispatch, GlobalMemory, MemoryFault, ScratchRing, DEFAULT_BUDGET};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -395,6 +395,7 @@ pub fn prepare_dispatch(
         grid_workgroups: groups,
         wave32: true,
         instruction_budget: DEFAULT_BUDGET,
+        scratch: ScratchRing::NONE,
     }
 }
 
@@ -412,6 +413,7 @@ pub fn asm_dispatch(code_address: u64, arg: u64, threads: u32, groups: u32, lds_
         grid_workgroups: [groups, 1, 1],
         wave32: true,
         instruction_budget: 1_000_000,
+        scratch: ScratchRing::NONE,
     }
 }
 

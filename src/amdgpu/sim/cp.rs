@@ -285,7 +285,8 @@ impl<'m, 'a> CommandProcessor<'m, 'a> {
         let text = format!("{err} ({launch})");
         match &err {
             SimError::PageFault { addr, access, .. } => {
-                let why = self.memory.explain(&MemoryFault { addr: *addr, access: *access });
+                let why = isa::aperture_fault(*addr)
+                    .or_else(|| self.memory.explain(&MemoryFault { addr: *addr, access: *access }));
                 CpFailure::PageFault(match why {
                     Some(why) => format!("{err}: {why} ({launch})"),
                     None => text,

@@ -26,8 +26,8 @@ use super::queue::{run_worker, Job, Scheduler, WorkerConfig};
 use super::vm::VaSpace;
 use crate::amdgpu::error::Result;
 use crate::amdgpu::kmd::{
-    BoHandle, BufferDesc, ContextId, ContextState, CpuMapping, DriverVersion, HwIp, KernelDriver, SeqNo,
-    Submission, Timeout, VaFlags, WaitStatus,
+    BoHandle, BufferDesc, ContextId, ContextState, CpuMapping, DriverVersion, HwIp, KernelCode, KernelDriver,
+    SeqNo, Submission, Timeout, VaFlags, WaitStatus,
 };
 use crate::amdgpu::uapi;
 
@@ -247,6 +247,11 @@ fn deadline_of(timeout: Timeout) -> Instant {
 }
 
 impl KernelDriver for SimDriver {
+    fn check_kernel_code(&self, code: &KernelCode<'_>) -> std::result::Result<(), String> {
+        super::isa::check_code(code.image, code.entry, code.ranges, code.wave64)
+            .map_err(|refusal| refusal.to_string())
+    }
+
     fn driver_version(&self) -> DriverVersion {
         identity::driver_version()
     }

@@ -30,10 +30,39 @@ pub struct Dispatch {
     pub workgroup_size: [u32; 3],
     /// DISPATCH_DIRECT dimensions, in workgroups.
     pub grid_workgroups: [u32; 3],
-    /// DISPATCH_INITIATOR.CS_W32_EN; wave64 is refused.
+    /// DISPATCH_INITIATOR.CS_W32_EN: wave32, else wave64.
     pub wave32: bool,
     /// Wave instructions the whole dispatch may execute before it counts as hung.
     pub instruction_budget: u64,
+    /// The scratch ring its waves' private segments live in (read when RSRC2.SCRATCH_EN).
+    pub scratch: ScratchRing,
+}
+
+/// gfx11 architected flat scratch: COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (address >> 8) and
+/// COMPUTE_TMPRING_SIZE (WAVES slots of WAVESIZE × 256 bytes). Each wave gets one slot; each of
+/// its lanes a contiguous slice of the slot (the hardware interleaves lanes by dword, which no
+/// kernel can observe).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScratchRing {
+    /// GPU address of slot 0.
+    pub base: u64,
+    /// COMPUTE_TMPRING_SIZE as written.
+    pub tmpring_size: u32,
+}
+
+impl ScratchRing {
+    /// No scratch.
+    pub const NONE: ScratchRing = ScratchRing { base: 0, tmpring_size: 0 };
+
+    /// Wave slots (TMPRING_SIZE.WAVES).
+    pub fn waves(&self) -> u32 {
+        self.tmpring_size & 0xfff
+    }
+
+    /// Bytes per wave slot (TMPRING_SIZE.WAVESIZE, 256-byte units on gfx11).
+    pub fn wave_bytes(&self) -> u64 {
+        u64::from((self.tmpring_size >> 12) & 0x7fff) * 256
+    }
 }
 
 /// The fields of COMPUTE_PGM_RSRC1/2 the interpreter reads.
@@ -81,6 +110,9 @@ pub mod regs {
     pub const COMPUTE_PGM_RSRC1: u32 = 0xB848;
     pub const COMPUTE_PGM_RSRC2: u32 = 0xB84C;
     pub const COMPUTE_PGM_RSRC3: u32 = 0xB8A0;
+    pub const COMPUTE_DISPATCH_SCRATCH_BASE_LO: u32 = 0xB840;
+    pub const COMPUTE_DISPATCH_SCRATCH_BASE_HI: u32 = 0xB844;
+    pub const COMPUTE_TMPRING_SIZE: u32 = 0xB860;
     pub const COMPUTE_USER_DATA_0: u32 = 0xB900;
     /// COMPUTE_USER_DATA_0..15.
     pub const USER_DATA_COUNT: u32 = 16;
@@ -141,6 +173,12 @@ impl Dispatch {
             grid_workgroups,
             wave32: initiator & INITIATOR_CS_W32_EN != 0,
             instruction_budget,
+            scratch: ScratchRing {
+                base: ((reg(COMPUTE_DISPATCH_SCRATCH_BASE_HI) as u64) << 32
+                    | reg(COMPUTE_DISPATCH_SCRATCH_BASE_LO) as u64)
+                    << 8,
+                tmpring_size: reg(COMPUTE_TMPRING_SIZE),
+            },
         };
         d.validate()?;
         Ok(d)
@@ -159,16 +197,22 @@ impl Dispatch {
         self.workgroup_size.iter().product()
     }
 
+    /// 32, or 64 when DISPATCH_INITIATOR.CS_W32_EN is clear.
+    pub fn wave_lanes(&self) -> u32 {
+        if self.wave32 {
+            32
+        } else {
+            LANES as u32
+        }
+    }
+
     pub fn waves_per_group(&self) -> u32 {
-        self.threads_per_group().div_ceil(LANES as u32)
+        self.threads_per_group().div_ceil(self.wave_lanes())
     }
 
     /// Refuses what the interpreter does not model, naming the setting.
     pub fn validate(&self) -> Result<(), SimError> {
         let r = Rsrc::new(self.rsrc1, self.rsrc2);
-        if !self.wave32 {
-            return Err(self.invalid("wave64 dispatches are not modelled (set DISPATCH_INITIATOR.CS_W32_EN)"));
-        }
         if r.round_mode != 0 {
             return Err(self.invalid(format!(
                 "RSRC1 FLOAT_ROUND_MODE {:#x}: only round-to-nearest-even is modelled",
@@ -182,7 +226,22 @@ impl Dispatch {
             )));
         }
         if r.scratch {
-            return Err(self.invalid("RSRC2 SCRATCH_EN: private (scratch) memory is not modelled"));
+            let ring = &self.scratch;
+            if ring.wave_bytes() == 0 || ring.base == 0 {
+                return Err(self.invalid(format!(
+                    "RSRC2 SCRATCH_EN without a scratch ring (COMPUTE_DISPATCH_SCRATCH_BASE {:#x}, \
+                     COMPUTE_TMPRING_SIZE {:#x})",
+                    ring.base, ring.tmpring_size
+                )));
+            }
+            // Workgroups run one at a time here, so each wave of a group needs its own slot.
+            if ring.waves() < self.waves_per_group() {
+                return Err(self.invalid(format!(
+                    "COMPUTE_TMPRING_SIZE.WAVES {} is fewer than the {} waves of one workgroup",
+                    ring.waves(),
+                    self.waves_per_group()
+                )));
+            }
         }
         if r.tg_size {
             return Err(self.invalid("RSRC2 TG_SIZE_EN: the workgroup-info SGPR is not modelled"));
@@ -233,9 +292,15 @@ pub fn initial_waves(d: &Dispatch, group: [u32; 3]) -> Result<Vec<Wave>, SimErro
     let threads = d.threads_per_group();
     let mut waves = Vec::with_capacity(d.waves_per_group() as usize);
     for wave_id in 0..d.waves_per_group() {
-        let mut w = Wave::new(d.code_address);
+        let lanes = d.wave_lanes();
+        let mut w = Wave::with_width(d.code_address, lanes);
         w.wave_id = wave_id;
         w.mode = d.mode();
+        if r.scratch {
+            // FLAT_SCRATCH: this wave's slot of the ring.
+            w.scratch_base = d.scratch.base + u64::from(wave_id) * d.scratch.wave_bytes();
+            w.lane_scratch_bytes = (d.scratch.wave_bytes() / u64::from(lanes)) as u32;
+        }
         let mut s = 0usize;
         for &v in d.user_data.iter().take(r.user_sgprs as usize) {
             w.sgpr[s] = v;
@@ -247,13 +312,13 @@ pub fn initial_waves(d: &Dispatch, group: [u32; 3]) -> Result<Vec<Wave>, SimErro
                 s += 1;
             }
         }
-        let mut exec = 0u32;
-        for lane in 0..LANES as u32 {
-            let t = wave_id * LANES as u32 + lane;
+        let mut exec = 0u64;
+        for lane in 0..lanes {
+            let t = wave_id * lanes + lane;
             if t >= threads {
                 break;
             }
-            exec |= 1 << lane;
+            exec |= 1u64 << lane;
             let (x, y, z) = (t % sx, (t / sx) % sy, t / (sx * sy));
             let mut id = x;
             if r.tidig_comp_cnt >= 1 {

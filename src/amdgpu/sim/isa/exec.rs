@@ -34,7 +34,7 @@ pub(crate) fn execute(w: &mut Wave, d: &Decoded, mem: &mut dyn GlobalMemory, lds
         },
         Inst::Vopd(v) => exec_vopd(w, v, d.word),
         Inst::Ds(ds) => exec_ds(w, lds, ds, d.word),
-        Inst::Flat(f) => exec_flat(w, mem, f, d.word),
+        Inst::Flat(f) => exec_flat(w, mem, lds, f, d.word),
         Inst::Mubuf { op: BUFFER_GL0_INV | BUFFER_GL1_INV } => Ok(()),
         Inst::Mubuf { op } => Err(Fault::Unknown {
             encoding: "MUBUF (buffer resources are not modelled)",

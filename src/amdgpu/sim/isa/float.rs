@@ -170,24 +170,3 @@ pub fn class64(x: f64, quiet_bit: bool) -> u32 {
         11 - bit
     }
 }
-
-/// The special cases of V_DIV_FIXUP_F32: `q` the quotient estimate, `den`, `num` the operands.
-pub fn div_fixup32(q: f32, den: f32, num: f32) -> f32 {
-    let sign_neg = den.is_sign_negative() != num.is_sign_negative();
-    let signed = |m: f32| if sign_neg { -m } else { m };
-    if den.is_nan() {
-        quiet32(den)
-    } else if num.is_nan() {
-        quiet32(num)
-    } else if (den == 0.0 && num == 0.0) || (den.is_infinite() && num.is_infinite()) {
-        f32::NAN
-    } else if den == 0.0 || num.is_infinite() {
-        signed(f32::INFINITY)
-    } else if den.is_infinite() || num == 0.0 {
-        signed(0.0)
-    } else if q.is_nan() {
-        q
-    } else {
-        signed(q.abs())
-    }
-}

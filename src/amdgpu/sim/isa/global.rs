@@ -1,30 +1,122 @@
-//! FLAT / GLOBAL instructions: per-lane loads, stores and atomics through [`GlobalMemory`].
-//! FLAT addresses are treated as global (no LDS or scratch apertures are modelled).
+//! FLAT / SCRATCH / GLOBAL instructions: per-lane loads, stores and atomics. GLOBAL addresses
+//! go to [`GlobalMemory`]; FLAT (generic) addresses in the shared aperture reach the workgroup's
+//! LDS and those in the private aperture the lane's private segment, as SCRATCH addresses do.
+//! A lane's private segment is its own slice of its wave's scratch slot: an access past it is
+//! a page fault.
 
 use super::decode::Flat;
+use super::error::{Access, MemoryFault};
 use super::error::{ExecResult, Fault};
 use super::lds::rmw32;
 use super::memory::GlobalMemory;
-use super::operand::NULL;
+use super::operand::{NULL, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
 use super::wave::{Wave, LANES};
 
 fn known(op: u8) -> bool {
     matches!(op, 16..=37 | 51..=77 | 80..=82 | 86)
 }
 
+/// One lane's view of memory for a FLAT or SCRATCH access: routes an address by aperture.
+struct LaneView<'a> {
+    mem: &'a mut dyn GlobalMemory,
+    lds: &'a mut [u8],
+    /// GPU address of the lane's private segment, and its size.
+    private_base: u64,
+    private_bytes: u32,
+}
+
+enum Target {
+    Global(u64),
+    Lds(usize),
+}
+
+impl LaneView<'_> {
+    fn route(&self, addr: u64, len: usize, access: Access) -> Result<Target, MemoryFault> {
+        let fault = MemoryFault { addr, access };
+        let offset = addr & 0xffff_ffff;
+        match (addr >> 32) as u32 {
+            SHARED_APERTURE_HI => match (offset as usize).checked_add(len) {
+                Some(end) if end <= self.lds.len() => Ok(Target::Lds(offset as usize)),
+                _ => Err(fault),
+            },
+            PRIVATE_APERTURE_HI if offset + len as u64 <= u64::from(self.private_bytes) => {
+                Ok(Target::Global(self.private_base + offset))
+            }
+            PRIVATE_APERTURE_HI => Err(fault),
+            _ => Ok(Target::Global(addr)),
+        }
+    }
+}
+
+impl GlobalMemory for LaneView<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), MemoryFault> {
+        match self.route(addr, buf.len(), Access::Read)? {
+            Target::Global(a) => self.mem.read(a, buf),
+            Target::Lds(o) => {
+                buf.copy_from_slice(&self.lds[o..o + buf.len()]);
+                Ok(())
+            }
+        }
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemoryFault> {
+        match self.route(addr, data.len(), Access::Write)? {
+            Target::Global(a) => self.mem.write(a, data),
+            Target::Lds(o) => {
+                self.lds[o..o + data.len()].copy_from_slice(data);
+                Ok(())
+            }
+        }
+    }
+
+    fn fetch(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), MemoryFault> {
+        self.mem.fetch(addr, buf)
+    }
+
+    // Global atomics go to the memory's own (possibly locked) implementation.
+    fn atomic32(&mut self, addr: u64, op: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryFault> {
+        match self.route(addr, 4, Access::Write)? {
+            Target::Global(a) => self.mem.atomic32(a, op),
+            Target::Lds(o) => {
+                let old =
+                    u32::from_le_bytes([self.lds[o], self.lds[o + 1], self.lds[o + 2], self.lds[o + 3]]);
+                self.lds[o..o + 4].copy_from_slice(&op(old).to_le_bytes());
+                Ok(old)
+            }
+        }
+    }
+
+    fn atomic64(&mut self, addr: u64, op: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryFault> {
+        match self.route(addr, 8, Access::Write)? {
+            Target::Global(a) => self.mem.atomic64(a, op),
+            Target::Lds(o) => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&self.lds[o..o + 8]);
+                let old = u64::from_le_bytes(b);
+                self.lds[o..o + 8].copy_from_slice(&op(old).to_le_bytes());
+                Ok(old)
+            }
+        }
+    }
+}
+
 // Lanes index several register rows at once, so a range loop reads best.
 #[allow(clippy::needless_range_loop)]
-pub(crate) fn exec_flat(w: &mut Wave, mem: &mut dyn GlobalMemory, f: &Flat, word: u32) -> ExecResult {
+pub(crate) fn exec_flat(
+    w: &mut Wave,
+    global: &mut dyn GlobalMemory,
+    lds: &mut [u8],
+    f: &Flat,
+    word: u32,
+) -> ExecResult {
     let enc = match f.seg {
         0 => "FLAT",
         1 => "SCRATCH",
         _ => "GLOBAL",
     };
-    if !known(f.op) || f.seg == 3 {
+    // SCRATCH has loads and stores only.
+    if !known(f.op) || f.seg == 3 || (f.seg == 1 && f.op > 37) {
         return Err(Fault::Unknown { encoding: enc, opcode: f.op as u32, word });
-    }
-    if f.seg == 1 {
-        return Err(Fault::unsupported("scratch (private segment) memory is not modelled"));
     }
     let exec = w.exec();
     let ieee = w.mode >> 9 & 1 != 0;
@@ -34,11 +126,36 @@ pub(crate) fn exec_flat(w: &mut Wave, mem: &mut dyn GlobalMemory, f: &Flat, word
         if exec >> l & 1 == 0 {
             continue;
         }
-        let base = match sbase {
-            Some(s) => s.wrapping_add(w.vgpr[va][l] as u64),
-            None => w.vgpr[va][l] as u64 | (w.vgpr[va + 1][l] as u64) << 32,
+        let a = if f.seg == 1 {
+            // A 32-bit offset into the lane's private segment: VGPR (if SVE) + SGPR + offset.
+            let mut offset = f.offset as u32;
+            if f.sve {
+                offset = offset.wrapping_add(w.vgpr[va][l]);
+            }
+            if f.saddr != NULL {
+                offset = offset.wrapping_add(w.read_sgpr(f.saddr));
+            }
+            (PRIVATE_APERTURE_HI as u64) << 32 | offset as u64
+        } else {
+            let base = match sbase {
+                Some(s) => s.wrapping_add(w.vgpr[va][l] as u64),
+                None => w.vgpr[va][l] as u64 | (w.vgpr[va + 1][l] as u64) << 32,
+            };
+            base.wrapping_add(f.offset as i64 as u64)
         };
-        let a = base.wrapping_add(f.offset as i64 as u64);
+        // GLOBAL addresses are global whatever their value; FLAT and SCRATCH go by aperture.
+        let mut view;
+        let mem: &mut dyn GlobalMemory = if f.seg == 2 {
+            &mut *global
+        } else {
+            view = LaneView {
+                mem: &mut *global,
+                lds: &mut *lds,
+                private_base: w.scratch_base + l as u64 * u64::from(w.lane_scratch_bytes),
+                private_bytes: w.lane_scratch_bytes,
+            };
+            &mut view
+        };
         let data = |w: &Wave, i: usize| w.vgpr[dd + i][l];
         let data64 = |w: &Wave, i: usize| w.vgpr[dd + i][l] as u64 | (w.vgpr[dd + i + 1][l] as u64) << 32;
         match f.op {

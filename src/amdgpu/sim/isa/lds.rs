@@ -127,15 +127,16 @@ fn permute(w: &mut Wave, d: &Ds) {
     let offset = (d.offset0 as u32) | (d.offset1 as u32) << 8;
     let addr = w.vgpr[d.addr as usize];
     let data = w.vgpr[d.data0 as usize];
-    let lane_of = |l: usize| ((addr[l].wrapping_add(offset) >> 2) & 31) as usize;
+    let lanes = w.lanes();
+    let lane_of = |l: usize| (addr[l].wrapping_add(offset) >> 2) as usize % lanes;
     let mut out = [0u32; LANES];
     if d.op == 179 {
-        for (l, o) in out.iter_mut().enumerate() {
+        for (l, o) in out.iter_mut().enumerate().take(lanes) {
             let src = lane_of(l);
             *o = if exec >> src & 1 != 0 { data[src] } else { 0 };
         }
     } else {
-        for l in (0..LANES).filter(|&l| exec >> l & 1 != 0) {
+        for l in (0..lanes).filter(|&l| exec >> l & 1 != 0) {
             out[lane_of(l)] = data[l];
         }
     }

@@ -10,6 +10,44 @@ pub const EXEC_HI: u8 = 127;
 /// Literal constant marker in a source field.
 pub const LITERAL: u16 = 255;
 
+/// Flat addresses whose high 32 bits are this reach LDS (the low 32 bits are the LDS offset).
+pub const SHARED_APERTURE_HI: u32 = 0x1000_0000;
+/// Flat addresses whose high 32 bits are this reach the lane's private segment (scratch).
+pub const PRIVATE_APERTURE_HI: u32 = 0x2000_0000;
+
+/// What a faulting address in an aperture means, for messages (None for global addresses).
+pub fn aperture_fault(addr: u64) -> Option<&'static str> {
+    match (addr >> 32) as u32 {
+        PRIVATE_APERTURE_HI => {
+            Some("the address is past the work-item's private segment (its slice of the scratch ring)")
+        }
+        SHARED_APERTURE_HI => Some("the address is past the workgroup's LDS"),
+        _ => None,
+    }
+}
+
+/// The aperture registers a kernel reads to build generic pointers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aperture {
+    SharedBase,
+    SharedLimit,
+    PrivateBase,
+    PrivateLimit,
+}
+
+impl Aperture {
+    /// The 64-bit value the register reads as.
+    pub fn value(self) -> u64 {
+        let base = |hi: u32| (hi as u64) << 32;
+        match self {
+            Aperture::SharedBase => base(SHARED_APERTURE_HI),
+            Aperture::SharedLimit => base(SHARED_APERTURE_HI) | 0xffff_ffff,
+            Aperture::PrivateBase => base(PRIVATE_APERTURE_HI),
+            Aperture::PrivateLimit => base(PRIVATE_APERTURE_HI) | 0xffff_ffff,
+        }
+    }
+}
+
 /// A decoded source operand.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Src {
@@ -25,6 +63,9 @@ pub enum Src {
     Scc,
     Vccz,
     Execz,
+    /// SRC_SHARED_BASE/LIMIT, SRC_PRIVATE_BASE/LIMIT: where generic (flat) addresses reach LDS
+    /// and the private segment.
+    Aperture(Aperture),
     /// An encoding the interpreter does not model (DPP, SDWA markers, apertures, LDS_DIRECT...).
     Unsupported(u16),
 }
@@ -61,6 +102,10 @@ impl Src {
             0..=127 => Src::Sgpr(field as u8),
             128..=192 => Src::Int((field - 128) as i8),
             193..=208 => Src::Int(-((field - 192) as i8)),
+            235 => Src::Aperture(Aperture::SharedBase),
+            236 => Src::Aperture(Aperture::SharedLimit),
+            237 => Src::Aperture(Aperture::PrivateBase),
+            238 => Src::Aperture(Aperture::PrivateLimit),
             240..=248 => Src::Float((field - 240) as u8),
             251 => Src::Vccz,
             252 => Src::Execz,

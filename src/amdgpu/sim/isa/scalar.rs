@@ -199,7 +199,11 @@ pub(crate) fn exec_sop1(w: &mut Wave, op: u8, sdst: u8, s0: &Src, word: u32) -> 
             return Ok(());
         }
         64..=67 => return movrel(w, op, sdst, s0),
-        33 | 35 | 37 | 39 | 41 | 43 | 45 | 47 | 49 | 51 => {
+        33 | 35 | 37 | 39 | 41 | 43 | 45 | 47 | 49 | 51 | 53 | 55 if w.width == 64 => {
+            let a = w.scalar64(s0, false)?;
+            return exec_mask_op(w, op - 1, sdst, a);
+        }
+        33 | 35 | 37 | 39 | 41 | 43 | 45 | 47 | 49 | 51 | 53 | 55 => {
             return Err(Fault::unsupported(format!(
                 "64-bit exec-mask instruction (SOP1 opcode {op}) in a wave32 kernel"
             )))
@@ -240,34 +244,42 @@ pub(crate) fn exec_sop1(w: &mut Wave, op: u8, sdst: u8, s0: &Src, word: u32) -> 
             (d, Some(d != 0))
         }
         30 => (!a, Some(a != u32::MAX)),
-        32 | 34 | 36 | 38 | 40 | 42 | 44 | 46 | 48 | 50 | 52 | 54 => {
-            let exec = w.exec();
-            let new = match op {
-                32 => a & exec,
-                34 => a | exec,
-                36 => a ^ exec,
-                38 => !(a & exec),
-                40 => !(a | exec),
-                42 => !(a ^ exec),
-                44 | 52 => !a & exec,
-                46 => !a | exec,
-                48 | 54 => a & !exec,
-                _ => a | !exec,
-            };
-            w.set_exec(new);
-            w.scc = new != 0;
-            // The *_wrexec forms return the new mask, the *_saveexec forms the old one.
-            let d = if matches!(op, 52 | 54) { new } else { exec };
-            if sdst != EXEC_LO {
-                w.write_sgpr(sdst, d)?;
-            }
-            return Ok(());
+        32 | 34 | 36 | 38 | 40 | 42 | 44 | 46 | 48 | 50 | 52 | 54 if w.width == 32 => {
+            return exec_mask_op(w, op, sdst, a as u64);
         }
         _ => return Err(unknown("SOP1", op, word)),
     };
     w.write_sgpr(sdst, d)?;
     if let Some(s) = scc {
         w.scc = s;
+    }
+    Ok(())
+}
+
+/// The exec-mask instructions (s_and_saveexec and friends; `op` is the 32-bit opcode, the
+/// 64-bit form of a wave64 is the next one) with the source mask `a`.
+fn exec_mask_op(w: &mut Wave, op: u8, sdst: u8, a: u64) -> ExecResult {
+    let exec = w.exec();
+    let new = match op {
+        32 => a & exec,
+        34 => a | exec,
+        36 => a ^ exec,
+        38 => !(a & exec),
+        40 => !(a | exec),
+        42 => !(a ^ exec),
+        44 | 52 => !a & exec,
+        46 => !a | exec,
+        48 | 54 => a & !exec,
+        _ => a | !exec,
+    };
+    let lanes = if w.width == 64 { u64::MAX } else { u32::MAX as u64 };
+    let new = new & lanes;
+    w.set_exec(new);
+    w.scc = new != 0;
+    // The *_wrexec forms return the new mask, the *_saveexec forms the old one.
+    let d = if matches!(op, 52 | 54) { new } else { exec };
+    if sdst != EXEC_LO {
+        w.write_mask(sdst, d)?;
     }
     Ok(())
 }

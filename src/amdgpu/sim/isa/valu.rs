@@ -2,8 +2,9 @@
 //! Compares live in `vcmp.rs`, packed math in `vop3p.rs`, dual issue in `vopd.rs`.
 
 use super::decode::Valu;
+use super::division;
 use super::error::{ExecResult, Fault};
-use super::float::{div_fixup32, f16_to_f32, f32_to_f16, f64_to_f16, med3_32, minmax32, minmax64};
+use super::float::{f16_to_f32, f32_to_f16, f64_to_f16, med3_32, minmax32, minmax64};
 use super::operand::NULL;
 use super::scalar::bfe32;
 use super::wave::{Wave, LANES};
@@ -113,7 +114,9 @@ fn int_only(v: &Valu) -> ExecResult {
     if v.opsel & 8 != 0 {
         return Err(Fault::unsupported(format!("opsel on the 32-bit destination of VALU opcode {}", v.op)));
     }
-    if v.clamp || v.omod != 0 {
+    // The integer adds and subtracts implement clamp (saturation) themselves.
+    let saturating = matches!(v.op, 293..=295 | 805 | 806);
+    if (v.clamp && !saturating) || v.omod != 0 {
         return Err(Fault::unsupported(format!("clamp/omod on integer VALU opcode {}", v.op)));
     }
     Ok(())
@@ -222,7 +225,7 @@ fn out_h(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
 /// Writes a per-lane carry/flag mask to the scalar destination (inactive lanes read 0).
 fn out_mask(w: &mut Wave, sdst: u8, bits: &L<bool>) -> ExecResult {
     let exec = w.exec();
-    let mut m = 0u32;
+    let mut m = 0u64;
     for (l, b) in bits.iter().enumerate() {
         if *b {
             m |= 1 << l;
@@ -231,11 +234,11 @@ fn out_mask(w: &mut Wave, sdst: u8, bits: &L<bool>) -> ExecResult {
     if sdst == NULL {
         return Ok(());
     }
-    w.write_sgpr(sdst, m & exec)
+    w.write_mask(sdst, m & exec)
 }
 
-fn lane_mask(w: &Wave, v: &Valu, i: usize) -> ExecResult<u32> {
-    w.scalar32(&v.src[i])
+fn lane_mask(w: &Wave, v: &Valu, i: usize) -> ExecResult<u64> {
+    w.lane_mask(&v.src[i])
 }
 
 fn ieee(w: &Wave) -> bool {
@@ -289,7 +292,7 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_f(w, v, r)
         }
         265 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| (s24(a) * s24(b)) as u32);
+            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| s24(a).wrapping_mul(s24(b)) as u32);
             out_u(w, v, &r)
         }
         266 => {
@@ -361,7 +364,7 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         288..=290 => {
             let (a, b, cin) = (ops.u(0)?, ops.u(1)?, lane_mask(w, v, 2)?);
             let res: L<(u32, bool)> = std::array::from_fn(|l| {
-                let c = (cin >> l & 1) as u64;
+                let c = cin >> l & 1;
                 let (x, y) = (a[l] as u64, b[l] as u64);
                 match op {
                     288 => {
@@ -375,16 +378,20 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_u(w, v, &map(&res, |p| p.0))?;
             out_mask(w, v.sdst, &map(&res, |p| p.1))
         }
+        // Integer adds and subtracts: clamp saturates instead of wrapping.
         293 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, u32::wrapping_add);
+            let f = if v.clamp { u32::saturating_add } else { u32::wrapping_add };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, f);
             out_u(w, v, &r)
         }
         294 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, u32::wrapping_sub);
+            let f = if v.clamp { u32::saturating_sub } else { u32::wrapping_sub };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, f);
             out_u(w, v, &r)
         }
         295 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| b.wrapping_sub(a));
+            let f = if v.clamp { u32::saturating_sub } else { u32::wrapping_sub };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| f(b, a));
             out_u(w, v, &r)
         }
         // fmac (src2 = vdst) and fmaak (src2 = K): fma(src0, src1, src2); fmamk: fma(src0, K, src1).
@@ -626,6 +633,24 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             let r = map(&ops.f(0)?, |x| if x == 0.0 || !x.is_finite() { 0 } else { frexp32(x).1 as u32 });
             out_u_f(w, v, &r)
         }
+        444 => {
+            let r = map(&ops.d(0)?, |x| if x == 0.0 || !x.is_finite() { 0 } else { frexp64(x).1 as u32 });
+            out_u_f(w, v, &r)
+        }
+        445 => {
+            let r = map(&ops.d(0)?, |x| if x == 0.0 || !x.is_finite() { x } else { frexp64(x).0 });
+            out_d(w, v, r)
+        }
+        446 => {
+            let r = map(&ops.d(0)?, |x| {
+                if x.is_infinite() {
+                    f64::NAN
+                } else {
+                    (x - x.floor()).min(f64::from_bits(0x3fef_ffff_ffff_ffff))
+                }
+            });
+            out_d(w, v, r)
+        }
         448 => {
             let r = map(&ops.f(0)?, |x| if x == 0.0 || !x.is_finite() { x } else { frexp32(x).0 });
             out_f(w, v, r)
@@ -665,6 +690,10 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             w.write_vgpr(v.vdst as usize, &a, exec);
             Ok(())
         }
+        412 => {
+            let r = ops.u16(0)?;
+            out_half(w, v, &r)
+        }
         490 => {
             let r = map(&ops.u(0)?, |x| x as u16 as i16 as i32 as u32);
             out_u(w, v, &r)
@@ -676,7 +705,7 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         // ---- VOP3 only ----
         522 => {
             let r = map3(&ops.u(0)?, &ops.u(1)?, &ops.u(2)?, |a, b, c| {
-                (s24(a) * s24(b)).wrapping_add(c as i32) as u32
+                s24(a).wrapping_mul(s24(b)).wrapping_add(c as i32) as u32
             });
             out_u(w, v, &r)
         }
@@ -761,17 +790,31 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_u(w, v, &r)
         }
         551 => {
-            let r = map3(&ops.f(0)?, &ops.f(1)?, &ops.f(2)?, div_fixup32);
+            let r = map3(&ops.f(0)?, &ops.f(1)?, &ops.f(2)?, division::div_fixup32);
             out_f(w, v, r)
         }
-        567 => {
-            if w.vcc() & w.exec() != 0 {
-                return Err(Fault::unsupported(
-                    "v_div_fmas_f32 with VCC set (extreme-exponent division scaling) is not modelled",
-                ));
+        567 | 568 => {
+            let vcc = w.vcc();
+            let lanes: L<bool> = std::array::from_fn(|l| vcc >> l & 1 != 0);
+            if op == 567 {
+                let (a, b, c) = (ops.f(0)?, ops.f(1)?, ops.f(2)?);
+                let r = std::array::from_fn(|l| {
+                    let fma = |a: f64, b: f64, c: f64| (a as f32).mul_add(b as f32, c as f32) as f64;
+                    division::div_fmas(division::F32, a[l] as f64, b[l] as f64, c[l] as f64, lanes[l], fma)
+                        as f32
+                });
+                out_f(w, v, r)
+            } else {
+                let (a, b, c) = (ops.d(0)?, ops.d(1)?, ops.d(2)?);
+                let r = std::array::from_fn(|l| {
+                    division::div_fmas(division::F64, a[l], b[l], c[l], lanes[l], f64::mul_add)
+                });
+                out_d(w, v, r)
             }
-            let r = map3(&ops.f(0)?, &ops.f(1)?, &ops.f(2)?, f32::mul_add);
-            out_f(w, v, r)
+        }
+        552 => {
+            let r = map3(&ops.d(0)?, &ops.d(1)?, &ops.d(2)?, division::div_fixup64);
+            out_d(w, v, r)
         }
         576 => {
             let r = map3(&ops.u(0)?, &ops.u(1)?, &ops.u(2)?, |a, b, c| a ^ b ^ c);
@@ -795,6 +838,46 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
                 }
             });
             out_half(w, v, &r)
+        }
+        866..=868 => {
+            let (a, b) = (ops.u16(0)?, ops.u16(1)?);
+            let r = map2(&a, &b, |a, b| match op {
+                866 => a & b,
+                867 => a | b,
+                _ => a ^ b,
+            });
+            out_half(w, v, &r)
+        }
+        777..=780 => {
+            let (a, b) = (ops.u16(0)?, ops.u16(1)?);
+            let s = |x: u32| x as u16 as i16;
+            let r = map2(&a, &b, |a, b| match op {
+                777 => a.max(b),
+                778 => s(a).max(s(b)) as u16 as u32,
+                779 => a.min(b),
+                _ => s(a).min(s(b)) as u16 as u32,
+            });
+            out_half(w, v, &r)
+        }
+        469 | 475..=478 => {
+            // f16 square root and rounding: exact in f64, rounded once to f16.
+            let r = map(&ops.h(0)?, |x| {
+                let x = x as f64;
+                match op {
+                    469 => x.sqrt(),
+                    475 => x.floor(),
+                    476 => x.ceil(),
+                    477 => x.trunc(),
+                    _ => x.round_ties_even(),
+                }
+            });
+            out_h(w, v, r)
+        }
+        596 => {
+            let r = map3(&ops.h(0)?, &ops.h(1)?, &ops.h(2)?, |q, den, num| {
+                division::div_fixup64(q as f64, den as f64, num as f64)
+            });
+            out_h(w, v, r)
         }
         824 => {
             let r = map2(&ops.u16(0)?, &ops.u16(1)?, |a, b| (b << (a & 15)) & 0xffff);
@@ -873,25 +956,20 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_u(w, v, &r)
         }
         764 => {
-            // v_div_scale_f32: no scaling is needed unless exponents are extreme; refuse those.
             let (a, den, num) = (ops.f(0)?, ops.f(1)?, ops.f(2)?);
-            let exec = w.exec();
-            for l in 0..LANES {
-                if exec >> l & 1 != 0 && needs_div_scale(den[l], num[l]) {
-                    return Err(Fault::unsupported(
-                        "v_div_scale_f32 on operands with extreme exponents is not modelled",
-                    ));
-                }
-            }
-            let r = map3(&a, &den, &num, |a, d, n| {
-                if d == 0.0 || n.is_infinite() || d.is_nan() || n.is_nan() {
-                    f32::NAN
-                } else {
-                    a
-                }
+            let res: L<(f32, bool)> = std::array::from_fn(|l| {
+                let (d, vcc) = division::div_scale(division::F32, a[l] as f64, den[l] as f64, num[l] as f64);
+                (d as f32, vcc)
             });
-            out_f(w, v, r)?;
-            out_mask(w, v.sdst, &[false; LANES])
+            out_f(w, v, map(&res, |p| p.0))?;
+            out_mask(w, v.sdst, &map(&res, |p| p.1))
+        }
+        765 => {
+            let (a, den, num) = (ops.d(0)?, ops.d(1)?, ops.d(2)?);
+            let res: L<(f64, bool)> =
+                std::array::from_fn(|l| division::div_scale(division::F64, a[l], den[l], num[l]));
+            out_d(w, v, map(&res, |p| p.0))?;
+            out_mask(w, v.sdst, &map(&res, |p| p.1))
         }
         766 | 767 => {
             let signed = op == 767;
@@ -937,17 +1015,12 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         }
         799 | 800 => {
             let (a, b) = (ops.u(0)?, ops.u(1)?);
+            // v_mbcnt_lo counts the mask bits of lanes 0..31 below this lane, v_mbcnt_hi those
+            // of lanes 32..63 (only wave64 has lanes past 31).
+            let below = |mask: u32, lanes: usize| (mask as u64 & ((1u64 << lanes.min(32)) - 1)) as u32;
             let r: L<u32> = std::array::from_fn(|l| {
-                let below = if op == 799 {
-                    if l == 0 {
-                        0
-                    } else {
-                        a[l] & ((1u32 << l) - 1)
-                    }
-                } else {
-                    0
-                };
-                below.count_ones().wrapping_add(b[l])
+                let counted = if op == 799 { below(a[l], l) } else { below(a[l], l.saturating_sub(32)) };
+                counted.count_ones().wrapping_add(b[l])
             });
             out_u(w, v, &r)
         }
@@ -961,11 +1034,13 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_u(w, v, &r)
         }
         805 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| (a as i32).wrapping_sub(b as i32) as u32);
+            let f = if v.clamp { i32::saturating_sub } else { i32::wrapping_sub };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| f(a as i32, b as i32) as u32);
             out_u(w, v, &r)
         }
         806 => {
-            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| (a as i32).wrapping_add(b as i32) as u32);
+            let f = if v.clamp { i32::saturating_add } else { i32::wrapping_add };
+            let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| f(a as i32, b as i32) as u32);
             out_u(w, v, &r)
         }
         807 => {
@@ -1014,12 +1089,12 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         }
         864 => {
             let a = ops.u(0)?;
-            let lane = (w.scalar32(&v.src[1])? & 31) as usize;
+            let lane = w.scalar32(&v.src[1])? as usize % w.lanes();
             w.write_sgpr(v.vdst, a[lane])
         }
         865 => {
             let val = w.scalar32(&v.src[0])?;
-            let lane = (w.scalar32(&v.src[1])? & 31) as usize;
+            let lane = w.scalar32(&v.src[1])? as usize % w.lanes();
             w.vgpr[v.vdst as usize][lane] = val;
             Ok(())
         }
@@ -1121,16 +1196,6 @@ fn ldexp64(a: f64, e: i32) -> f64 {
     } else {
         m * pow2(k)
     }
-}
-
-fn needs_div_scale(den: f32, num: f32) -> bool {
-    let exp = |x: f32| ((x.to_bits() >> 23) & 0xff) as i32 - 127;
-    let finite_nonzero = |x: f32| x.is_finite() && x != 0.0;
-    if !finite_nonzero(den) || !finite_nonzero(num) {
-        return false;
-    }
-    let (ed, en) = (exp(den), exp(num));
-    !(-100..=100).contains(&ed) || !(-100..=100).contains(&en) || (en - ed).abs() >= 96
 }
 
 fn f32_to_f16_rtz(x: f32) -> u16 {

@@ -95,7 +95,7 @@ pub(crate) fn exec_vcmp(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         _ => return Err(Fault::Unknown { encoding: enc_name(v), opcode: v.op as u32, word }),
     };
     let exec = w.exec();
-    let mut mask = 0u32;
+    let mut mask = 0u64;
     for (l, r) in res.iter().enumerate() {
         if *r {
             mask |= 1 << l;
@@ -108,6 +108,6 @@ pub(crate) fn exec_vcmp(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
     } else if v.sdst == NULL {
         Ok(())
     } else {
-        w.write_sgpr(v.sdst, mask)
+        w.write_mask(v.sdst, mask)
     }
 }

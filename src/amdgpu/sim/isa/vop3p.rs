@@ -8,6 +8,9 @@ use super::wave::{Wave, LANES};
 
 pub(crate) fn exec_vop3p(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
     let op = v.op;
+    if op == 32 {
+        return fma_mix_f32(w, v);
+    }
     let float = matches!(op, 14..=18);
     let int = matches!(op, 1 | 4 | 5 | 10 | 11);
     if !float && !int {
@@ -70,6 +73,48 @@ pub(crate) fn exec_vop3p(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out |= (h as u32) << (16 * k);
         }
         out
+    });
+    let exec = w.exec();
+    w.write_vgpr(v.vdst as usize, &r, exec);
+    Ok(())
+}
+
+/// v_fma_mix_f32: fma of three sources each read as f32, or (opsel_hi bit set) as the f16 half
+/// opsel picks; neg negates a source, neg_hi takes its absolute value.
+fn fma_mix_f32(w: &mut Wave, v: &Valu) -> ExecResult {
+    let mut srcs = [[0f64; LANES]; 3];
+    for (i, s) in srcs.iter_mut().enumerate() {
+        let raw = w.src32(&v.src[i])?;
+        let half = v.opsel_hi >> i & 1 != 0;
+        let hi = v.opsel >> i & 1 != 0;
+        for (l, out) in s.iter_mut().enumerate() {
+            let mut x = if half {
+                f16_to_f32(if hi { (raw[l] >> 16) as u16 } else { raw[l] as u16 }) as f64
+            } else {
+                f32::from_bits(raw[l]) as f64
+            };
+            if v.neg_hi >> i & 1 != 0 {
+                x = x.abs();
+            }
+            if v.neg >> i & 1 != 0 {
+                x = -x;
+            }
+            *out = x;
+        }
+    }
+    // f16 and f32 operands are exact in f64, their product too: one f32 fma rounds once.
+    let r: [u32; LANES] = std::array::from_fn(|l| {
+        let x = (srcs[0][l] as f32).mul_add(srcs[1][l] as f32, srcs[2][l] as f32);
+        let x = if v.clamp {
+            if x.is_nan() {
+                0.0
+            } else {
+                x.clamp(0.0, 1.0)
+            }
+        } else {
+            x
+        };
+        x.to_bits()
     });
     let exec = w.exec();
     w.write_vgpr(v.vdst as usize, &r, exec);

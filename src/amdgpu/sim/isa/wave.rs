@@ -1,9 +1,13 @@
-//! The state of one wave32: scalar and vector register files, SCC, PC, MODE, and its status.
+//! The state of one wave (32 or 64 lanes): scalar and vector register files, SCC, PC, MODE,
+//! and its status. Lane masks (EXEC, VCC, compare results) are u64; a wave32 uses the low 32
+//! bits and the low SGPR of each pair.
 
 use super::error::{ExecResult, Fault};
 use super::operand::{Src, EXEC_HI, EXEC_LO, NULL, VCC_LO};
 
-pub const LANES: usize = 32;
+/// Lanes of the widest wave (wave64); every per-lane array has this many entries, a wave32
+/// uses the first 32.
+pub const LANES: usize = 64;
 /// Architectural VGPRs (v0..v255) plus slack so that a register range starting near v255 cannot
 /// index past the file; reads there return zeros.
 const VGPR_ROWS: usize = 256 + 16;
@@ -18,7 +22,7 @@ pub enum WaveStatus {
     Ended,
 }
 
-/// One wave32. `sgpr` is indexed by the operand encoding (0..=127: s0..s105, VCC, TTMP, NULL, M0,
+/// One wave. `sgpr` is indexed by the operand encoding (0..=127: s0..s105, VCC, TTMP, NULL, M0,
 /// EXEC), so operand fields index it directly.
 #[derive(Clone)]
 pub struct Wave {
@@ -31,6 +35,13 @@ pub struct Wave {
     pub status: WaveStatus,
     /// Index of this wave within its workgroup.
     pub wave_id: u32,
+    /// 32 or 64 lanes.
+    pub width: u32,
+    /// GPU address of this wave's scratch slot (FLAT_SCRATCH); its lane `l` owns the
+    /// `lane_scratch_bytes` from `scratch_base + l * lane_scratch_bytes`.
+    pub scratch_base: u64,
+    /// Private segment bytes of each lane; 0 without scratch, and any private access faults.
+    pub lane_scratch_bytes: u32,
 }
 
 impl std::fmt::Debug for Wave {
@@ -54,20 +65,64 @@ impl Wave {
             mode: 0,
             status: WaveStatus::Running,
             wave_id: 0,
+            width: 32,
+            scratch_base: 0,
+            lane_scratch_bytes: 0,
         }
     }
 
-    pub fn exec(&self) -> u32 {
-        self.sgpr[EXEC_LO as usize]
+    /// A wave of `width` (32 or 64) lanes starting at `pc`.
+    pub fn with_width(pc: u64, width: u32) -> Wave {
+        Wave { width, ..Wave::new(pc) }
     }
 
-    pub fn set_exec(&mut self, v: u32) {
-        self.sgpr[EXEC_LO as usize] = v;
-        self.sgpr[EXEC_HI as usize] = 0;
+    /// Lanes of this wave.
+    pub fn lanes(&self) -> usize {
+        self.width as usize
     }
 
-    pub fn vcc(&self) -> u32 {
-        self.sgpr[VCC_LO as usize]
+    fn pair(&self, lo: u8) -> u64 {
+        let low = self.sgpr[lo as usize] as u64;
+        if self.width == 64 {
+            low | (self.sgpr[lo as usize + 1] as u64) << 32
+        } else {
+            low
+        }
+    }
+
+    pub fn exec(&self) -> u64 {
+        self.pair(EXEC_LO)
+    }
+
+    /// Sets EXEC; a wave32 keeps EXEC_HI zero.
+    pub fn set_exec(&mut self, v: u64) {
+        self.sgpr[EXEC_LO as usize] = v as u32;
+        self.sgpr[EXEC_HI as usize] = if self.width == 64 { (v >> 32) as u32 } else { 0 };
+    }
+
+    pub fn vcc(&self) -> u64 {
+        self.pair(VCC_LO)
+    }
+
+    /// A lane mask from a scalar source: one SGPR in wave32, a pair in wave64.
+    pub(crate) fn lane_mask(&self, s: &Src) -> ExecResult<u64> {
+        if self.width == 64 {
+            self.scalar64(s, false)
+        } else {
+            Ok(self.scalar32(s)? as u64)
+        }
+    }
+
+    /// Writes a lane mask to a scalar destination: one SGPR in wave32, a pair in wave64.
+    pub(crate) fn write_mask(&mut self, sdst: u8, m: u64) -> ExecResult {
+        match (self.width, sdst) {
+            (64, EXEC_LO) => {
+                self.set_exec(m);
+                Ok(())
+            }
+            (64, _) => self.write_sgpr64(sdst, m),
+            _ => self.write_sgpr(sdst, m as u32),
+        }
     }
 
     /// Writes a scalar register; writes to NULL are discarded.
@@ -112,6 +167,8 @@ impl Wave {
             Src::Execz => Ok((self.exec() == 0) as u32),
             Src::Vgpr(v) => Err(Fault::unsupported(format!("VGPR v{v} used as a scalar operand"))),
             Src::Unsupported(f) => Err(unsupported_src(f)),
+            // A 32-bit read of an aperture gives its high half (the low half is zero).
+            Src::Aperture(a) => Ok((a.value() >> 32) as u32),
             c => Ok(c.const32().unwrap_or(0)),
         }
     }
@@ -123,6 +180,7 @@ impl Wave {
             Src::Scc | Src::Vccz | Src::Execz => Ok(self.scalar32(s)? as u64),
             Src::Vgpr(v) => Err(Fault::unsupported(format!("VGPR v{v} used as a scalar operand"))),
             Src::Unsupported(f) => Err(unsupported_src(f)),
+            Src::Aperture(a) => Ok(a.value()),
             c => Ok(c.const64(float).unwrap_or(0)),
         }
     }
@@ -156,7 +214,7 @@ impl Wave {
     }
 
     /// Writes `vals` to a VGPR for the lanes set in `mask`.
-    pub fn write_vgpr(&mut self, v: usize, vals: &[u32; LANES], mask: u32) {
+    pub fn write_vgpr(&mut self, v: usize, vals: &[u32; LANES], mask: u64) {
         let row = &mut self.vgpr[v];
         for (l, out) in row.iter_mut().enumerate() {
             if mask >> l & 1 != 0 {
@@ -165,7 +223,7 @@ impl Wave {
         }
     }
 
-    pub fn write_vgpr64(&mut self, v: usize, vals: &[u64; LANES], mask: u32) {
+    pub fn write_vgpr64(&mut self, v: usize, vals: &[u64; LANES], mask: u64) {
         let lo: [u32; LANES] = std::array::from_fn(|l| vals[l] as u32);
         let hi: [u32; LANES] = std::array::from_fn(|l| (vals[l] >> 32) as u32);
         self.write_vgpr(v, &lo, mask);
@@ -177,7 +235,6 @@ pub(crate) fn unsupported_src(field: u16) -> Fault {
     let what = match field {
         233 => "DPP8",
         250 => "DPP16",
-        235..=238 => "an aperture register (SHARED/PRIVATE_BASE/LIMIT)",
         239 => "POPS_EXITING_WAVE_ID",
         254 => "LDS_DIRECT",
         _ => "a reserved operand",
