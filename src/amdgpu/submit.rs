@@ -430,8 +430,10 @@ impl Queue {
             let vram_lost = matches!(&health, Ok(context) if context.vram_lost);
             if matches!(status, Ok(WaitStatus::Completed)) && health.is_ok() && !vram_lost {
                 // This submission finished before the failure, which belongs to a later one:
-                // waiting for that one asks the kernel and reports its own error.
-                retire_through(&mut state, fence);
+                // waiting for that one asks the kernel and reports its own error. Its printf
+                // output is delivered like any completed submission's.
+                let outputs = retire_through(&mut state, fence, self.counter_khz);
+                self.deliver(state, outputs);
                 return Ok(true);
             }
             let detail = match &status {
