@@ -116,3 +116,27 @@ fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
     let output = sparkle(&["bench-pipeline", "--batches", "0"], dir.path(), &[]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
 }
+
+#[test]
+fn version_names_the_backends_and_features_of_the_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = sparkle(&["--version"], dir.path(), &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    let version = String::from_utf8_lossy(&output.stdout);
+    assert!(version.contains(env!("CARGO_PKG_VERSION")) && version.contains("backends: "), "{version}");
+    assert!(version.contains("gl"), "{version}");
+    assert_eq!(version.contains("remote"), cfg!(feature = "remote"), "{version}");
+}
+
+#[test]
+fn logs_carry_no_colour_codes_when_piped_and_backend_reasons_repeat_no_word() {
+    let dir = tempfile::tempdir().unwrap();
+    // stderr is a pipe here: warnings and info lines come without escape codes.
+    let output = sparkle(&["info"], dir.path(), &[("SPARKLE_LOG", "info")]);
+    let all = text(&output);
+    assert!(all.contains("INFO"), "{all}");
+    assert!(!all.contains('\u{1b}'), "escape codes in a piped log: {all:?}");
+    for line in all.lines().filter(|line| line.contains("unavailable:")) {
+        assert_eq!(line.matches("unavailable").count(), 1, "a word repeated: {line}");
+    }
+}

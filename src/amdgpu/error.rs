@@ -7,8 +7,9 @@ pub type Result<T, E = AmdgpuError> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum AmdgpuError {
     /// No usable device: no render node, only other drivers' nodes, no permission, an unsupported
-    /// GPU, a missing compiler. The message says what was found and how to fix it.
-    #[error("amdgpu unavailable: {0}")]
+    /// GPU, a missing compiler. The message says what was found and how to fix it; the runtime
+    /// names the backend when it reports it, so the message does not.
+    #[error("{0}")]
     Unavailable(String),
     /// A kernel (source or code object) the backend cannot run; names the kernel and the reason.
     #[error("kernel `{kernel}` cannot run on amdgpu: {reason}")]

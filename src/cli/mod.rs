@@ -22,7 +22,7 @@ mod tune;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// A command's failure, shown to the user as one message.
 pub type CliResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -163,6 +163,20 @@ enum Command {
     },
 }
 
+/// `sparkle --version`: the version, then the backends and optional features of this build.
+fn version_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let backends: Vec<&str> = sparkle::runtime::BACKENDS.iter().map(|entry| entry.name).collect();
+        let features: Vec<&str> = [("remote", cfg!(feature = "remote"))]
+            .into_iter()
+            .filter_map(|(name, on)| on.then_some(name))
+            .collect();
+        let features = if features.is_empty() { "none".to_owned() } else { features.join(", ") };
+        format!("{} (backends: {}; features: {features})", env!("CARGO_PKG_VERSION"), backends.join(", "))
+    })
+}
+
 pub fn init_logging() {
     let sparkle_log = std::env::var("SPARKLE_LOG").ok();
     let rust_log = std::env::var("RUST_LOG").ok();
@@ -172,7 +186,20 @@ pub fn init_logging() {
     }
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(colours_wanted(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            std::env::var_os("NO_COLOR"),
+        ))
+        .init();
+}
+
+/// Colours in the log only on a terminal, and not when `NO_COLOR` is set to anything
+/// (no-color.org): a piped or logged stderr must not carry escape codes.
+fn colours_wanted(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|value| value.is_empty())
 }
 
 /// What is logged when nothing (or nothing usable) says otherwise: warnings never go unseen.
@@ -207,7 +234,9 @@ fn problem_set(shapes: bool) -> sparkle::suite::ProblemSet {
 
 pub fn run() -> CliResult<ExitCode> {
     progress::start_clock();
-    match Cli::parse().command {
+    let matches = Cli::command().version(version_text()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
+    match cli.command {
         Command::Info { json } => info::run(json),
         Command::Run { kernel, sizes, seed } => run::run(&kernel, &sizes, seed),
         Command::Bench {
@@ -266,7 +295,15 @@ pub fn ms(duration: std::time::Duration) -> String {
 
 #[cfg(test)]
 mod log_filter_tests {
-    use super::choose_log_filter;
+    use super::{choose_log_filter, colours_wanted};
+
+    #[test]
+    fn colours_only_on_a_terminal_without_no_color() {
+        assert!(colours_wanted(true, None));
+        assert!(!colours_wanted(false, None));
+        assert!(!colours_wanted(true, Some("1".into())));
+        assert!(colours_wanted(true, Some("".into())), "an empty NO_COLOR counts as unset");
+    }
 
     #[test]
     fn unset_or_empty_means_warn() {
