@@ -95,6 +95,15 @@ fn a_second_machine_runs_from_the_remote_and_is_correct() {
         // B's first process took the driver's cache from the remote too.
         let first_b = ok(&["run", "saxpy"], tempfile::tempdir().unwrap().path(), &env);
         assert!(first_b.contains("driver cache fetched from the remote cache"), "{first_b}");
+        // `cache stats` (no GPU, no remote opened) reports what the fleet tier did on B.
+        let output = sparkle(&["cache", "stats", "--json"], b.path(), &[]);
+        assert!(output.status.success(), "{}", text(&output));
+        let stats: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let remote =
+            stats.as_object().unwrap().values().find_map(|gpu| gpu.get("remote")).expect("a remote ledger");
+        assert_eq!((remote["processes"].as_u64(), remote["hits"].as_u64()), (Some(3), Some(3)), "{stats}");
+        let table = ok(&["cache", "stats"], b.path(), &[]);
+        assert!(table.contains("Fleet cache, as processes on this machine used it"), "{table}");
         // And B keeps what it fetched: without the remote it loads from its own disk.
         let local = ok(&["run", "sgemm"], b.path(), &[]);
         assert!(local.contains("(loaded from the disk cache)"), "{local}");

@@ -541,7 +541,12 @@ impl DiskStore {
             for shard in read_dir(&gpu_path)? {
                 let _ = fs::remove_dir(shard.path());
             }
-            for file in [GPU_DESCRIPTION, GPU_DESCRIPTION_JSON, super::WORKING_SET_FILE] {
+            for file in [
+                GPU_DESCRIPTION,
+                GPU_DESCRIPTION_JSON,
+                super::WORKING_SET_FILE,
+                super::remote::REMOTE_STATS_FILE,
+            ] {
                 let _ = fs::remove_file(gpu_path.join(file));
             }
             let _ = fs::remove_dir(&gpu_path);

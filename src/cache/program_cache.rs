@@ -62,6 +62,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             if let (Some(disk), Some(root)) = (&disk, &config.dir) {
                 if !disk.read_only() {
                     remote.sync_driver_caches(root, known.is_empty());
+                    remote.keep_ledger_in(disk.gpu_dir());
                 }
             }
         }

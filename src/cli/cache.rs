@@ -139,6 +139,9 @@ struct GpuSummary {
     /// Driver cache folders: the files the driver keeps there.
     #[serde(skip_serializing_if = "Option::is_none")]
     files: Option<u64>,
+    /// GPU folders: what the fleet cache did in past processes on this machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remote: Option<sparkle::cache::remote::RemoteLedger>,
 }
 
 const DRIVER_CACHE_KIND: &str = "driver cache";
@@ -179,8 +182,9 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                     summary.compile_time_s += entry.compile_time.as_secs_f64();
                 }
             }
-            for summary in gpus.values_mut() {
+            for (dir, summary) in gpus.iter_mut() {
                 summary.kind = "gpu";
+                summary.remote = sparkle::cache::remote::read_ledger(&root.join(dir));
             }
             for driver in store.driver_caches()? {
                 let summary = gpus.entry(driver_row(&driver.name)).or_default();
@@ -220,6 +224,38 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                     .collect();
                 let header = ["gpu", "device", "entries", "bytes", "compile ms held", "problems"];
                 print!("{}", table::render(&header, &rows));
+                let remote: Vec<Vec<String>> = gpus
+                    .iter()
+                    .filter_map(|(dir, s)| s.remote.map(|r| (dir, r)))
+                    .map(|(dir, r)| {
+                        vec![
+                            dir.clone(),
+                            r.processes.to_string(),
+                            r.hits.to_string(),
+                            r.misses.to_string(),
+                            r.rejected.to_string(),
+                            r.hedged.to_string(),
+                            r.errors.to_string(),
+                            format!("{:.2}", r.mean_lookup_ms()),
+                            format!("{} ({} already there)", r.publishes, r.publish_existing),
+                        ]
+                    })
+                    .collect();
+                if !remote.is_empty() {
+                    println!("\nFleet cache, as processes on this machine used it (SPARKLE_CACHE_REMOTE):");
+                    let header = [
+                        "gpu",
+                        "processes",
+                        "hits",
+                        "misses",
+                        "rejected",
+                        "hedged",
+                        "errors",
+                        "lookup ms (mean)",
+                        "published",
+                    ];
+                    print!("{}", table::render(&header, &remote));
+                }
             }
         }
         Action::List { json } => {

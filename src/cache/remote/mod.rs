@@ -11,12 +11,16 @@
 //!   skipped, then probed again.
 //! - `tier`: lookups, verification, background publishing, statistics.
 //! - `driver_archive`: the driver's own shader cache, shared per GPU id as one archive.
+//! - `ledger`: the tier's counters of past processes, kept beside the entries for `cache stats`.
 
 mod config;
+mod ledger;
 pub use config::{
     hex_key, parse_hex_key, parse_location, parse_trusted_keys, RemoteConfig, RemoteLocation,
     REMOTE_BUDGET_ENV, REMOTE_ENV, REMOTE_READ_ONLY_ENV, S3_ENDPOINT_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
 };
+pub(crate) use ledger::append as append_ledger;
+pub use ledger::{read as read_ledger, RemoteLedger, REMOTE_STATS_FILE};
 
 #[cfg(feature = "remote")]
 mod breaker;

@@ -114,6 +114,8 @@ pub(crate) struct RemoteTier {
     read_only: bool,
     /// The driver cache folders shared through the remote, when the cache has a folder.
     drivers: Mutex<Option<DriverFolders>>,
+    /// The GPU folder whose ledger gets this process's counters at the end.
+    ledger_dir: Mutex<Option<std::path::PathBuf>>,
     rejected: Mutex<HashSet<CacheKey>>,
     pub(crate) budgets: Budgets,
 }
@@ -200,6 +202,7 @@ impl RemoteTier {
             rejected: Mutex::new(HashSet::new()),
             budgets: Budgets::new(config.budget),
             drivers: Mutex::new(None),
+            ledger_dir: Mutex::new(None),
         })
     }
 
@@ -489,6 +492,12 @@ impl RemoteTier {
         *self.drivers.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(folders);
     }
 
+    /// Records this process's counters in the ledger of `gpu_dir` when the tier is dropped.
+    pub fn keep_ledger_in(&self, gpu_dir: &std::path::Path) {
+        *self.ledger_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some(gpu_dir.to_path_buf());
+    }
+
     /// Called before the first work that reaches the driver (a load or a compile): waits,
     /// bounded, for the driver caches being fetched, so that the driver finds them.
     pub fn settle_driver_caches(&self) {
@@ -686,6 +695,29 @@ impl Drop for RemoteTier {
             drivers.publish_grown(self);
         }
         let left = self.drain(PUBLISH_DRAIN);
+        let ledger_dir = self.ledger_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(dir) = ledger_dir {
+            let c = &self.shared.counters;
+            let get = |counter: &AtomicU64| counter.load(Relaxed);
+            let entry = super::RemoteLedger {
+                processes: 1,
+                hits: get(&c.hits),
+                misses: get(&c.misses),
+                rejected: get(&c.rejected),
+                hedged: get(&c.hedged),
+                errors: get(&c.errors),
+                skipped: get(&c.skipped),
+                waits: get(&c.waits),
+                publishes: get(&c.publishes),
+                publish_existing: get(&c.publish_existing),
+                publish_errors: get(&c.publish_errors),
+                lookups: get(&c.lookups),
+                lookup_ns: get(&c.lookup_ns),
+            };
+            if !entry.is_empty() {
+                super::append_ledger(&dir, &entry);
+            }
+        }
         if left > 0 {
             tracing::warn!(left, remote = %self.shared.url, "gave up waiting for publishes to the remote cache");
         }
