@@ -16,41 +16,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cache_support::{capture, gpu, payload, Counts, Source};
-use remote_support::{Mode, Proxy, RedisServer, S3Server};
+use remote_support::{Mode, Proxy, RedisServer, Server};
 use sparkle::cache::{CacheConfig, CacheStats, GpuId, ProgramCache, RemoteConfig};
 
-/// One remote server of either kind.
-enum Server {
-    Redis(RedisServer),
-    S3(S3Server),
-}
-
 impl Server {
-    fn both() -> Vec<Server> {
-        let mut servers = Vec::new();
-        if let Some(redis) = remote_support::redis_or_skip() {
-            servers.push(Server::Redis(redis));
-        }
-        if let Some(s3) = remote_support::s3_or_skip() {
-            servers.push(Server::S3(s3));
-        }
-        servers
-    }
-
-    fn name(&self) -> &'static str {
-        match self {
-            Server::Redis(_) => "redis",
-            Server::S3(_) => "s3",
-        }
-    }
-
-    fn addr(&self) -> SocketAddr {
-        match self {
-            Server::Redis(server) => server.addr(),
-            Server::S3(server) => server.addr(),
-        }
-    }
-
     /// The remote configuration reaching this server at `addr` (itself, or a proxy before it).
     fn config_at(&self, addr: SocketAddr) -> RemoteConfig {
         match self {

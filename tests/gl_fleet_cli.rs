@@ -9,25 +9,9 @@ mod remote_support;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use remote_support::{RedisServer, S3Server};
-
-enum Server {
-    Redis(RedisServer),
-    S3(S3Server),
-}
+use remote_support::Server;
 
 impl Server {
-    fn both() -> Vec<Server> {
-        let mut servers = Vec::new();
-        if let Some(redis) = remote_support::redis_or_skip() {
-            servers.push(Server::Redis(redis));
-        }
-        if let Some(s3) = remote_support::s3_or_skip() {
-            servers.push(Server::S3(s3));
-        }
-        servers
-    }
-
     /// The variables a user sets to reach this remote, with a lookup budget far above what a
     /// loaded machine could take, so that hits do not depend on timing.
     fn env(&self, prefix: &str) -> Vec<(String, String)> {

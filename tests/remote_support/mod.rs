@@ -14,6 +14,7 @@ pub mod proxy;
 pub mod redis;
 pub mod resp;
 pub mod s3;
+mod servers;
 
 use std::io::Write;
 use std::net::{Ipv4Addr, TcpListener};
@@ -25,6 +26,7 @@ pub use {
     redis::RedisServer,
     resp::Reply,
     s3::S3Server,
+    servers::Server,
 };
 
 /// A Redis server, or `None` (after saying so) when `redis-server` is not installed outside CI.

@@ -84,6 +84,28 @@ pub(crate) struct RemoteCounters {
     pub waits: AtomicU64,
 }
 
+impl RemoteCounters {
+    /// The counters now, as one process's ledger entry.
+    fn snapshot(&self) -> super::RemoteLedger {
+        let get = |counter: &AtomicU64| counter.load(Relaxed);
+        super::RemoteLedger {
+            processes: 1,
+            hits: get(&self.hits),
+            misses: get(&self.misses),
+            rejected: get(&self.rejected),
+            hedged: get(&self.hedged),
+            errors: get(&self.errors),
+            skipped: get(&self.skipped),
+            waits: get(&self.waits),
+            publishes: get(&self.publishes),
+            publish_existing: get(&self.publish_existing),
+            publish_errors: get(&self.publish_errors),
+            lookups: get(&self.lookups),
+            lookup_ns: get(&self.lookup_ns),
+        }
+    }
+}
+
 /// What the tier's tasks share with it.
 struct Shared {
     store: Store,
@@ -447,20 +469,20 @@ impl RemoteTier {
     /// Adds this tier's counters to `stats`.
     pub fn fill(&self, out: &mut CacheStats) {
         let c = &self.shared.counters;
-        let get = |counter: &AtomicU64| counter.load(Relaxed);
+        let now = c.snapshot();
         out.remote = Some(self.shared.url.clone());
-        out.remote_hits = get(&c.hits);
-        out.remote_misses = get(&c.misses);
-        out.remote_rejected = get(&c.rejected);
-        out.remote_hedged = get(&c.hedged);
-        out.remote_errors = get(&c.errors);
-        out.remote_skipped = get(&c.skipped);
-        out.remote_publishes = get(&c.publishes);
-        out.remote_publish_existing = get(&c.publish_existing);
-        out.remote_publish_errors = get(&c.publish_errors);
-        out.remote_lookups = get(&c.lookups);
-        out.remote_lookup_time = Duration::from_nanos(get(&c.lookup_ns));
-        out.remote_waits = get(&c.waits);
+        out.remote_hits = now.hits;
+        out.remote_misses = now.misses;
+        out.remote_rejected = now.rejected;
+        out.remote_hedged = now.hedged;
+        out.remote_errors = now.errors;
+        out.remote_skipped = now.skipped;
+        out.remote_publishes = now.publishes;
+        out.remote_publish_existing = now.publish_existing;
+        out.remote_publish_errors = now.publish_errors;
+        out.remote_lookups = now.lookups;
+        out.remote_lookup_time = Duration::from_nanos(now.lookup_ns);
+        out.remote_waits = now.waits;
     }
 
     /// The names and sizes of this GPU's objects on the remote.
@@ -697,23 +719,7 @@ impl Drop for RemoteTier {
         let left = self.drain(PUBLISH_DRAIN);
         let ledger_dir = self.ledger_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(dir) = ledger_dir {
-            let c = &self.shared.counters;
-            let get = |counter: &AtomicU64| counter.load(Relaxed);
-            let entry = super::RemoteLedger {
-                processes: 1,
-                hits: get(&c.hits),
-                misses: get(&c.misses),
-                rejected: get(&c.rejected),
-                hedged: get(&c.hedged),
-                errors: get(&c.errors),
-                skipped: get(&c.skipped),
-                waits: get(&c.waits),
-                publishes: get(&c.publishes),
-                publish_existing: get(&c.publish_existing),
-                publish_errors: get(&c.publish_errors),
-                lookups: get(&c.lookups),
-                lookup_ns: get(&c.lookup_ns),
-            };
+            let entry = self.shared.counters.snapshot();
             if !entry.is_empty() {
                 super::append_ledger(&dir, &entry);
             }
