@@ -38,6 +38,8 @@ pub const MAX_DISPATCHES: usize = 500_000;
 /// How long the GPU is kept busy before anything is timed (its clock follows its load).
 const GPU_WARM_UP: Duration = Duration::from_millis(600);
 
+/// Untimed round trips at the start of every block, on each side.
+const WARM_UP_ROUND_TRIPS: usize = 3;
 /// Round trips per block; the sides alternate blocks so that drift hits them alike.
 const ROUND_TRIP_BLOCK: usize = 10;
 
@@ -483,23 +485,38 @@ fn round_trips(
     let mut ours = Vec::with_capacity(runs);
     let mut waiting = Vec::with_capacity(runs);
     let mut plain = Vec::with_capacity(runs);
+    // Round trips done on each of Sparkle's two buffers, timed or not: what their results hold.
+    let mut done = [0usize; 2];
     while ours.len() < runs {
         let block = ROUND_TRIP_BLOCK.min(runs - ours.len());
-        for _ in 0..block {
-            let (steps, y) = sparkle.round_trip(&buffers[0], false)?;
-            ours.push(steps);
-            check.compare("sparkle round trip", &y, sparkle.inputs, ours.len());
+        // Each side's block starts after the other side's has run on another context: a few
+        // untimed round trips first, so that neither side's first ones pay for the switch.
+        for (index, wait) in [(0, false), (1, true)] {
+            for timed in
+                std::iter::repeat_n(false, WARM_UP_ROUND_TRIPS).chain(std::iter::repeat_n(true, block))
+            {
+                let (steps, y) = sparkle.round_trip(&buffers[index], wait)?;
+                done[index] += 1;
+                let what = if wait { "sparkle round trip with a wait" } else { "sparkle round trip" };
+                check.compare(what, &y, sparkle.inputs, done[index]);
+                if timed {
+                    if wait {
+                        waiting.push(steps)
+                    } else {
+                        ours.push(steps)
+                    }
+                }
+            }
         }
-        for _ in 0..block {
-            let (steps, y) = sparkle.round_trip(&buffers[1], true)?;
-            waiting.push(steps);
-            check.compare("sparkle round trip with a wait", &y, sparkle.inputs, waiting.len());
-        }
-        let done = baseline.round_trips(&sparkle.kernels[0], sparkle.inputs, block)?;
-        for (k, y) in done.results.iter().enumerate() {
+        let warm = baseline.round_trips(&sparkle.kernels[0], sparkle.inputs, WARM_UP_ROUND_TRIPS)?;
+        for (k, y) in warm.results.iter().enumerate() {
             check.compare("plain round trip", y, sparkle.inputs, k + 1);
         }
-        plain.extend(done.times);
+        let timed = baseline.round_trips(&sparkle.kernels[0], sparkle.inputs, block)?;
+        for (k, y) in timed.results.iter().enumerate() {
+            check.compare("plain round trip", y, sparkle.inputs, k + 1);
+        }
+        plain.extend(timed.times);
     }
     let totals = |runs: &[RoundTripSteps]| runs.iter().map(|r| r.total).collect::<Vec<_>>();
     let sparkle_median_us = median_us(totals(&ours));
