@@ -440,3 +440,34 @@ fn a_remote_that_comes_back_is_used_again() {
     let stats = b.stats();
     assert_eq!(stats.remote_hits, 2, "{stats}");
 }
+
+#[test]
+fn a_shared_folder_works_as_a_remote_too() {
+    let shared = tempfile::tempdir().unwrap();
+    let remote = || {
+        let mut config = RemoteConfig::new(&format!("file://{}", shared.path().display())).unwrap();
+        config.budget = Some(Duration::from_secs(20));
+        config
+    };
+    let counts = Arc::new(Counts::default());
+    let sources = sources(&counts, 3, "folder");
+    let a_dir = tempfile::tempdir().unwrap();
+    let a = machine(a_dir.path(), remote());
+    get_all(&a, &sources);
+    drop(a);
+    let b_dir = tempfile::tempdir().unwrap();
+    let b = machine(b_dir.path(), remote());
+    get_all(&b, &sources);
+    let stats = b.stats();
+    assert_eq!((stats.remote_hits, counts.compiles.load(SeqCst)), (3, 3), "{stats}");
+    // Create-if-absent there too: a second publish of the same program leaves the first.
+    let object = shared.path().join(gpu("fleet gpu").dir_name()).join(sources[0].key.hex());
+    let first = std::fs::read(&object).unwrap();
+    let c_dir = tempfile::tempdir().unwrap();
+    let mut no_lookups = remote();
+    no_lookups.budget = Some(Duration::ZERO);
+    let c = machine(c_dir.path(), no_lookups);
+    get_all(&c, &sources[..1]);
+    drop(c);
+    assert_eq!(std::fs::read(&object).unwrap(), first);
+}
