@@ -9,6 +9,8 @@
 //! - `cold, dead remote` and `warm, dead remote`: a remote URL where nothing listens, against
 //!   the same runs without one.
 //!
+//! Every repetition runs every scenario once, in turn, so that drift lands on all of them alike.
+//!
 //! The remote is a Redis server: the one `--remote` names, else a `redis-server` this command
 //! starts on 127.0.0.1 (found on PATH or in SPARKLE_REDIS_SERVER) and stops at the end. Programs
 //! run where their cache says; the driver's cache lives inside Sparkle's (as for a user who set
@@ -216,7 +218,8 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let report = Report {
         method:
             "wall time of fresh processes from before the backend opens (remote connection and driver-cache \
-                 fetch included) until the suite's first results are on the host; median of the runs",
+                 fetch included) until the suite's first results are on the host; every repetition runs every \
+                 scenario once, in turn; median of the repetitions",
         scenarios,
         ratios,
     };

@@ -43,21 +43,29 @@ const MAX_FILES: usize = 1 << 20;
 /// file): a program or two more in a large cache is not worth uploading it all again.
 const GROWTH_PERCENT: u64 = 5;
 
-/// The driver folders of one cache folder: the fetch under way, and their file counts once it
-/// is over (what a process adds beyond them is its growth).
+/// The driver folders of one cache folder: the background work on them (fetching the archives
+/// on a machine's first open, then counting their files), and the counts it found — what a
+/// process adds beyond them is its growth. Counting happens off the caller's thread: a driver
+/// folder holds thousands of files, and a warm start must not wait for them to be counted.
 pub(crate) struct DriverFolders {
     root: PathBuf,
-    fetch: Mutex<Option<Fetch>>,
-    files_at_open: Mutex<HashMap<String, u64>>,
+    work: Mutex<Option<Work>>,
+    files_at_open: Mutex<Option<HashMap<String, u64>>>,
+    settled: AtomicBool,
 }
 
-/// A background fetch of the driver archives.
-struct Fetch {
-    done: Receiver<()>,
-    deadline: Instant,
+/// The background thread's outcome, and how to stop its fetch.
+struct Work {
+    counted: Receiver<HashMap<String, u64>>,
+    /// On a first open: until when the first miss waits for the fetch.
+    fetch_deadline: Option<Instant>,
     /// Set when nobody waits any more: the fetch stops before writing another file.
     cancelled: Arc<AtomicBool>,
 }
+
+/// How long closing the cache waits for the files to be counted before giving up on
+/// publishing the driver folders.
+const COUNT_WAIT: Duration = Duration::from_secs(2);
 
 fn archive_file(name: &str) -> String {
     format!("driver-{name}.tar.gz")
@@ -89,36 +97,58 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl DriverFolders {
-    /// On a machine's first open for this GPU (`first`), starts fetching the archive of every
-    /// driver folder under `root` in the background; [`settle`](Self::settle) waits for it.
+    /// Starts the background work: on a machine's first open for this GPU (`first`), fetching
+    /// the archive of every driver folder under `root`; then counting their files.
     pub fn open(tier: &RemoteTier, root: &Path, first: bool) -> DriverFolders {
-        let fetch = if first { start_fetch(tier, root) } else { None };
+        let (work, files_at_open) = match start(tier, root, first) {
+            Some(work) => (Some(work), None),
+            // No thread: count here, and fetch nothing.
+            None => (None, Some(file_counts(root))),
+        };
         DriverFolders {
             root: root.to_path_buf(),
-            fetch: Mutex::new(fetch),
-            files_at_open: Mutex::new(file_counts(root)),
+            work: Mutex::new(work),
+            files_at_open: Mutex::new(files_at_open),
+            settled: AtomicBool::new(false),
         }
     }
 
-    /// Waits for the fetch under way until its deadline, then stops it; counts the folders.
+    /// Before the first miss reaches the driver: on a first open, waits for the fetch until its
+    /// deadline, then stops it.
     pub fn settle(&self) {
-        let Some(fetch) = lock(&self.fetch).take() else { return };
-        let left = fetch.deadline.saturating_duration_since(Instant::now());
-        if fetch.done.recv_timeout(left).is_err() {
-            fetch.cancelled.store(true, Relaxed);
-            tracing::debug!("the driver caches did not arrive in time; the driver starts with what is there");
+        if self.settled.swap(true, Relaxed) {
+            return;
         }
-        *lock(&self.files_at_open) = file_counts(&self.root);
+        let work = lock(&self.work);
+        let Some(work) = work.as_ref() else { return };
+        let Some(deadline) = work.fetch_deadline else { return };
+        match work.counted.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(counts) => *lock(&self.files_at_open) = Some(counts),
+            Err(_) => {
+                work.cancelled.store(true, Relaxed);
+                tracing::debug!(
+                    "the driver caches did not arrive in time; the driver starts with what is there"
+                );
+            }
+        }
     }
 
-    /// Publishes the folders that grew since the fetch (background; the tier's drop waits for
-    /// it, bounded).
+    /// Publishes the folders that gained files since they were counted (background; the tier's
+    /// drop waits for it, bounded).
     pub fn publish_grown(&self, tier: &RemoteTier) {
         self.settle();
         if !tier.publishes() {
             return;
         }
-        let files_at_open = lock(&self.files_at_open).clone();
+        let counted = lock(&self.files_at_open).take().or_else(|| {
+            let work = lock(&self.work).take()?;
+            work.cancelled.store(true, Relaxed);
+            work.counted.recv_timeout(COUNT_WAIT).ok()
+        });
+        let Some(files_at_open) = counted else {
+            tracing::debug!("the driver folders were not counted in time; not publishing them");
+            return;
+        };
         for (name, path, files) in folders(&self.root) {
             let before = files_at_open.get(&name).copied().unwrap_or(0);
             let threshold = (before * GROWTH_PERCENT / 100).max(1);
@@ -136,33 +166,39 @@ impl DriverFolders {
     }
 }
 
-/// Starts the background fetch of every driver folder's archive under `root`.
-fn start_fetch(tier: &RemoteTier, root: &Path) -> Option<Fetch> {
-    let (sender, done) = std::sync::mpsc::sync_channel(1);
+/// Starts the background thread: the fetch of every driver folder's archive under `root` when
+/// `first`, then the count of their files.
+fn start(tier: &RemoteTier, root: &Path, first: bool) -> Option<Work> {
+    let (sender, counted) = std::sync::mpsc::sync_channel(1);
     let cancelled = Arc::new(AtomicBool::new(false));
     let fixed = tier.budgets.fixed();
-    let deadline = Instant::now() + fixed.map_or(FETCH_BUDGET, |fixed| fixed.max(FETCH_BUDGET));
+    let fetch_deadline =
+        first.then(|| Instant::now() + fixed.map_or(FETCH_BUDGET, |fixed| fixed.max(FETCH_BUDGET)));
     let probe = fixed.map_or(PROBE_BUDGET, |fixed| fixed.max(PROBE_BUDGET));
     let (background, root, stop) = (tier.background(), root.to_path_buf(), Arc::clone(&cancelled));
-    let spawned = std::thread::Builder::new().name("sparkle-driver-fetch".into()).spawn(move || {
-        for (name, path, _) in folders(&root) {
-            match fetch_into(&background, &name, &path, probe, deadline, &stop) {
-                Ok(Some(unpacked)) => {
-                    tracing::info!(driver = %name, bytes = unpacked, "driver cache fetched from the remote cache")
+    let spawned = std::thread::Builder::new().name("sparkle-driver-sync".into()).spawn(move || {
+        if let Some(deadline) = fetch_deadline {
+            for (name, path, _) in folders(&root) {
+                match fetch_into(&background, &name, &path, probe, deadline, &stop) {
+                    Ok(Some(unpacked)) => tracing::info!(
+                        driver = %name, bytes = unpacked,
+                        "driver cache fetched from the remote cache"
+                    ),
+                    Ok(None) => {}
+                    Err(why) => tracing::warn!(
+                        driver = %name, remote = %background.url(),
+                        "the driver cache from the remote cache is not used: {why}"
+                    ),
                 }
-                Ok(None) => {}
-                Err(why) => tracing::warn!(
-                    driver = %name, remote = %background.url(),
-                    "the driver cache from the remote cache is not used: {why}"
-                ),
             }
         }
-        let _ = sender.send(());
+        // Counted after the fetch: what came from the remote is not this process's growth.
+        let _ = sender.send(file_counts(&root));
     });
     match spawned {
-        Ok(_) => Some(Fetch { done, deadline, cancelled }),
+        Ok(_) => Some(Work { counted, fetch_deadline, cancelled }),
         Err(err) => {
-            tracing::debug!(error = %err, "cannot start fetching the driver caches");
+            tracing::debug!(error = %err, "cannot start the driver caches' background work");
             None
         }
     }
