@@ -6,7 +6,8 @@
 //! cargo run --example opencl_on_amdgpu_sim
 //! ```
 //!
-//! The same program runs unchanged on an AMD RDNA2/RDNA3 card with `open_backend("amdgpu", …)`.
+//! With `open_backend("amdgpu", …)` the same code targets an AMD RDNA2/RDNA3 card (that backend
+//! is experimental: the simulator is where its kernels are checked today).
 //! When the simulator cannot run here (a build without the `amdgpu` feature, or no clang-22) it
 //! says why and exits with status 3, which is not a failure of the kernel.
 

@@ -2,7 +2,7 @@
 //! (workgroup size, work per invocation, tile shapes… as defines); `tuning::tune` times those
 //! that compute correctly on this GPU and `Tuning::store` keeps the fastest in the GPU's cache
 //! folder, where `suite::chosen_spec` finds it in this and every later process. This is what
-//! `sparkle tune` does, on the small problem sizes of `sparkle tune --quick`.
+//! `sparkle tune` does, here on two of the small problem sizes of `sparkle tune --quick`.
 //!
 //! ```sh
 //! cargo run --example tuned_variants
