@@ -6,15 +6,14 @@
 //! `write` (`O_APPEND`), folded into a single line once it grows past [`FOLD_AT`]. Damaged lines
 //! are skipped: it is a report, never an input to anything.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 pub const REMOTE_STATS_FILE: &str = "remote-stats";
 /// Past this size the file is folded into one line.
+#[cfg(feature = "remote")]
 const FOLD_AT: u64 = 64 << 10;
 
 /// The fleet tier's counters, summed over processes.
@@ -90,36 +89,51 @@ pub fn read(gpu_dir: &Path) -> Option<RemoteLedger> {
     Some(sum)
 }
 
-/// Appends one process's counters to the ledger in `gpu_dir`; folds the file when it is large.
-pub(crate) fn append(gpu_dir: &Path, entry: &RemoteLedger) {
-    let path = gpu_dir.join(REMOTE_STATS_FILE);
-    let Ok(mut line) = serde_json::to_string(entry) else { return };
-    line.push('\n');
-    let written = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
-        .and_then(|mut file| file.write_all(line.as_bytes()));
-    if let Err(err) = written {
-        tracing::debug!(path = %path.display(), error = %err, "could not record the remote statistics");
-        return;
-    }
-    if fs::metadata(&path).is_ok_and(|meta| meta.len() > FOLD_AT) {
-        if let Some(sum) = read(gpu_dir) {
-            let folded = serde_json::to_string(&sum).map(|text| text + "\n").unwrap_or_default();
-            // Another process may append between the read and the rename: its line is lost from
-            // a report, which is acceptable; the file is never torn.
-            if let Err(err) = crate::cache::files::write_if_changed(&path, folded.as_bytes()) {
-                tracing::debug!(path = %path.display(), error = %err, "could not fold the remote statistics");
+/// Writing the ledger: only processes with a remote tier do.
+#[cfg(feature = "remote")]
+mod writer {
+    use std::fs::{self, OpenOptions};
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::Path;
+
+    use super::{read, RemoteLedger, FOLD_AT, REMOTE_STATS_FILE};
+
+    /// Appends one process's counters to the ledger in `gpu_dir`; folds the file when it is large.
+    pub(crate) fn append(gpu_dir: &Path, entry: &RemoteLedger) {
+        let path = gpu_dir.join(REMOTE_STATS_FILE);
+        let Ok(mut line) = serde_json::to_string(entry) else { return };
+        line.push('\n');
+        let written = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .and_then(|mut file| file.write_all(line.as_bytes()));
+        if let Err(err) = written {
+            tracing::debug!(path = %path.display(), error = %err, "could not record the remote statistics");
+            return;
+        }
+        if fs::metadata(&path).is_ok_and(|meta| meta.len() > FOLD_AT) {
+            if let Some(sum) = read(gpu_dir) {
+                let folded = serde_json::to_string(&sum).map(|text| text + "\n").unwrap_or_default();
+                // Another process may append between the read and the rename: its line is lost from
+                // a report, which is acceptable; the file is never torn.
+                if let Err(err) = crate::cache::files::write_if_changed(&path, folded.as_bytes()) {
+                    tracing::debug!(path = %path.display(), error = %err, "could not fold the remote statistics");
+                }
             }
         }
     }
 }
+#[cfg(feature = "remote")]
+pub(crate) use writer::append;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "remote"))]
 mod tests {
+    use std::io::Write;
+
     use super::*;
 
     #[test]

@@ -19,6 +19,7 @@ pub use config::{
     hex_key, parse_hex_key, parse_location, parse_trusted_keys, RemoteConfig, RemoteLocation,
     REMOTE_BUDGET_ENV, REMOTE_ENV, REMOTE_READ_ONLY_ENV, S3_ENDPOINT_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
 };
+#[cfg(feature = "remote")]
 pub(crate) use ledger::append as append_ledger;
 pub use ledger::{read as read_ledger, RemoteLedger, REMOTE_STATS_FILE};
 

@@ -124,6 +124,9 @@ struct Shared {
     /// The last request failed outright (not merely slowly): publishing is pointless until one
     /// succeeds again.
     down: AtomicBool,
+    /// When the tier opened: a lookup waits for its first requests only until its budget past
+    /// this, since a connection slower than a compile is not worth waiting for.
+    opened_at: Instant,
     /// The first requests' outcome: one round trip on the open connection, or why connecting
     /// failed; `None` while they are under way.
     probe: Mutex<Option<Result<Duration, String>>>,
@@ -184,6 +187,7 @@ impl RemoteTier {
             pending: AtomicUsize::new(0),
             warned_skip: AtomicBool::new(false),
             down: AtomicBool::new(false),
+            opened_at: Instant::now(),
             probe: Mutex::new(None),
             probed: std::sync::Condvar::new(),
         });
@@ -262,8 +266,10 @@ impl RemoteTier {
             return RemoteLookup::Skipped;
         }
         let budget = self.budgets.for_key(key);
-        // The first lookups wait for the connection the tier opened, within their budget.
-        match self.background().probe(budget) {
+        // The first lookups wait for the connection the tier opened, until their budget past its
+        // opening: a connection that takes longer than a compile is not worth waiting for.
+        let connecting = (self.shared.opened_at + budget).saturating_duration_since(Instant::now());
+        match self.background().probe(connecting) {
             Probe::Ready(round_trip) if round_trip <= budget => {}
             Probe::Failed => {}
             // Connecting, or one request, takes longer than compiling: waiting could only lose.
