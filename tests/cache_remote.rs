@@ -471,3 +471,29 @@ fn a_shared_folder_works_as_a_remote_too() {
     drop(c);
     assert_eq!(std::fs::read(&object).unwrap(), first);
 }
+
+#[test]
+fn a_slow_remote_that_became_fast_is_used_again() {
+    let Some(redis) = remote_support::redis_or_skip() else { return };
+    let server = Server::Redis(redis);
+    let counts = Arc::new(Counts::default());
+    let sources = sources(&counts, 2, "speeds up");
+    publish_from_a(&server, &sources[1..]);
+    let proxy = Proxy::start(server.addr()).unwrap();
+    proxy.set_mode(Mode::latency(Duration::from_millis(400)));
+    let mut remote = server.config_at(proxy.addr());
+    remote.budget = Some(Duration::from_millis(150));
+    let dir = tempfile::tempdir().unwrap();
+    let b = machine(dir.path(), remote);
+    // Slower than a compile: not waited for.
+    get_all(&b, &sources[..1]);
+    assert_eq!((b.stats().remote_hits, b.stats().remote_hedged), (0, 1));
+    // The tier has measured it slow by now; then it becomes fast, and a later lookup (one goes
+    // every second even to a slow remote) finds that out and hits.
+    // (Its connecting requests take about 0.8 s through the proxy; ample time for a loaded machine.)
+    std::thread::sleep(Duration::from_millis(2500));
+    proxy.set_mode(Mode::Pass);
+    get_all(&b, &sources[1..]);
+    let stats = b.stats();
+    assert_eq!(stats.remote_hits, 1, "{stats}");
+}

@@ -28,6 +28,8 @@ use crate::cache::{Blob, CacheKey, GpuId};
 /// Publishes in flight beyond this are dropped: a remote that takes them slower than programs
 /// compile must not make the process hold every blob in memory.
 const MAX_PENDING_PUBLISHES: usize = 256;
+/// A remote known to be slower than a compile still gets one lookup this often.
+const SLOW_RECHECK: Duration = Duration::from_secs(1);
 /// How long dropping the tier waits for publishes still in flight.
 const PUBLISH_DRAIN: Duration = Duration::from_secs(5);
 /// A remote object larger than this is not an entry of ours.
@@ -127,6 +129,12 @@ struct Shared {
     /// When the tier opened: a lookup waits for its first requests only until its budget past
     /// this, since a connection slower than a compile is not worth waiting for.
     opened_at: Instant,
+    /// A smoothed round trip of requests on the open connection, in ns (0: none yet).
+    round_trip_ns: AtomicU64,
+    /// When a lookup last went to a remote known to be slower than its budget (ms since
+    /// `opened_at`): one goes at most every [`SLOW_RECHECK`], so that a remote that became fast
+    /// again is noticed.
+    slow_recheck_ms: AtomicU64,
     /// The first requests' outcome: one round trip on the open connection, or why connecting
     /// failed; `None` while they are under way.
     probe: Mutex<Option<Result<Duration, String>>>,
@@ -188,6 +196,8 @@ impl RemoteTier {
             warned_skip: AtomicBool::new(false),
             down: AtomicBool::new(false),
             opened_at: Instant::now(),
+            round_trip_ns: AtomicU64::new(0),
+            slow_recheck_ms: AtomicU64::new(0),
             probe: Mutex::new(None),
             probed: std::sync::Condvar::new(),
         });
@@ -205,6 +215,7 @@ impl RemoteTier {
             let outcome = match outcome {
                 Ok(round_trip) => {
                     warm.succeeded();
+                    warm.observe_round_trip(round_trip);
                     Ok(round_trip)
                 }
                 Err(err) => {
@@ -270,9 +281,9 @@ impl RemoteTier {
         // opening: a connection that takes longer than a compile is not worth waiting for.
         let connecting = (self.shared.opened_at + budget).saturating_duration_since(Instant::now());
         match self.background().probe(connecting) {
-            Probe::Ready(round_trip) if round_trip <= budget => {}
+            Probe::Ready(_) if !self.shared.slower_than(budget) => {}
             Probe::Failed => {}
-            // Connecting, or one request, takes longer than compiling: waiting could only lose.
+            // Connecting, or a request, takes longer than compiling: waiting could only lose.
             Probe::Ready(_) | Probe::Pending => {
                 stats::add(&counters.hedged, 1);
                 return RemoteLookup::TimedOut;
@@ -290,8 +301,14 @@ impl RemoteTier {
             let _ = sender.send(shared.store.get(&name).await);
         });
         let answer = receiver.recv_timeout(budget);
+        let waited = started.elapsed();
         stats::add(&counters.lookups, 1);
-        stats::add_duration(&counters.lookup_ns, started.elapsed());
+        stats::add_duration(&counters.lookup_ns, waited);
+        match &answer {
+            Ok(Ok(_)) => self.shared.observe_round_trip(waited),
+            Err(RecvTimeoutError::Timeout) => self.shared.observe_round_trip(budget),
+            _ => {}
+        }
         match answer {
             Ok(Ok(Some(bytes))) => {
                 self.shared.succeeded();
@@ -682,6 +699,33 @@ impl Background {
 }
 
 impl Shared {
+    /// Folds one request's round trip into the smoothed one: quickly down (a remote that
+    /// recovered is used again after a recheck or two), slowly up (one slow answer is not a
+    /// slow remote).
+    fn observe_round_trip(&self, round_trip: Duration) {
+        let sample = duration_ns(round_trip).max(1);
+        let _ = self.round_trip_ns.fetch_update(Relaxed, Relaxed, |old| {
+            Some(match old {
+                0 => sample,
+                old if sample < old => old / 4 + sample / 4 * 3,
+                old => old / 4 * 3 + sample / 4,
+            })
+        });
+    }
+
+    /// Whether requests are known to take longer than `budget`; then one lookup in every
+    /// [`SLOW_RECHECK`] still goes, to notice a remote that became fast again.
+    fn slower_than(&self, budget: Duration) -> bool {
+        let round_trip = self.round_trip_ns.load(Relaxed);
+        if round_trip == 0 || round_trip <= duration_ns(budget) {
+            return false;
+        }
+        let now_ms = u64::try_from(self.opened_at.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.slow_recheck_ms.load(Relaxed);
+        let due = now_ms.saturating_sub(last) >= u64::try_from(SLOW_RECHECK.as_millis()).unwrap_or(u64::MAX);
+        !(due && self.slow_recheck_ms.compare_exchange(last, now_ms, Relaxed, Relaxed).is_ok())
+    }
+
     fn succeeded(&self) {
         self.down.store(false, Relaxed);
         self.breaker.success();
