@@ -407,3 +407,40 @@ fn printf_needs_the_backend_runtime_and_says_so_without_it() {
     assert!(err.contains("printf") && err.contains("__printf_alloc"), "{err}");
     assert!(!err.contains("relocation type"), "{err}");
 }
+
+#[test]
+fn a_compile_given_up_stops_its_tools_and_one_never_given_up_finishes() {
+    let compiler = compiler();
+    let source = shader("gemm.cl");
+    let request = CompileRequest {
+        name: "gemm",
+        source: &source,
+        target: GfxTarget::parse("gfx1100").unwrap(),
+        builtins: Builtins::Libclc,
+        defines: &[],
+        cu_mode: false,
+        wave64: false,
+    };
+    // Asked at once: clang is stopped before it produced anything.
+    let mut asked = 0;
+    let given_up = compiler
+        .compile_racing(&request, &mut || {
+            asked += 1;
+            true
+        })
+        .unwrap();
+    assert!(given_up.is_none(), "a compile told to give up returned a code object");
+    assert_eq!(asked, 1, "given up at the first question");
+
+    // Never told: the same code object as a plain compile (clang is deterministic).
+    let mut asked = 0;
+    let raced = compiler
+        .compile_racing(&request, &mut || {
+            asked += 1;
+            false
+        })
+        .unwrap()
+        .expect("a compile never told to give up finishes");
+    assert!(asked > 0, "the compile asked while its tools ran");
+    assert_eq!(raced.bytes, compiler.compile(&request).unwrap().bytes);
+}

@@ -291,6 +291,60 @@ fn a_slow_remote_is_hedged_by_compiling() {
 }
 
 #[test]
+fn a_late_remote_answer_wins_against_a_slower_compile() {
+    for server in Server::both() {
+        let proxy = Proxy::start(server.addr()).unwrap();
+        let counts = Arc::new(Counts::default());
+        let mut sources = sources(&counts, 2, &format!("{} race", server.name()));
+        publish_from_a(&server, &sources);
+        let compiles_before = counts.compiles.load(SeqCst);
+        let mut remote = server.config_at(proxy.addr());
+        remote.budget = Some(Duration::from_millis(20));
+        let dir = tempfile::tempdir().unwrap();
+        let b = machine(dir.path(), remote);
+        // Let the tier connect and time its requests on a fast path, then slow every answer
+        // down well past the budget, though far less than the compile.
+        std::thread::sleep(Duration::from_secs(2));
+        proxy.set_mode(Mode::latency(Duration::from_millis(300)));
+        for source in &mut sources {
+            source.racing = true;
+            source.sleep = Duration::from_secs(20);
+        }
+        let started = std::time::Instant::now();
+        get_all(&b, &sources[..1]);
+        let took = started.elapsed();
+        let stats = b.stats();
+        assert_eq!(counts.abandoned.load(SeqCst), 1, "the compile was dropped: {stats}");
+        assert_eq!(counts.compiles.load(SeqCst), compiles_before, "nothing compiled to the end: {stats}");
+        assert_eq!((stats.remote_hedged, stats.remote_hedges_won, stats.remote_hits), (1, 1, 1), "{stats}");
+        assert_eq!(stats.compiles, 0, "{stats}");
+        assert!(took < Duration::from_secs(15), "the remote's answer ended the wait: {took:?}");
+        // The entry the remote won with is on this machine's disk now.
+        assert_eq!(stats.disk_writes, 1, "{stats}");
+
+        // The other way round: a compile quicker than the remote's answer is used, and the
+        // answer that comes after it is not.
+        sources[1].sleep = Duration::from_millis(30);
+        proxy.set_mode(Mode::latency(Duration::from_secs(2)));
+        // (Past a second, a lookup goes even to a remote measured slower than its budget.)
+        std::thread::sleep(Duration::from_millis(1100));
+        let started = std::time::Instant::now();
+        get_all(&b, &sources[1..]);
+        let took = started.elapsed();
+        let stats = b.stats();
+        assert_eq!(
+            (stats.remote_lookups, stats.remote_hedged),
+            (2, 2),
+            "the lookup went and was raced: {stats}"
+        );
+        assert!(took < Duration::from_millis(1900), "the compile did not wait for the answer: {took:?}");
+        assert_eq!(stats.compiles, 1, "{stats}");
+        assert_eq!(counts.abandoned.load(SeqCst), 1, "{stats}");
+        assert_eq!(stats.remote_hedges_won, 1, "{stats}");
+    }
+}
+
+#[test]
 fn a_dead_remote_costs_nothing_but_one_warning() {
     // A port nobody listens on.
     let port = remote_support::free_local_port().unwrap();

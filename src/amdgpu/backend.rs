@@ -291,10 +291,24 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
     }
 
     fn compile(&self, input: &AmdgpuSource) -> Result<Compiled<AmdgpuProgram>> {
+        match self.compile_racing(input, &mut || false)? {
+            Some(compiled) => Ok(compiled),
+            None => unreachable!("a compile that never gives up finishes"),
+        }
+    }
+
+    fn compile_racing(
+        &self,
+        input: &AmdgpuSource,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Compiled<AmdgpuProgram>>> {
         let bytes = match (&input.build, &self.compiler) {
             (program::Build::Prebuilt { bytes }, _) => bytes.to_vec(),
             (program::Build::OpenCl { .. }, Ok(compiler)) => {
-                program::compile(input, self.gpu.target, compiler)?
+                match program::compile(input, self.gpu.target, compiler, give_up)? {
+                    Some(bytes) => bytes,
+                    None => return Ok(None),
+                }
             }
             (program::Build::OpenCl { .. }, Err(why)) => {
                 return Err(Error::new(
@@ -305,7 +319,7 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
         };
         let program = program::load(input, &bytes, self.gpu.target, &self.memory, self.kmd.as_ref())
             .map_err(|failure| self.compile_error(failure, &input.kernel))?;
-        Ok(Compiled { program, blob: Some(Blob { format: BLOB_FORMAT, bytes }) })
+        Ok(Some(Compiled { program, blob: Some(Blob { format: BLOB_FORMAT, bytes }) }))
     }
 
     fn load(&self, input: &AmdgpuSource, blob: &Blob) -> Result<AmdgpuProgram, LoadFailure<Error>> {

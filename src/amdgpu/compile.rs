@@ -212,6 +212,20 @@ impl Compiler {
 
     /// Compiles and links `request` into a code object.
     pub fn compile(&self, request: &CompileRequest<'_>) -> Result<CompiledObject> {
+        match self.compile_racing(request, &mut || false)? {
+            Some(object) => Ok(object),
+            None => unreachable!("a compile that never gives up finishes"),
+        }
+    }
+
+    /// Compiles like [`compile`](Self::compile), asking `give_up` every millisecond or so whether
+    /// the code object is still wanted: `Ok(None)` when it was not (the tool running then is
+    /// killed).
+    pub fn compile_racing(
+        &self,
+        request: &CompileRequest<'_>,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<CompiledObject>> {
         let started = Instant::now();
         let flags = self.flags(request);
         let libclc = match request.builtins {
@@ -245,17 +259,23 @@ impl Compiler {
             }
         }
         clang.arg("-c").arg(&source).arg("-o").arg(&object);
-        let mut log = run(clang, &self.clang, request.name, "clang")?;
+        let output = dir.path().join("tool.log");
+        let Some(mut log) = run(clang, &self.clang, request.name, "clang", &output, give_up)? else {
+            return Ok(None);
+        };
 
         let mut lld = Command::new(&self.lld);
         lld.arg("-shared").arg(&object).arg("-o").arg(&linked);
-        log.push_str(&run(lld, &self.lld, request.name, "ld.lld")?);
+        let Some(lld_log) = run(lld, &self.lld, request.name, "ld.lld", &output, give_up)? else {
+            return Ok(None);
+        };
+        log.push_str(&lld_log);
 
         let bytes = std::fs::read(&linked).map_err(|e| AmdgpuError::file("reading", &linked, e))?;
         if !log.trim().is_empty() {
             tracing::debug!(kernel = request.name, "compiler output:\n{log}");
         }
-        Ok(CompiledObject { bytes, log, flags, elapsed: started.elapsed() })
+        Ok(Some(CompiledObject { bytes, log, flags, elapsed: started.elapsed() }))
     }
 }
 
@@ -280,20 +300,51 @@ fn device_libraries(request: &CompileRequest<'_>) -> (String, String) {
     (prefix, suffix)
 }
 
-/// Runs a tool; a failure becomes `Compile` with the tool's whole output.
-fn run(mut command: Command, tool: &Path, what: &str, label: &str) -> Result<String> {
-    let output = command
-        .output()
+/// How often a running tool is checked on (and `give_up` asked).
+const TOOL_POLL: Duration = Duration::from_millis(1);
+
+/// Runs a tool with its output (stdout and stderr together) going to the file `output`, asking
+/// `give_up` while it runs: `Ok(None)` when it gave up (the tool is killed). A failure becomes
+/// `Compile` with the tool's whole output.
+fn run(
+    mut command: Command,
+    tool: &Path,
+    what: &str,
+    label: &str,
+    output: &Path,
+    give_up: &mut dyn FnMut() -> bool,
+) -> Result<Option<String>> {
+    // A file rather than pipes: nothing has to drain them while the tool runs.
+    let file = std::fs::File::create(output).map_err(|e| AmdgpuError::file("creating", output, e))?;
+    let copy = file.try_clone().map_err(|e| AmdgpuError::file("opening", output, e))?;
+    command.stdin(std::process::Stdio::null()).stdout(copy).stderr(file);
+    let mut child = command
+        .spawn()
         .map_err(|e| AmdgpuError::Unavailable(format!("cannot run {} ({e})", tool.display())))?;
-    let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
-    log.push_str(&String::from_utf8_lossy(&output.stdout));
-    if !output.status.success() {
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if give_up() => {
+                // It may have just exited; either way nothing of it is used.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(None);
+            }
+            Ok(None) => std::thread::sleep(TOOL_POLL),
+            Err(e) => {
+                return Err(AmdgpuError::Unavailable(format!("cannot wait for {} ({e})", tool.display())))
+            }
+        }
+    };
+    let log = std::fs::read(output).map_err(|e| AmdgpuError::file("reading", output, e))?;
+    let log = String::from_utf8_lossy(&log).into_owned();
+    if !status.success() {
         return Err(AmdgpuError::Compile {
             what: what.to_string(),
-            log: format!("{label} ({}) failed with {}:\n{log}", tool.display(), output.status),
+            log: format!("{label} ({}) failed with {status}:\n{log}", tool.display()),
         });
     }
-    Ok(log)
+    Ok(Some(log))
 }
 
 fn find_lld_near(clang: &Path) -> Option<PathBuf> {

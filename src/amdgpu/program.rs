@@ -178,8 +178,14 @@ pub(crate) fn prepare(
     Ok((key, input))
 }
 
-/// Compiles an OpenCL build into code object bytes.
-pub(crate) fn compile(input: &AmdgpuSource, target: GfxTarget, compiler: &Compiler) -> Result<Vec<u8>> {
+/// Compiles an OpenCL build into code object bytes; `Ok(None)` when `give_up` said the code
+/// object is no longer wanted before the compiler finished.
+pub(crate) fn compile(
+    input: &AmdgpuSource,
+    target: GfxTarget,
+    compiler: &Compiler,
+    give_up: &mut dyn FnMut() -> bool,
+) -> Result<Option<Vec<u8>>> {
     match &input.build {
         Build::OpenCl { source, defines, cu_mode, wave64 } => {
             let request = CompileRequest {
@@ -191,9 +197,9 @@ pub(crate) fn compile(input: &AmdgpuSource, target: GfxTarget, compiler: &Compil
                 cu_mode: *cu_mode,
                 wave64: *wave64,
             };
-            Ok(compiler.compile(&request)?.bytes)
+            Ok(compiler.compile_racing(&request, give_up)?.map(|object| object.bytes))
         }
-        Build::Prebuilt { bytes } => Ok(bytes.to_vec()),
+        Build::Prebuilt { bytes } => Ok(Some(bytes.to_vec())),
     }
 }
 

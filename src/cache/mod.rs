@@ -71,6 +71,15 @@ pub trait ProgramSource<P> {
     /// Compiles from source. Called at most once per key at a time.
     fn compile(&self) -> Result<Built<P>, Self::Error>;
 
+    /// Compiles like [`compile`](Self::compile) while racing something else: `give_up` is asked
+    /// now and then whether the result is still wanted, and `Ok(None)` means it was not and the
+    /// compile's work was dropped. The cache races a compile against a remote lookup that
+    /// outlived its budget (the hedge). The default cannot stop early: it compiles to the end.
+    fn compile_racing(&self, give_up: &mut dyn FnMut() -> bool) -> Result<Option<Built<P>>, Self::Error> {
+        let _ = give_up;
+        self.compile().map(Some)
+    }
+
     /// Loads a verified blob. [`LoadFailure::Refused`]: the driver does not take this blob (the
     /// cache discards the entry and compiles); [`LoadFailure::Failed`]: something else went wrong
     /// (out of memory, device lost) — the entry is kept and the error returned.

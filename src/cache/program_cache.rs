@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::disk_tier::{DiskTier, Lookup};
 use super::memory::{Entry, MemoryTier, ProgramHandle};
 #[cfg(feature = "remote")]
-use super::remote::{Claim, Lease, RemoteLookup, RemoteTier};
+use super::remote::{Claim, LateLookup, Lease, RemoteLookup, RemoteTier};
 use super::single_flight::{Join, Outcome, SingleFlight};
 use super::stats::{self, duration_ns, CacheStats, Counters};
 use super::working_set::WorkingSet;
@@ -22,6 +22,8 @@ enum FromRemote<P: Send + Sync + 'static> {
     Served(ProgramHandle<P>),
     /// Compile here; with the fleet's lease on this program when this process claimed it.
     Compile(Option<Lease>),
+    /// Compile here while the lookup goes on, and use whichever finishes first.
+    Race(LateLookup),
 }
 
 /// The program cache of one GPU. Share it between threads by reference or in an `Arc`.
@@ -217,28 +219,56 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             }
         }
         #[cfg(feature = "remote")]
-        #[cfg(feature = "remote")]
         let mut lease: Option<Lease> = None;
         #[cfg(feature = "remote")]
         if let Some(remote) = &self.remote {
             match self.load_remote(remote, key, source, over_foreign)? {
                 FromRemote::Served(found) => return Ok(found),
                 FromRemote::Compile(claimed) => lease = claimed,
+                FromRemote::Race(late) => {
+                    if let Some(found) = self.race(remote, key, source, late, over_foreign)? {
+                        return Ok(found);
+                    }
+                }
             }
         }
-        stats::add(&self.counters.misses, 1);
-        stats::add(&self.counters.compiles, 1);
         let built = match source.compile() {
             Ok(built) => built,
             Err(err) => {
-                stats::add(&self.counters.compile_errors, 1);
                 #[cfg(feature = "remote")]
                 if let (Some(remote), Some(lease)) = (&self.remote, lease) {
                     remote.release(lease);
                 }
-                return Err(err);
+                return Err(self.compile_failed(err));
             }
         };
+        Ok(self.compiled(
+            key,
+            built,
+            over_foreign,
+            #[cfg(feature = "remote")]
+            lease,
+        ))
+    }
+
+    /// Counts a compile that failed.
+    fn compile_failed<E>(&self, err: E) -> E {
+        stats::add(&self.counters.misses, 1);
+        stats::add(&self.counters.compiles, 1);
+        stats::add(&self.counters.compile_errors, 1);
+        err
+    }
+
+    /// Keeps what a compile built: on disk, on the remote (in the background), in memory.
+    fn compiled(
+        &self,
+        key: CacheKey,
+        built: super::Built<P>,
+        over_foreign: bool,
+        #[cfg(feature = "remote")] lease: Option<Lease>,
+    ) -> ProgramHandle<P> {
+        stats::add(&self.counters.misses, 1);
+        stats::add(&self.counters.compiles, 1);
         stats::add_duration(&self.counters.compile_ns, built.compile_time);
         let compile_ns = duration_ns(built.compile_time);
         self.record_first_use(key, compile_ns);
@@ -260,7 +290,42 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 }
             }
         }
-        Ok(self.memory.insert(key, built.program, cost, compile_ns))
+        self.memory.insert(key, built.program, cost, compile_ns)
+    }
+
+    /// The hedge: compiles while the remote lookup that outlived its budget goes on, and uses
+    /// whichever finishes first. `Ok(None)` when the remote's entry came first but the driver
+    /// refused it: the caller compiles.
+    #[cfg(feature = "remote")]
+    fn race<S: ProgramSource<P>>(
+        &self,
+        remote: &RemoteTier,
+        key: CacheKey,
+        source: &S,
+        mut late: LateLookup,
+        over_foreign: bool,
+    ) -> Result<Option<ProgramHandle<P>>, S::Error> {
+        let mut won = None;
+        let raced = source.compile_racing(&mut || match remote.poll_late(&mut late) {
+            Some(RemoteLookup::Hit(header, blob)) => {
+                won = Some((header, blob));
+                true
+            }
+            _ => false,
+        });
+        match (raced, won) {
+            (Ok(Some(built)), _) => Ok(Some(self.compiled(key, built, over_foreign, None))),
+            (Ok(None), Some((header, blob))) => {
+                remote.won_hedge();
+                match self.serve_remote(remote, key, source, header, blob, over_foreign)? {
+                    FromRemote::Served(found) => Ok(Some(found)),
+                    _ => Ok(None),
+                }
+            }
+            // Gave up with nothing to show: cannot happen, but compiling is always right.
+            (Ok(None), None) => Ok(None),
+            (Err(err), _) => Err(self.compile_failed(err)),
+        }
     }
 
     /// Lets the driver caches being fetched from the remote arrive (bounded) before the first
@@ -308,8 +373,24 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                     _ => return Ok(FromRemote::Compile(None)),
                 },
             },
+            RemoteLookup::Late(late) => return Ok(FromRemote::Race(late)),
             _ => return Ok(FromRemote::Compile(None)),
         };
+        self.serve_remote(remote, key, source, header, blob, over_foreign)
+    }
+
+    /// Loads a verified remote entry: kept on disk and served, or, when the driver refuses
+    /// it, the key is refused for this process and the caller compiles.
+    #[cfg(feature = "remote")]
+    fn serve_remote<S: ProgramSource<P>>(
+        &self,
+        remote: &RemoteTier,
+        key: CacheKey,
+        source: &S,
+        header: super::entry::EntryHeader,
+        blob: super::Blob,
+        over_foreign: bool,
+    ) -> Result<FromRemote<P>, S::Error> {
         let start = Instant::now();
         let loaded = source.load(&blob);
         stats::add_duration(&self.counters.load_ns, start.elapsed());

@@ -58,8 +58,12 @@ pub struct CacheStats {
     pub remote_misses: u64,
     /// Remote entries refused: failed verification or signature, or refused by the driver.
     pub remote_rejected: u64,
-    /// Remote lookups that ran past their budget, so the program was compiled instead.
+    /// Remote lookups that ran past their budget, so the program was compiled meanwhile (a
+    /// hedge): the compile and the lookup raced, and the first to finish was used.
     pub remote_hedged: u64,
+    /// Hedges the remote won: its entry came while the compile ran, and the compile was
+    /// dropped (counted in `remote_hits` too).
+    pub remote_hedges_won: u64,
     /// Remote lookups that failed (connection, server errors).
     pub remote_errors: u64,
     /// Remote lookups not made: the breaker was open, or the key was refused before.
@@ -126,8 +130,13 @@ impl fmt::Display for CacheStats {
                 (
                     "remote lookups",
                     format!(
-                        "{} ({mean_ms:.2} ms mean; {} hedged, {} errors, {} skipped, {} waited for another machine)",
-                        self.remote_lookups, self.remote_hedged, self.remote_errors, self.remote_skipped, self.remote_waits
+                        "{} ({mean_ms:.2} ms mean; {} hedged, {} of them won by the remote; {} errors, {} skipped, {} waited for another machine)",
+                        self.remote_lookups,
+                        self.remote_hedged,
+                        self.remote_hedges_won,
+                        self.remote_errors,
+                        self.remote_skipped,
+                        self.remote_waits
                     ),
                 ),
                 (

@@ -234,7 +234,7 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                             r.hits.to_string(),
                             r.misses.to_string(),
                             r.rejected.to_string(),
-                            r.hedged.to_string(),
+                            format!("{} ({} won by the remote)", r.hedged, r.hedges_won),
                             r.errors.to_string(),
                             format!("{:.2}", r.mean_lookup_ms()),
                             format!("{} ({} already there)", r.publishes, r.publish_existing),

@@ -172,11 +172,23 @@ impl hal::Device<Gl> for GlDevice {
     }
 
     fn compile(&self, input: &GlSource) -> Result<Compiled<GlProgram>> {
+        match self.compile_racing(input, &mut || false)? {
+            Some(compiled) => Ok(compiled),
+            None => unreachable!("a compile that never gives up finishes"),
+        }
+    }
+
+    fn compile_racing(
+        &self,
+        input: &GlSource,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Compiled<GlProgram>>> {
         Ok(program::compile(
             self.thread(),
             input,
             self.probe.persists_programs(),
             self.probe.parallel_compile,
+            give_up,
         )?)
     }
 

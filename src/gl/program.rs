@@ -44,12 +44,17 @@ const COMPILE_POLL: Duration = Duration::from_micros(200);
 
 pub(crate) type Linked = (glow::NativeProgram, ProgramInterface, Vec<Option<glow::NativeUniformLocation>>);
 
+/// Compiles and links `source`. With the driver's parallel compile, `give_up` is asked between
+/// completion polls whether the program is still wanted: `Ok(None)` when it was not (the
+/// program is deleted; the driver drops its work). Without it the link blocks, and the
+/// program is always finished.
 pub(crate) fn compile(
     thread: &GlThread,
     source: &GlSource,
     persist: bool,
     parallel_compile: bool,
-) -> Result<Compiled<GlProgram>, GlError> {
+    give_up: &mut dyn FnMut() -> bool,
+) -> Result<Option<Compiled<GlProgram>>, GlError> {
     let glsl = source.glsl.text.clone();
     let kernel = source.kernel.clone();
     let (program, shader) = thread.call(move |state| start_build(state.gl(), &kernel, &glsl))??;
@@ -59,6 +64,17 @@ pub(crate) fn compile(
             // SAFETY: the context is current on the GL thread; `program` was created by it.
             unsafe { state.gl().get_program_completion_status(program) }
         })? {
+            if give_up() {
+                thread.post(move |state| {
+                    // SAFETY: the context is current on the GL thread, which created both names;
+                    // deleting a program whose link is under way is allowed (GL defers it).
+                    unsafe {
+                        state.gl().delete_shader(shader);
+                        state.gl().delete_program(program);
+                    }
+                });
+                return Ok(None);
+            }
             std::thread::sleep(COMPILE_POLL);
         }
     }
@@ -70,7 +86,7 @@ pub(crate) fn compile(
     })??;
     super::live::program_made();
     let program = GlProgram { id, interface, locations, live: thread.acquire() };
-    Ok(Compiled { program, blob })
+    Ok(Some(Compiled { program, blob }))
 }
 
 pub(crate) fn load(
@@ -199,5 +215,48 @@ fn load_binary(
         let (interface, locations) =
             super::interface::read(gl, &state.context.introspection, program, blocks);
         Ok((program, interface, locations))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::hal::Device;
+
+    /// A compile told to give up at once either is dropped (the driver still linked it on its
+    /// own threads) or, where the link finished before the first question, comes back whole;
+    /// either way no program is left behind, and one never told to give up finishes.
+    #[test]
+    fn a_compile_given_up_leaves_no_program_behind() {
+        let device = match super::super::GlDevice::open(None) {
+            Ok(device) => device,
+            Err(err) => panic!("these tests need a GL 4.3 context (llvmpipe will do): {err}"),
+        };
+        let spec = crate::suite::sgemm::spec();
+        let prepared = device.prepare(&spec).unwrap();
+        let before = super::super::live::live_objects();
+        let mut asked = 0;
+        let raced = device
+            .compile_racing(&prepared.input, &mut || {
+                asked += 1;
+                true
+            })
+            .unwrap();
+        let dropped = raced.is_none();
+        drop(raced);
+        let finished = device.compile_racing(&prepared.input, &mut || false).unwrap();
+        let program = finished.expect("a compile never told to give up finishes");
+        assert!(!device.interface(&program.program).storage.is_empty());
+        drop(program);
+        // The GL thread runs deletions in order: one more call and they are done.
+        device.thread().call(|_| ()).unwrap();
+        let after = super::super::live::live_objects();
+        assert_eq!(
+            after.programs_made - after.programs_deleted,
+            before.programs_made - before.programs_deleted
+        );
+        if dropped {
+            assert_eq!(asked, 1);
+        }
+        eprintln!("given up: {dropped} after {asked} questions");
     }
 }

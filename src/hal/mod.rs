@@ -205,6 +205,19 @@ pub trait Device<A: Api>: Send + Sync + 'static {
 
     fn compile(&self, input: &A::CompileInput) -> Result<Compiled<A::Program>>;
 
+    /// Compiles like [`compile`](Self::compile), asking `give_up` between steps whether the
+    /// program is still wanted; `Ok(None)` when it was not and the work was dropped (the
+    /// cache races a compile against a slow remote lookup). A backend whose compile cannot
+    /// stop early keeps the default, which compiles to the end.
+    fn compile_racing(
+        &self,
+        input: &A::CompileInput,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<Compiled<A::Program>>> {
+        let _ = give_up;
+        self.compile(input).map(Some)
+    }
+
     /// Loads a verified blob. [`LoadFailure::Refused`] when the driver does not take the blob.
     fn load(&self, input: &A::CompileInput, blob: &Blob) -> Result<A::Program, LoadFailure<crate::Error>>;
 

@@ -149,6 +149,16 @@ impl<A: Api> ProgramSource<A::Program> for Source<'_, A> {
         Ok(Built { program: compiled.program, blob: compiled.blob, compile_time: started.elapsed() })
     }
 
+    fn compile_racing(&self, give_up: &mut dyn FnMut() -> bool) -> Result<Option<Built<A::Program>>> {
+        let started = Instant::now();
+        let compiled = self.device.compile_racing(self.input, give_up)?;
+        Ok(compiled.map(|compiled| Built {
+            program: compiled.program,
+            blob: compiled.blob,
+            compile_time: started.elapsed(),
+        }))
+    }
+
     fn load(&self, blob: &Blob) -> Result<A::Program, LoadFailure<Error>> {
         self.device.load(self.input, blob)
     }

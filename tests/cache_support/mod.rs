@@ -24,6 +24,8 @@ pub fn key(gpu: &GpuId, text: &str) -> CacheKey {
 #[derive(Default, Debug)]
 pub struct Counts {
     pub compiles: AtomicUsize,
+    /// Compiles given up because the cache no longer wanted them (see `Source::racing`).
+    pub abandoned: AtomicUsize,
     pub loads: AtomicUsize,
     pub drops: AtomicUsize,
     pub running: AtomicUsize,
@@ -67,6 +69,9 @@ pub struct Source {
     pub fail: bool,
     pub size: usize,
     pub blob: bool,
+    /// Whether a compile raced against something else stops when told to (as a backend with
+    /// a compile it can stop does), checking every millisecond of its `sleep`.
+    pub racing: bool,
 }
 
 impl Source {
@@ -79,6 +84,7 @@ impl Source {
             fail: false,
             size: 0,
             blob: true,
+            racing: false,
         }
     }
 
@@ -102,6 +108,22 @@ impl ProgramSource<Program> for Source {
         let bytes = payload(self.key, &self.text, self.size);
         let blob = self.blob.then(|| Blob { format: FORMAT, bytes: bytes.clone() });
         Ok(Built { program: self.program(bytes), blob, compile_time: Duration::from_millis(10) })
+    }
+
+    fn compile_racing(&self, give_up: &mut dyn FnMut() -> bool) -> Result<Option<Built<Program>>, String> {
+        if !self.racing {
+            return self.compile().map(Some);
+        }
+        let started = std::time::Instant::now();
+        while started.elapsed() < self.sleep {
+            if give_up() {
+                self.counts.abandoned.fetch_add(1, SeqCst);
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let quick = Source { sleep: Duration::ZERO, ..self.clone() };
+        quick.compile().map(Some)
     }
 
     fn load(&self, blob: &Blob) -> Result<Program, LoadFailure<String>> {

@@ -1,8 +1,8 @@
 //! How long one remote lookup may take: what a miss would cost instead. That is the program's
 //! own compile time where this machine has measured it (its working set records it), else the
 //! median of this backend's compiles seen here, else a default. Past the budget the caller
-//! compiles (the hedge), so a slow remote costs at most about one extra compile per program
-//! until the breaker skips it.
+//! compiles while the lookup goes on (the hedge) and uses whichever finishes first, so a slow
+//! remote costs at most about one extra compile per program until the breaker skips it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -25,6 +25,9 @@ pub struct RemoteLedger {
     pub misses: u64,
     pub rejected: u64,
     pub hedged: u64,
+    /// Hedges the remote won: its entry came while the compile ran (older ledgers lack it).
+    #[serde(default)]
+    pub hedges_won: u64,
     pub errors: u64,
     pub skipped: u64,
     pub waits: u64,
@@ -44,6 +47,7 @@ impl RemoteLedger {
             (&mut self.misses, other.misses),
             (&mut self.rejected, other.rejected),
             (&mut self.hedged, other.hedged),
+            (&mut self.hedges_won, other.hedges_won),
             (&mut self.errors, other.errors),
             (&mut self.skipped, other.skipped),
             (&mut self.waits, other.waits),

@@ -41,4 +41,4 @@ mod tier;
 #[cfg(feature = "remote")]
 pub use signing::{generate_key_file, public_key_of};
 #[cfg(feature = "remote")]
-pub(crate) use tier::{Claim, Lease, RemoteLookup, RemoteTier};
+pub(crate) use tier::{Claim, LateLookup, Lease, RemoteLookup, RemoteTier};

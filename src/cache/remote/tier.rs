@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::mpsc::{sync_channel, RecvTimeoutError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -65,9 +65,33 @@ pub(crate) enum RemoteLookup {
     Skipped,
     /// The object failed verification (counted and reported).
     Rejected,
-    /// No answer within the budget: the caller compiles.
+    /// Not asked, since the remote takes longer than a compile: the caller compiles.
     TimedOut,
+    /// No answer within the budget: the caller compiles while the request goes on, and uses
+    /// whichever finishes first ([`RemoteTier::poll_late`]).
+    Late(LateLookup),
     Failed,
+}
+
+/// A lookup still under way after its budget ran out. Dropped unanswered (the compile won),
+/// it counts as a failure for the breaker, as a request that never answers would.
+pub(crate) struct LateLookup {
+    key: CacheKey,
+    answer: Receiver<Result<Option<Vec<u8>>, StoreError>>,
+    budget: Duration,
+    shared: Arc<Shared>,
+    answered: bool,
+}
+
+impl Drop for LateLookup {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.shared.failed(&format!(
+                "no answer within {:.1} ms (what compiling costs), so it compiled instead",
+                self.budget.as_secs_f64() * 1e3
+            ));
+        }
+    }
 }
 
 #[derive(Default)]
@@ -76,6 +100,8 @@ pub(crate) struct RemoteCounters {
     pub misses: AtomicU64,
     pub rejected: AtomicU64,
     pub hedged: AtomicU64,
+    /// Hedges the remote won: its entry came while the compile ran, and the compile was dropped.
+    pub hedges_won: AtomicU64,
     pub errors: AtomicU64,
     pub skipped: AtomicU64,
     pub publishes: AtomicU64,
@@ -96,6 +122,7 @@ impl RemoteCounters {
             misses: get(&self.misses),
             rejected: get(&self.rejected),
             hedged: get(&self.hedged),
+            hedges_won: get(&self.hedges_won),
             errors: get(&self.errors),
             skipped: get(&self.skipped),
             waits: get(&self.waits),
@@ -304,13 +331,60 @@ impl RemoteTier {
         let waited = started.elapsed();
         stats::add(&counters.lookups, 1);
         stats::add_duration(&counters.lookup_ns, waited);
-        match &answer {
-            Ok(Ok(_)) => self.shared.observe_round_trip(waited),
-            Err(RecvTimeoutError::Timeout) => self.shared.observe_round_trip(budget),
-            _ => {}
+        match answer {
+            Ok(answer) => self.settle(key, answer, waited),
+            Err(RecvTimeoutError::Timeout) => {
+                stats::add(&counters.hedged, 1);
+                self.shared.observe_round_trip(budget);
+                RemoteLookup::Late(LateLookup {
+                    key,
+                    answer: receiver,
+                    budget,
+                    shared: Arc::clone(&self.shared),
+                    answered: false,
+                })
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                stats::add(&counters.errors, 1);
+                RemoteLookup::Failed
+            }
+        }
+    }
+
+    /// The answer of a lookup that outlived its budget, once it came: `None` while it has
+    /// not (and after it was handed out once).
+    pub fn poll_late(&self, late: &mut LateLookup) -> Option<RemoteLookup> {
+        if late.answered {
+            return None;
+        }
+        let answer = match late.answer.try_recv() {
+            Err(TryRecvError::Empty) => return None,
+            Ok(answer) => answer,
+            Err(TryRecvError::Disconnected) => Err(StoreError("the request was dropped".into())),
+        };
+        late.answered = true;
+        Some(self.settle(late.key, answer, Duration::ZERO))
+    }
+
+    /// Counts a hedge the remote won: its entry is used and the compile was dropped.
+    pub fn won_hedge(&self) {
+        stats::add(&self.shared.counters.hedges_won, 1);
+    }
+
+    /// What the remote's answer to a lookup of `key` means; `waited` (zero when unknown) feeds
+    /// the round trip the tier expects.
+    fn settle(
+        &self,
+        key: CacheKey,
+        answer: Result<Option<Vec<u8>>, StoreError>,
+        waited: Duration,
+    ) -> RemoteLookup {
+        let counters = &self.shared.counters;
+        if answer.is_ok() && !waited.is_zero() {
+            self.shared.observe_round_trip(waited);
         }
         match answer {
-            Ok(Ok(Some(bytes))) => {
+            Ok(Some(bytes)) => {
                 self.shared.succeeded();
                 match self.verify(key, &bytes) {
                     Ok((header, blob)) => RemoteLookup::Hit(header, blob),
@@ -320,26 +394,14 @@ impl RemoteTier {
                     }
                 }
             }
-            Ok(Ok(None)) => {
+            Ok(None) => {
                 self.shared.succeeded();
                 stats::add(&counters.misses, 1);
                 RemoteLookup::Miss
             }
-            Ok(Err(err)) => {
+            Err(err) => {
                 stats::add(&counters.errors, 1);
                 self.shared.errored(&err.0);
-                RemoteLookup::Failed
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                stats::add(&counters.hedged, 1);
-                self.shared.failed(&format!(
-                    "no answer within {:.1} ms (what compiling costs), so it compiled instead",
-                    budget.as_secs_f64() * 1e3
-                ));
-                RemoteLookup::TimedOut
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                stats::add(&counters.errors, 1);
                 RemoteLookup::Failed
             }
         }
@@ -498,6 +560,7 @@ impl RemoteTier {
         out.remote_misses = now.misses;
         out.remote_rejected = now.rejected;
         out.remote_hedged = now.hedged;
+        out.remote_hedges_won = now.hedges_won;
         out.remote_errors = now.errors;
         out.remote_skipped = now.skipped;
         out.remote_publishes = now.publishes;
