@@ -370,6 +370,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 Claim::Unknown => return Ok(FromRemote::Compile(None)),
                 Claim::Theirs => match remote.wait_for(key) {
                     RemoteLookup::Hit(header, blob) => (header, blob),
+                    RemoteLookup::Late(late) => return Ok(FromRemote::Race(late)),
                     _ => return Ok(FromRemote::Compile(None)),
                 },
             },
