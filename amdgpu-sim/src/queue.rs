@@ -18,12 +18,12 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::buffers::Storage;
-use super::cp::{CommandProcessor, CpFailure};
-use super::errno::einval;
-use super::vm::{SubmissionMemory, VaMapping};
-use crate::amdgpu::error::{AmdgpuError, Result};
-use crate::amdgpu::kmd::{BoHandle, ContextId, ContextState, HwIp, SeqNo, WaitStatus};
+use crate::buffers::Storage;
+use crate::cp::{CommandProcessor, CpFailure};
+use crate::errno::einval;
+use crate::vm::{SubmissionMemory, VaMapping};
+use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
+use sparkle_amdgpu_kmd::kmd::{BoHandle, ContextId, ContextState, HwIp, SeqNo, WaitStatus};
 
 /// One queued submission, with everything it needs captured at CS time.
 pub struct Job {

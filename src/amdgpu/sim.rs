@@ -1,11 +1,15 @@
-//! The `amdgpu-sim` backend: the amdgpu backend's device code, unchanged, over [`SimDriver`]
-//! instead of a render node — the whole path from kernel to PM4 to ISA runs on the CPU, with its
-//! own backend name, cache folder and `GpuId`. `auto` never picks it.
+//! The `amdgpu-sim` backend: the amdgpu backend's device code, unchanged, over the
+//! `sparkle-amdgpu-sim` crate's [`SimDriver`] instead of a render node — the whole path from
+//! kernel to PM4 to ISA runs on the CPU, with its own backend name, cache folder and `GpuId`.
+//! `auto` never picks it. The simulator itself (driver, command processor, ISA interpreter) is
+//! that crate; [`SimDriver`] and [`SimOptions`] are re-exported for building a device with other
+//! options.
 
 use std::sync::Arc;
 
-use super::isa::DEFAULT_BUDGET;
-use super::{SimDriver, SimOptions};
+pub use sparkle_amdgpu_sim::isa::DEFAULT_BUDGET;
+pub use sparkle_amdgpu_sim::{SimDriver, SimOptions};
+
 use crate::amdgpu::{AmdgpuApi, AmdgpuDevice, DeviceOptions, Flavor};
 use crate::hal::DeviceClass;
 use crate::{Error, ErrorKind, Result};

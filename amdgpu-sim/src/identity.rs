@@ -4,8 +4,8 @@
 //! engine counts) are those of a Radeon RX 7900 XTX, so that code printing them sees plausible
 //! values.
 
-use crate::amdgpu::kmd::{DriverVersion, HwIp};
-use crate::amdgpu::uapi;
+use sparkle_amdgpu_kmd::kmd::{DriverVersion, HwIp};
+use sparkle_amdgpu_kmd::uapi;
 
 /// The driver's name in DRM_IOCTL_VERSION terms.
 pub const DRIVER_NAME: &str = "amdgpu-sim";
@@ -13,6 +13,7 @@ pub const DRIVER_NAME: &str = "amdgpu-sim";
 pub const DRIVER_VERSION: (i32, i32, i32) = (3, 57, 0);
 /// Navi31 (Radeon RX 7900 XTX).
 pub const PCI_DEVICE_ID: u32 = 0x744c;
+/// The PCI revision of that board.
 pub const PCI_REVISION: u32 = 0xc8;
 /// Navi31's external revision range starts at 0x01 (family 145 table).
 pub const EXTERNAL_REVISION: u32 = 0x01;
@@ -27,15 +28,18 @@ const IB_ALIGNMENT: u32 = 32;
 /// The reference clock in kHz (100 MHz, one tick per 10 ns).
 pub const GPU_COUNTER_KHZ: u32 = 100_000;
 
+/// What DRM_IOCTL_VERSION answers: [`DRIVER_NAME`] at [`DRIVER_VERSION`].
 pub fn driver_version() -> DriverVersion {
     let (major, minor, patch) = DRIVER_VERSION;
     DriverVersion { name: DRIVER_NAME.into(), major, minor, patch }
 }
 
+/// The device in a sentence, for `sparkle info` and messages.
 pub fn describe() -> String {
     "simulated gfx1100 (no GPU: the RDNA3 ISA interpreted on the CPU, for tests)".into()
 }
 
+/// What `AMDGPU_INFO_DEV_INFO` answers.
 pub fn device_info() -> uapi::drm_amdgpu_info_device {
     uapi::drm_amdgpu_info_device {
         device_id: PCI_DEVICE_ID,

@@ -1,25 +1,35 @@
 //! The kernel-driver interface: every operation the amdgpu backend needs from the kernel, as one
-//! trait. `render_node::RenderNode` implements it with real ioctls on `/dev/dri/renderD*`; a
-//! simulated driver implements it with host memory and a PM4/ISA interpreter. Nothing above this
+//! trait. The `sparkle` library's `amdgpu::render_node::RenderNode` implements it with real ioctls
+//! on `/dev/dri/renderD*`; the `sparkle-amdgpu-sim` crate's `SimDriver` implements it with host
+//! memory and a PM4/ISA interpreter. Nothing above this
 //! trait knows which one runs, so the types here carry no file descriptors or pointers: buffers are
 //! handles, CPU access goes through [`CpuMapping`]'s copy methods.
 
 use std::time::Duration;
 
-use super::error::Result;
 use super::uapi;
+use crate::error::Result;
 
 /// A GEM buffer object handle (per open file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BoHandle(pub u32);
+pub struct BoHandle(
+    /// The kernel's handle number.
+    pub u32,
+);
 
 /// A submission context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ContextId(pub u32);
+pub struct ContextId(
+    /// The kernel's context number.
+    pub u32,
+);
 
 /// A submission's sequence number on its ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SeqNo(pub u64);
+pub struct SeqNo(
+    /// The ring's fence value.
+    pub u64,
+);
 
 /// Where a buffer lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +41,7 @@ pub enum Domain {
 }
 
 impl Domain {
+    /// The `AMDGPU_GEM_DOMAIN_*` bit of this domain.
     pub fn uapi(self) -> u64 {
         match self {
             Self::Vram => uapi::AMDGPU_GEM_DOMAIN_VRAM,
@@ -42,9 +53,11 @@ impl Domain {
 /// A buffer to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufferDesc {
+    /// Bytes.
     pub size: u64,
     /// Physical alignment in bytes (the kernel rounds up to its page size).
     pub alignment: u64,
+    /// Where it lives.
     pub domain: Domain,
     /// The CPU will map it (for VRAM: must be in the CPU-visible part).
     pub cpu_access: bool,
@@ -55,8 +68,11 @@ pub struct BufferDesc {
 /// GPU page permissions of a VA mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct VaFlags {
+    /// Shaders and the command processor may read it.
     pub readable: bool,
+    /// Shaders and the command processor may write it.
     pub writeable: bool,
+    /// Shaders may run code from it.
     pub executable: bool,
 }
 
@@ -68,6 +84,7 @@ impl VaFlags {
     /// Data: read + write, not executable.
     pub const READ_WRITE: Self = Self { readable: true, writeable: true, executable: false };
 
+    /// The `AMDGPU_VM_PAGE_*` bits of these permissions.
     pub fn uapi(self) -> u32 {
         let mut flags = 0;
         if self.readable {
@@ -86,11 +103,14 @@ impl VaFlags {
 /// The hardware block a command buffer runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HwIp {
+    /// The graphics ring (which also runs compute dispatches).
     Gfx,
+    /// A compute ring.
     Compute,
 }
 
 impl HwIp {
+    /// The `AMDGPU_HW_IP_*` number of this block.
     pub fn uapi(self) -> u32 {
         match self {
             Self::Gfx => uapi::AMDGPU_HW_IP_GFX,
@@ -104,8 +124,11 @@ impl HwIp {
 pub struct IbDesc {
     /// GPU address of the first dword.
     pub va: u64,
+    /// Length in bytes.
     pub size_bytes: u32,
+    /// The block that runs it.
     pub ip: HwIp,
+    /// The ring of that block.
     pub ring: u32,
     /// `AMDGPU_IB_FLAG_*`.
     pub flags: u32,
@@ -114,8 +137,11 @@ pub struct IbDesc {
 /// A command submission: IBs that run in order, and every buffer they touch.
 #[derive(Debug, Clone, Copy)]
 pub struct Submission<'a> {
+    /// The context it is submitted on.
     pub ctx: ContextId,
+    /// Its IBs, run in order.
     pub ibs: &'a [IbDesc],
+    /// Every buffer the IBs and their dispatches touch (the BO list).
     pub buffers: &'a [BoHandle],
 }
 
@@ -131,6 +157,7 @@ pub enum Timeout {
 /// Outcome of a wait that did not fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitStatus {
+    /// The submission finished.
     Completed,
     /// The deadline passed first.
     Busy,
@@ -150,6 +177,7 @@ pub struct ContextState {
 }
 
 impl ContextState {
+    /// The state QUERY_STATE2's `AMDGPU_CTX_QUERY2_FLAGS_*` bits describe.
     pub fn from_query2_flags(flags: u64) -> Self {
         Self {
             reset: flags & uapi::AMDGPU_CTX_QUERY2_FLAGS_RESET != 0,
@@ -191,8 +219,11 @@ impl ContextState {
 pub struct DriverVersion {
     /// `amdgpu` for the real driver.
     pub name: String,
+    /// Major version.
     pub major: i32,
+    /// Minor version (the amdgpu uapi's feature level).
     pub minor: i32,
+    /// Patch level.
     pub patch: i32,
 }
 
@@ -209,6 +240,7 @@ pub trait CpuMapping: Send + Sync {
     /// Mapped bytes.
     fn len(&self) -> usize;
 
+    /// Whether nothing is mapped.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }

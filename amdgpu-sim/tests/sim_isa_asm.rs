@@ -4,7 +4,6 @@
 //!
 //! Convention (see `asm_dispatch`): s[0:1] points at a writable data buffer, s2 is the workgroup
 //! id, v0 the work-item id.
-#![cfg(feature = "amdgpu")]
 // Lanes index several result rows at once.
 #![allow(clippy::needless_range_loop)]
 

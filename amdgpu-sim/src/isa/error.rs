@@ -5,7 +5,9 @@ use std::fmt;
 /// The kind of memory access that faulted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
+    /// A load.
     Read,
+    /// A store or an atomic.
     Write,
     /// Instruction fetch (needs an executable mapping).
     Fetch,
@@ -24,34 +26,92 @@ impl fmt::Display for Access {
 /// A memory implementation refused an access (unmapped, or without the needed permission).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryFault {
+    /// The first byte's address.
     pub addr: u64,
+    /// What was attempted.
     pub access: Access,
 }
 
 /// Why a dispatch stopped. Every variant names the kernel; those raised by an instruction name its PC.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SimError {
+    /// An access to memory that is not mapped, or without the permission it needs.
     #[error("GPU page fault at {addr:#x} ({access}) in kernel {kernel} at PC {pc:#x}")]
-    PageFault { addr: u64, access: Access, kernel: String, pc: u64 },
+    PageFault {
+        /// The faulting address.
+        addr: u64,
+        /// What was attempted.
+        access: Access,
+        /// The kernel's name.
+        kernel: String,
+        /// The instruction's address.
+        pc: u64,
+    },
+    /// An instruction the decoder does not know or the interpreter does not implement.
     #[error(
         "unknown instruction in kernel {kernel} at PC {pc:#x}: {encoding} opcode {opcode} \
          (first dword {word:#010x}); the simulator does not implement it"
     )]
-    UnknownInstruction { encoding: &'static str, opcode: u32, word: u32, kernel: String, pc: u64 },
+    UnknownInstruction {
+        /// The encoding's name (`VOP3`, `SOP1`...).
+        encoding: &'static str,
+        /// The opcode within that encoding.
+        opcode: u32,
+        /// The instruction's first dword.
+        word: u32,
+        /// The kernel's name.
+        kernel: String,
+        /// The instruction's address.
+        pc: u64,
+    },
+    /// A known instruction or setting the simulator does not model.
     #[error("unsupported in kernel {kernel} at PC {pc:#x}: {what}")]
-    Unsupported { what: String, kernel: String, pc: u64 },
+    Unsupported {
+        /// What is not modelled.
+        what: String,
+        /// The kernel's name.
+        kernel: String,
+        /// The instruction's address.
+        pc: u64,
+    },
+    /// An LDS access past the workgroup's allocation.
     #[error(
         "LDS access out of range in kernel {kernel} at PC {pc:#x}: {size} bytes at {addr:#x}, \
          the workgroup has {lds_bytes} bytes of LDS"
     )]
-    LdsOutOfRange { addr: u64, size: u32, lds_bytes: u32, kernel: String, pc: u64 },
+    LdsOutOfRange {
+        /// The LDS address accessed.
+        addr: u64,
+        /// Bytes accessed.
+        size: u32,
+        /// The workgroup's LDS allocation.
+        lds_bytes: u32,
+        /// The kernel's name.
+        kernel: String,
+        /// The instruction's address.
+        pc: u64,
+    },
+    /// The dispatch ran out of its instruction budget (what a hung GPU is here).
     #[error(
         "kernel {kernel} did not finish within its budget of {budget} wave instructions \
          (a hung GPU); a wave was at PC {pc:#x}"
     )]
-    Timeout { budget: u64, kernel: String, pc: u64 },
+    Timeout {
+        /// The budget in wave instructions.
+        budget: u64,
+        /// The kernel's name.
+        kernel: String,
+        /// Where a wave was.
+        pc: u64,
+    },
+    /// The dispatch's registers ask for something invalid or not modelled; no wave ran.
     #[error("cannot dispatch kernel {kernel}: {reason}")]
-    InvalidDispatch { reason: String, kernel: String },
+    InvalidDispatch {
+        /// What is wrong.
+        reason: String,
+        /// The kernel's name.
+        kernel: String,
+    },
 }
 
 /// What an instruction can raise, before the interpreter adds the kernel name and the PC.

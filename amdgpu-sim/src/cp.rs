@@ -22,9 +22,9 @@ use pm4::packets::{
 };
 use pm4::{Body, Decoder, Gfx, Packet};
 
-use super::kernel_names::kernel_at;
-use super::vm::SubmissionMemory;
-use crate::amdgpu::sim::isa::{self, Access, Dispatch, MemoryFault, SimError};
+use crate::isa::{self, Access, Dispatch, MemoryFault, SimError};
+use crate::kernel_names::kernel_at;
+use crate::vm::SubmissionMemory;
 
 /// First byte address of the SH register space.
 const SH_BASE: u32 = 0xB000;

@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::errno::{einval, enoent, os_error};
-use crate::amdgpu::error::{AmdgpuError, Result};
-use crate::amdgpu::kmd::{BoHandle, BufferDesc, CpuMapping, Domain};
+use crate::errno::{einval, enoent, os_error};
+use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
+use sparkle_amdgpu_kmd::kmd::{BoHandle, BufferDesc, CpuMapping, Domain};
 
 /// The kernel rounds buffer sizes up to its page size.
 pub const PAGE_SIZE: u64 = 4096;

@@ -17,7 +17,9 @@ const QUANTUM: u32 = 1024;
 /// What a dispatch did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DispatchStats {
+    /// Workgroups run.
     pub workgroups: u64,
+    /// Waves run.
     pub waves: u64,
     /// Wave instructions executed (each counts once however many lanes were active).
     pub instructions: u64,
@@ -31,6 +33,7 @@ pub struct DispatchRun<'d> {
 }
 
 impl<'d> DispatchRun<'d> {
+    /// Checks `dispatch` and prepares to run its workgroups.
     pub fn new(dispatch: &'d Dispatch) -> Result<Self, SimError> {
         dispatch.validate()?;
         Ok(DispatchRun {
@@ -40,6 +43,7 @@ impl<'d> DispatchRun<'d> {
         })
     }
 
+    /// What has run so far.
     pub fn stats(&self) -> DispatchStats {
         self.stats
     }

@@ -1,11 +1,10 @@
 //! Failures are loud and precise: page faults (read, write, fetch), unknown instructions, LDS
 //! out of range, a hung kernel hitting the instruction budget, and refused dispatch settings.
-#![cfg(feature = "amdgpu")]
 
 mod sim_isa_support;
 
 use sim_isa_support::*;
-use sparkle::amdgpu::sim::isa::{run_dispatch, Access, Dispatch, SimError};
+use sparkle_amdgpu_sim::isa::{run_dispatch, Access, Dispatch, SimError};
 
 #[test]
 fn store_to_unmapped_address_is_a_page_fault_naming_address_kind_kernel_and_pc() {

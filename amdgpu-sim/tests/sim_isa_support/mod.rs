@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use object::{Object, ObjectSection, ObjectSymbol};
-use sparkle::amdgpu::sim::isa::{Access, Dispatch, GlobalMemory, MemoryFault, ScratchRing, DEFAULT_BUDGET};
+use sparkle_amdgpu_sim::isa::{Access, Dispatch, GlobalMemory, MemoryFault, ScratchRing, DEFAULT_BUDGET};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -428,12 +428,12 @@ pub fn run_asm(
     threads: u32,
     groups: u32,
     lds_bytes: u32,
-) -> Result<TestMemory, sparkle::amdgpu::sim::isa::SimError> {
+) -> Result<TestMemory, sparkle_amdgpu_sim::isa::SimError> {
     let code = assemble(body);
     let mut mem = TestMemory::default();
     mem.map(ASM_CODE, code, false, true);
     mem.map(ASM_DATA, data, true, false);
     let d = asm_dispatch(ASM_CODE, ASM_DATA, threads, groups, lds_bytes);
-    sparkle::amdgpu::sim::isa::run_dispatch(&d, &mut mem)?;
+    sparkle_amdgpu_sim::isa::run_dispatch(&d, &mut mem)?;
     Ok(mem)
 }

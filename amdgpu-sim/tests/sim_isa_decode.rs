@@ -1,12 +1,11 @@
 //! The decoder agrees with LLVM on where every instruction ends (literals included): checked on
 //! a list of assembled instructions of every format and on the compiled test kernels.
-#![cfg(feature = "amdgpu")]
 
 mod sim_isa_support;
 
 use object::{Object, ObjectSection, ObjectSymbol};
 use sim_isa_support::*;
-use sparkle::amdgpu::sim::isa::instruction_size;
+use sparkle_amdgpu_sim::isa::instruction_size;
 
 /// Walks `text` with the interpreter's decoder and returns each instruction's size.
 fn sizes(text: &[u8]) -> Vec<usize> {

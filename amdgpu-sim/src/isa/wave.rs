@@ -14,11 +14,14 @@ const VGPR_ROWS: usize = 256 + 16;
 /// Addressable SGPRs s0..s105.
 pub const SGPRS: usize = 106;
 
+/// Where a wave is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaveStatus {
+    /// Executing.
     Running,
     /// Waiting at `s_barrier` for the other waves of the workgroup.
     AtBarrier,
+    /// Past `s_endpgm`.
     Ended,
 }
 
@@ -26,12 +29,17 @@ pub enum WaveStatus {
 /// EXEC), so operand fields index it directly.
 #[derive(Clone)]
 pub struct Wave {
+    /// Scalar registers by operand encoding.
     pub sgpr: [u32; 128],
+    /// Vector registers, one value per lane.
     pub vgpr: Vec<[u32; LANES]>,
+    /// The scalar condition code.
     pub scc: bool,
+    /// Address of the next instruction.
     pub pc: u64,
     /// The MODE hardware register as `s_getreg` reads it.
     pub mode: u32,
+    /// Running, at a barrier or ended.
     pub status: WaveStatus,
     /// Index of this wave within its workgroup.
     pub wave_id: u32,
@@ -56,6 +64,7 @@ impl std::fmt::Debug for Wave {
 }
 
 impl Wave {
+    /// A wave32 about to run the instruction at `pc`, registers zero.
     pub fn new(pc: u64) -> Wave {
         Wave {
             sgpr: [0; 128],
@@ -90,6 +99,7 @@ impl Wave {
         }
     }
 
+    /// The EXEC lane mask.
     pub fn exec(&self) -> u64 {
         self.pair(EXEC_LO)
     }
@@ -100,6 +110,7 @@ impl Wave {
         self.sgpr[EXEC_HI as usize] = if self.width == 64 { (v >> 32) as u32 } else { 0 };
     }
 
+    /// The VCC lane mask.
     pub fn vcc(&self) -> u64 {
         self.pair(VCC_LO)
     }
@@ -150,10 +161,12 @@ impl Wave {
         self.write_sgpr(idx + 1, (v >> 32) as u32)
     }
 
+    /// Scalar register `idx` (operand encoding); 0 past the end.
     pub fn read_sgpr(&self, idx: u8) -> u32 {
         self.sgpr.get(idx as usize).copied().unwrap_or(0)
     }
 
+    /// The scalar register pair starting at `idx`.
     pub fn read_sgpr64(&self, idx: u8) -> u64 {
         self.read_sgpr(idx) as u64 | (self.read_sgpr(idx.wrapping_add(1)) as u64) << 32
     }
@@ -223,6 +236,7 @@ impl Wave {
         }
     }
 
+    /// Writes 64-bit `vals` to the vector register pair from `v`, in the lanes of `mask`.
     pub fn write_vgpr64(&mut self, v: usize, vals: &[u64; LANES], mask: u64) {
         let lo: [u32; LANES] = std::array::from_fn(|l| vals[l] as u32);
         let hi: [u32; LANES] = std::array::from_fn(|l| (vals[l] >> 32) as u32);

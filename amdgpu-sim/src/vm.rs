@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::MutexGuard;
 
-use super::buffers::{lock, Storage, PAGE_SIZE};
-use super::errno::{einval, enoent};
-use crate::amdgpu::error::Result;
-use crate::amdgpu::kmd::{BoHandle, VaFlags};
-use crate::amdgpu::sim::isa::{Access, GlobalMemory, MemoryFault};
+use crate::buffers::{lock, Storage, PAGE_SIZE};
+use crate::errno::{einval, enoent};
+use crate::isa::{Access, GlobalMemory, MemoryFault};
+use sparkle_amdgpu_kmd::error::Result;
+use sparkle_amdgpu_kmd::kmd::{BoHandle, VaFlags};
 
 /// One GEM_VA mapping: `size` bytes of `bo` from offset 0 at `start`.
 #[derive(Debug, Clone)]
@@ -25,6 +25,8 @@ pub struct VaMapping {
     pub size: u64,
     pub flags: VaFlags,
     pub bo: BoHandle,
+    /// Held, not read: a mapping keeps its buffer's pages alive, as the kernel's does.
+    #[expect(dead_code, reason = "held for its lifetime, never read")]
     pub storage: Storage,
 }
 

@@ -20,9 +20,11 @@ pub struct Dispatch {
     pub kernel_name: String,
     /// Code entry address: (COMPUTE_PGM_HI << 32 | COMPUTE_PGM_LO) << 8.
     pub code_address: u64,
+    /// COMPUTE_PGM_RSRC1 as written by the driver.
     pub rsrc1: u32,
     /// COMPUTE_PGM_RSRC2 as written by the driver, including LDS_SIZE.
     pub rsrc2: u32,
+    /// COMPUTE_PGM_RSRC3 as written by the driver.
     pub rsrc3: u32,
     /// COMPUTE_USER_DATA_0.. ; at least RSRC2.USER_SGPR entries.
     pub user_data: Vec<u32>,
@@ -99,20 +101,35 @@ impl Rsrc {
 
 /// gfx11 compute register byte addresses the dispatch reads (SET_SH_REG space).
 pub mod regs {
+    /// First workgroup index in X (dispatch offset).
     pub const COMPUTE_START_X: u32 = 0xB810;
+    /// First workgroup index in Y.
     pub const COMPUTE_START_Y: u32 = 0xB814;
+    /// First workgroup index in Z.
     pub const COMPUTE_START_Z: u32 = 0xB818;
+    /// Workgroup size in X.
     pub const COMPUTE_NUM_THREAD_X: u32 = 0xB81C;
+    /// Workgroup size in Y.
     pub const COMPUTE_NUM_THREAD_Y: u32 = 0xB820;
+    /// Workgroup size in Z.
     pub const COMPUTE_NUM_THREAD_Z: u32 = 0xB824;
+    /// Code address bits 8..40.
     pub const COMPUTE_PGM_LO: u32 = 0xB830;
+    /// Code address bits 40..48.
     pub const COMPUTE_PGM_HI: u32 = 0xB834;
+    /// Register counts, float mode, IEEE and DX10 clamp.
     pub const COMPUTE_PGM_RSRC1: u32 = 0xB848;
+    /// User SGPRs, system SGPRs and VGPRs enabled, LDS size, scratch enable.
     pub const COMPUTE_PGM_RSRC2: u32 = 0xB84C;
+    /// Shared VGPRs and the like (gfx10+).
     pub const COMPUTE_PGM_RSRC3: u32 = 0xB8A0;
+    /// Scratch base address bits 8..40 (gfx11 architected flat scratch).
     pub const COMPUTE_DISPATCH_SCRATCH_BASE_LO: u32 = 0xB840;
+    /// Scratch base address bits 40..48.
     pub const COMPUTE_DISPATCH_SCRATCH_BASE_HI: u32 = 0xB844;
+    /// Scratch waves and bytes per wave.
     pub const COMPUTE_TMPRING_SIZE: u32 = 0xB860;
+    /// The first user-data register (the kernel's initial user SGPRs).
     pub const COMPUTE_USER_DATA_0: u32 = 0xB900;
     /// COMPUTE_USER_DATA_0..15.
     pub const USER_DATA_COUNT: u32 = 16;
@@ -193,6 +210,7 @@ impl Dispatch {
         Rsrc::new(self.rsrc1, self.rsrc2).lds_size * LDS_GRANULE_BYTES
     }
 
+    /// Work-items per workgroup.
     pub fn threads_per_group(&self) -> u32 {
         self.workgroup_size.iter().product()
     }
@@ -206,6 +224,7 @@ impl Dispatch {
         }
     }
 
+    /// Waves per workgroup (the last may be partial).
     pub fn waves_per_group(&self) -> u32 {
         self.threads_per_group().div_ceil(self.wave_lanes())
     }

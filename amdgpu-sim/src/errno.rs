@@ -2,7 +2,7 @@
 //! the real amdgpu driver returns in the same situation, so callers see the same error kinds
 //! from the simulator as from a render node.
 
-use crate::amdgpu::error::AmdgpuError;
+use sparkle_amdgpu_kmd::error::AmdgpuError;
 
 /// An `Io` error carrying `errno`, with `what` naming the operation and a reason appended.
 pub(crate) fn os_error(what: impl Into<String>, errno: i32, reason: impl std::fmt::Display) -> AmdgpuError {

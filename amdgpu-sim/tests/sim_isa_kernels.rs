@@ -1,11 +1,10 @@
 //! End to end: OpenCL C kernels compiled by clang for gfx1100 (with clang builtins only and with
 //! libclc) run on the ISA interpreter and match CPU references.
-#![cfg(feature = "amdgpu")]
 
 mod sim_isa_support;
 
 use sim_isa_support::*;
-use sparkle::amdgpu::sim::isa::run_dispatch;
+use sparkle_amdgpu_sim::isa::run_dispatch;
 
 const X_BASE: u64 = 0x3_0000_0000;
 const Y_BASE: u64 = 0x3_1000_0000;

@@ -1,9 +1,8 @@
 //! The initial wave state a dispatch produces (LLVM AMDGPUUsage, "Initial Kernel Execution
 //! State", gfx11): user SGPRs, enabled workgroup ids right after them, packed work-item ids in
 //! VGPR0, EXEC covering only the threads of a partial last wave, MODE from RSRC1.
-#![cfg(feature = "amdgpu")]
 
-use sparkle::amdgpu::sim::isa::{initial_waves, Dispatch, ScratchRing, WaveStatus};
+use sparkle_amdgpu_sim::isa::{initial_waves, Dispatch, ScratchRing, WaveStatus};
 
 fn dispatch(rsrc2: u32, size: [u32; 3]) -> Dispatch {
     Dispatch {
@@ -63,7 +62,7 @@ fn only_enabled_ids_are_loaded() {
 
 #[test]
 fn dispatch_from_compute_registers() {
-    use sparkle::amdgpu::sim::isa::regs::*;
+    use sparkle_amdgpu_sim::isa::regs::*;
     use std::collections::HashMap;
     let mut r: HashMap<u32, u32> = HashMap::new();
     r.insert(COMPUTE_PGM_LO, 0x0012_3400);

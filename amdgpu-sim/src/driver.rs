@@ -1,13 +1,13 @@
 //! [`SimDriver`]: the simulated amdgpu kernel driver. It implements [`KernelDriver`] with host
-//! memory ([`buffers`](super::buffers)), a GPU VA space that enforces mapping permissions
-//! ([`vm`](super::vm)), a PM4 command processor ([`cp`](super::cp)) and the RDNA3 interpreter
-//! ([`isa`](super::isa)), run on a worker thread that plays the GPU ([`queue`](super::queue)).
+//! memory ([`buffers`](crate::buffers)), a GPU VA space that enforces mapping permissions
+//! ([`vm`](crate::vm)), a PM4 command processor ([`cp`](crate::cp)) and the RDNA3 interpreter
+//! ([`isa`](crate::isa)), run on a worker thread that plays the GPU ([`queue`](crate::queue)).
 //! The backend drives it exactly as it drives a render node.
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use sparkle::amdgpu::kmd::KernelDriver;
-//! use sparkle::amdgpu::sim::{SimDriver, SimOptions};
+//! use sparkle_amdgpu_kmd::kmd::KernelDriver;
+//! use sparkle_amdgpu_sim::{SimDriver, SimOptions};
 //!
 //! let kmd: Arc<dyn KernelDriver> = SimDriver::new(SimOptions::default());
 //! assert!(kmd.describe().contains("simulated"));
@@ -18,18 +18,18 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use super::buffers::{BufferTable, Heaps, Storage};
-use super::errno::einval;
-use super::identity;
-use super::isa::DEFAULT_BUDGET;
-use super::queue::{run_worker, Job, Scheduler, WorkerConfig};
-use super::vm::VaSpace;
-use crate::amdgpu::error::Result;
-use crate::amdgpu::kmd::{
+use crate::buffers::{BufferTable, Heaps, Storage};
+use crate::errno::einval;
+use crate::identity;
+use crate::isa::DEFAULT_BUDGET;
+use crate::queue::{run_worker, Job, Scheduler, WorkerConfig};
+use crate::vm::VaSpace;
+use sparkle_amdgpu_kmd::error::Result;
+use sparkle_amdgpu_kmd::kmd::{
     BoHandle, BufferDesc, ContextId, ContextState, CpuMapping, DriverVersion, HwIp, KernelCode, KernelDriver,
     SeqNo, Submission, Timeout, VaFlags, WaitStatus,
 };
-use crate::amdgpu::uapi;
+use sparkle_amdgpu_kmd::uapi;
 
 /// How the simulated device behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,9 +52,13 @@ impl Default for SimOptions {
 /// One GEM_VA mapping of the simulated device file, as [`SimDriver::mappings`] reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MappedRange {
+    /// The mapped buffer.
     pub bo: BoHandle,
+    /// First GPU address.
     pub start: u64,
+    /// Bytes mapped.
     pub size: u64,
+    /// Its page permissions.
     pub flags: VaFlags,
 }
 
@@ -149,6 +153,7 @@ impl SimDriver {
         self.memory().va.snapshot().len()
     }
 
+    /// The options the device was created with.
     pub fn options(&self) -> SimOptions {
         self.options
     }
@@ -180,7 +185,7 @@ impl SimDriver {
         let mut buffers: Vec<(BoHandle, Storage)> = Vec::with_capacity(handles.len());
         for bo in handles {
             let buffer = memory.buffers.get(bo, &what).map_err(|_| {
-                super::errno::enoent(&what, format!("buffer {} of the BO list does not exist", bo.0))
+                crate::errno::enoent(&what, format!("buffer {} of the BO list does not exist", bo.0))
             })?;
             buffers.push((bo, buffer.storage.clone()));
         }
@@ -248,7 +253,7 @@ fn deadline_of(timeout: Timeout) -> Instant {
 
 impl KernelDriver for SimDriver {
     fn check_kernel_code(&self, code: &KernelCode<'_>) -> std::result::Result<(), String> {
-        super::isa::check_code(code.image, code.entry, code.ranges, code.wave64)
+        crate::isa::check_code(code.image, code.entry, code.ranges, code.wave64)
             .map_err(|refusal| refusal.to_string())
     }
 
