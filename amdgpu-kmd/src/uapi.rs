@@ -5,7 +5,7 @@
 //! Nothing here issues an ioctl; `render_node` does. Layouts follow the *current* kernel header,
 //! which extends some structs at their end (the kernel copies `min(user size, kernel size)` and
 //! zero-fills the rest, so a larger struct works on older kernels and vice versa). The test
-//! `tests/amdgpu_uapi_layout.rs` checks every size, offset and request number against the system
+//! `tests/uapi_layout.rs` checks every size, offset and request number against the system
 //! header and, for fields newer than it, against values written down from the kernel header.
 #![allow(non_camel_case_types)]
 

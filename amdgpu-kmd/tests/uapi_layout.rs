@@ -1,13 +1,12 @@
-//! Checks every size, member offset, ioctl number and constant of `sparkle::amdgpu::uapi` against
+//! Checks every size, member offset, ioctl number and constant of `sparkle_amdgpu_kmd::uapi` against
 //! the C compiler's view of the system's `<libdrm/amdgpu_drm.h>` (Debian: `libdrm-dev`, installed by
 //! `scripts/setup.sh`), and what is newer than that header against the current kernel header.
-#![cfg(feature = "amdgpu")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
-use sparkle::amdgpu::uapi;
+use sparkle_amdgpu_kmd::uapi;
 
 const HEADER: &str = "/usr/include/libdrm/amdgpu_drm.h";
 
