@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-pub use sparkle_amdgpu_sim::isa::DEFAULT_BUDGET;
+use sparkle_amdgpu_sim::isa::DEFAULT_BUDGET;
 pub use sparkle_amdgpu_sim::{SimDriver, SimOptions};
 
 use crate::amdgpu::{AmdgpuApi, AmdgpuDevice, DeviceOptions, Flavor};
@@ -30,7 +30,7 @@ pub type AmdgpuSim = AmdgpuApi<Simulated>;
 
 /// A simulated gfx1100 with the instruction budget `SPARKLE_SIM_BUDGET` sets (default
 /// [`DEFAULT_BUDGET`]), taking the suite's prebuilt code objects as the hardware backend does.
-pub fn open() -> Result<AmdgpuDevice<Simulated>> {
+pub(crate) fn open() -> Result<AmdgpuDevice<Simulated>> {
     let instruction_budget = match std::env::var(BUDGET_ENV) {
         Ok(value) if !value.trim().is_empty() => value.trim().parse::<u64>().ok().filter(|&b| b > 0).ok_or_else(|| {
             Error::new(

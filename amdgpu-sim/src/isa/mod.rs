@@ -3,10 +3,12 @@
 //! initial kernel execution state).
 //!
 //! The simulated driver describes a DISPATCH_DIRECT with a [`Dispatch`] (program address, the
-//! PGM_RSRC registers, user data, group size and count) and runs it with [`run_dispatch`] (or
-//! workgroup by workgroup with [`DispatchRun`]) against a [`GlobalMemory`] that enforces its
-//! mappings. Failures are [`SimError`]s naming the kernel and PC. [`check_code`] decodes a
-//! kernel's code before it is uploaded and names the first instruction it cannot execute.
+//! PGM_RSRC registers, user data, group size and count) and runs it with [`run_dispatch`]
+//! (workgroup by workgroup, `DispatchRun`) against a [`GlobalMemory`] that enforces its mappings.
+//! Failures are [`SimError`]s naming the kernel and PC. `check_code`, behind the driver's
+//! `check_kernel_code`, decodes a kernel's code before it is uploaded and names the first
+//! instruction it cannot execute; [`survey_code`] lists every instruction of a kernel and whether
+//! the interpreter runs it (the coverage corpus's view).
 //!
 //! Modelled: wave32 and wave64 (DISPATCH_INITIATOR.CS_W32_EN; lane masks are 64-bit, a wave32
 //! uses the low half); IEEE f32/f64 with round-to-nearest-even and denormals preserved (other
@@ -45,12 +47,11 @@ mod wave;
 mod workgroup;
 
 pub use decode::instruction_size;
-pub use dispatch::{
-    initial_waves, regs, Dispatch, ScratchRing, DEFAULT_BUDGET, LDS_GRANULE_BYTES, MAX_LDS_BYTES,
-};
+pub use dispatch::{initial_waves, regs, Dispatch, ScratchRing, DEFAULT_BUDGET};
 pub use error::{Access, MemoryFault, SimError};
 pub use memory::GlobalMemory;
-pub use operand::aperture_fault;
-pub use validate::{check_code, survey_code, SurveyedInstruction, UnsupportedInstruction};
+pub(crate) use operand::aperture_fault;
+pub(crate) use validate::check_code;
+pub use validate::{survey_code, SurveyedInstruction};
 pub use wave::{Wave, WaveStatus, LANES};
-pub use workgroup::{run_dispatch, DispatchRun, DispatchStats};
+pub use workgroup::{run_dispatch, DispatchStats};

@@ -179,8 +179,9 @@ fn survey_ranges(
     out
 }
 
-/// Every instruction of a kernel's code with the interpreter's verdict, for coverage reports
-/// (see [`check_code`] for the arguments).
+/// Every instruction of a kernel's code with the interpreter's verdict, for coverage reports:
+/// those in `ranges` of the load image `image` (or, when there are none, from `entry` to the
+/// first `s_endpgm`), in address order, decoded for a wave32 or wave64 kernel.
 pub fn survey_code(
     image: &[u8],
     entry: u64,

@@ -43,11 +43,6 @@ impl<'d> DispatchRun<'d> {
         })
     }
 
-    /// What has run so far.
-    pub fn stats(&self) -> DispatchStats {
-        self.stats
-    }
-
     /// Runs every wave of workgroup `group` to `s_endpgm`.
     pub fn run_workgroup(&mut self, group: [u32; 3], mem: &mut dyn GlobalMemory) -> Result<(), SimError> {
         let d = self.dispatch;
