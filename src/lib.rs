@@ -54,7 +54,8 @@
 //!   yet run on a card.
 //! - **`amdgpu-sim`**: the amdgpu backend's own code over a simulated gfx1100 whose RDNA3 code
 //!   is interpreted on the CPU: OpenCL C kernels anywhere, for tests and CI. It checks
-//!   correctness, not speed.
+//!   correctness, not speed. The simulator is its own crate (`sparkle-amdgpu-sim`), compiled
+//!   only with the feature `amdgpu-sim` (a default feature).
 //!
 //! Backends implement the small [`hal`] seam; everything backend-neutral lives in the
 //! [`Runtime`].

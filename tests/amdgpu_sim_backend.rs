@@ -5,7 +5,7 @@
 //! their buffers, into another buffer, into their code), a kernel that hangs, invalid dispatches
 //! refused before anything runs, and the permissions every GPU mapping gets.
 
-#![cfg(feature = "amdgpu")]
+#![cfg(feature = "amdgpu-sim")]
 
 mod amdgpu_common;
 
@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use amdgpu_common::features::Waves;
 use amdgpu_common::Sizes;
 use sparkle::amdgpu::kmd::KernelDriver;
-use sparkle::amdgpu::sim::driver::MappedRange;
 use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
 use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
 use sparkle::cache::CacheConfig;
@@ -26,6 +25,7 @@ use sparkle::runtime::Arg;
 use sparkle::suite::conv2d::Shape;
 use sparkle::suite::{self, Case};
 use sparkle::{ErrorKind, KernelError, Runtime};
+use sparkle_amdgpu_sim::MappedRange;
 
 const SIZES: Sizes = Sizes {
     saxpy: &[1, 255, 257, 4099],

@@ -2,7 +2,7 @@
 //! RELEASE_MEM (32 and 64 bits), COPY_DATA and DMA_DATA copies and fills, WAIT_REG_MEM that
 //! holds (and one that never could), INDIRECT_BUFFER calls and chains, several IBs and
 //! submissions in order with increasing sequence numbers.
-#![cfg(feature = "amdgpu")]
+#![cfg(feature = "amdgpu-sim")]
 
 mod amdgpu_sim_support;
 

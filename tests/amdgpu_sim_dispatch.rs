@@ -1,7 +1,7 @@
 //! The simulated driver runs real gfx1100 code objects end to end: buffers, code and kernel
 //! arguments uploaded through the `KernelDriver` API, an IB built with the `pm4` encoder,
 //! submitted, fenced, waited for and read back, compared with the CPU.
-#![cfg(feature = "amdgpu")]
+#![cfg(feature = "amdgpu-sim")]
 
 mod amdgpu_sim_support;
 

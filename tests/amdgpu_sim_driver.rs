@@ -2,7 +2,7 @@
 //! GEM and VA rules with the kernel's errno values (alignment, range, overlap, unmap by exact
 //! address, close dropping mappings, CPU access), heap limits, and context and fence
 //! bookkeeping.
-#![cfg(feature = "amdgpu")]
+#![cfg(feature = "amdgpu-sim")]
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,8 +12,8 @@ use sparkle::amdgpu::error::AmdgpuError;
 use sparkle::amdgpu::kmd::{
     BoHandle, BufferDesc, ContextId, Domain, HwIp, KernelDriver, SeqNo, Timeout, VaFlags,
 };
-use sparkle::amdgpu::sim::{identity, SimDriver, SimOptions};
 use sparkle::amdgpu::uapi;
+use sparkle_amdgpu_sim::{identity, SimDriver, SimOptions};
 
 fn driver() -> Arc<dyn KernelDriver> {
     SimDriver::new(SimOptions::default())

@@ -3,7 +3,7 @@
 //! name the address, the access, the kernel and the PC; unknown packets name the opcode and the
 //! dword; a kernel that never ends times out after its instruction budget. Each leaves its
 //! context reset and guilty, refusing further work, while a new context runs normally.
-#![cfg(feature = "amdgpu")]
+#![cfg(feature = "amdgpu-sim")]
 
 mod amdgpu_sim_support;
 
@@ -13,7 +13,7 @@ use amdgpu_sim_support::*;
 use sparkle::amdgpu::error::AmdgpuError;
 use sparkle::amdgpu::kernarg::ArgValue;
 use sparkle::amdgpu::kmd::{ContextId, HwIp, Timeout, VaFlags, WaitStatus};
-use sparkle::amdgpu::sim::SimOptions;
+use sparkle_amdgpu_sim::SimOptions;
 
 const OOB: &str = r#"
 kernel void oob(global uint* out, uint far) {

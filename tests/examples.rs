@@ -87,6 +87,9 @@ fn features() -> Vec<&'static str> {
     if cfg!(feature = "amdgpu") {
         features.push("amdgpu");
     }
+    if cfg!(feature = "amdgpu-sim") {
+        features.push("amdgpu-sim");
+    }
     if cfg!(feature = "remote") {
         features.push("remote");
     }
@@ -207,7 +210,7 @@ fn first_kernel() {
     assert_ran("first_kernel", &output, &["y = 2·x + y: all 1000 elements correct", "1 compiled"]);
 }
 
-#[cfg(feature = "amdgpu")]
+#[cfg(feature = "amdgpu-sim")]
 #[test]
 fn opencl_on_amdgpu_sim() {
     // The exit status the example reports when the simulator or clang-22 is missing.

@@ -3,7 +3,7 @@
 //! earlier batch's result, and the stream ends there; and, below the pipeline, a submission that
 //! completed before a later one faulted keeps its result, whatever order the waits come in.
 
-#![cfg(feature = "amdgpu")]
+#![cfg(feature = "amdgpu-sim")]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! run — must be refused by the backend's load (`driver_refused`), discarded and compiled again,
 //! never kept to fail every later run. Counts are printed (`-- --nocapture`).
 
-#![cfg(feature = "amdgpu")]
+#![cfg(feature = "amdgpu-sim")]
 
 #[path = "amdgpu_support/code_objects.rs"]
 mod code_objects;

@@ -148,7 +148,7 @@ fn gl_processes_and_threads_mix_compiles_hits_prunes_and_clears() {
     processes_and_threads_share_one_folder("gl");
 }
 
-#[cfg(feature = "amdgpu")]
+#[cfg(feature = "amdgpu-sim")]
 #[test]
 fn amdgpu_sim_processes_and_threads_mix_compiles_hits_prunes_and_clears() {
     if std::env::var(ROLE_ENV).is_ok() {

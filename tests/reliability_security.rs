@@ -80,7 +80,7 @@ fn a_gpu_folder_owned_by_another_user_is_not_loaded_from() {
 
 /// Every path under `root` is `<gpu folder>/<2 hex>/<32 hex>` or a file the cache keeps beside
 /// them (descriptions, the working set); nothing else was created anywhere.
-#[cfg(any(feature = "gl", feature = "amdgpu"))]
+#[cfg(any(feature = "gl", feature = "amdgpu-sim"))]
 fn only_cache_files(root: &Path) -> usize {
     let mut entries = 0;
     for gpu in std::fs::read_dir(root).unwrap().flatten() {
@@ -112,7 +112,7 @@ fn only_cache_files(root: &Path) -> usize {
 }
 
 /// Names no kernel should be able to turn into a path.
-#[cfg(any(feature = "gl", feature = "amdgpu"))]
+#[cfg(any(feature = "gl", feature = "amdgpu-sim"))]
 fn hostile_names() -> Vec<String> {
     vec![
         "../../../../../../tmp/escaped".into(),
@@ -131,7 +131,7 @@ fn hostile_names() -> Vec<String> {
 /// Asks `backend` for a program of every hostile name (each with its own source, which carries
 /// the name too) in a cache folder inside a fresh folder: every entry must land at its hashed
 /// path and nothing may appear beside the cache folder.
-#[cfg(any(feature = "gl", feature = "amdgpu"))]
+#[cfg(any(feature = "gl", feature = "amdgpu-sim"))]
 fn no_kernel_name_or_source_leads_outside_the_cache_folder_on(
     backend: &str,
     spec: impl Fn(&str, usize) -> sparkle::KernelSpec,
@@ -179,7 +179,7 @@ fn no_kernel_name_or_source_leads_outside_the_cache_folder() {
 }
 
 /// The same on amdgpu-sim, whose programs are code objects compiled by clang from OpenCL C.
-#[cfg(feature = "amdgpu")]
+#[cfg(feature = "amdgpu-sim")]
 #[test]
 fn no_kernel_name_or_source_leads_outside_the_amdgpu_sim_cache_folder() {
     use sparkle::{Access, KernelSpec};

@@ -7,19 +7,19 @@
 //! `unimplemented.txt`, so that the list only ever shrinks on purpose. The integer and
 //! half-precision kernels, whose opcodes were the last implemented, also run against the CPU.
 
-#![cfg(feature = "amdgpu")]
+#![cfg(feature = "amdgpu-sim")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use sparkle::amdgpu::codeobj::CodeObject;
-use sparkle::amdgpu::sim::isa::survey_code;
 use sparkle::cache::CacheConfig;
 use sparkle::hal::BufferUsage;
 use sparkle::kernel::{Access, KernelSpec};
 use sparkle::runtime::{Arg, Program};
 use sparkle::Runtime;
+use sparkle_amdgpu_sim::isa::survey_code;
 
 fn corpus() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/isa_corpus")

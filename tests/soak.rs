@@ -77,7 +77,7 @@ fn gl() -> Backend {
     }
 }
 
-#[cfg(feature = "amdgpu")]
+#[cfg(feature = "amdgpu-sim")]
 fn amdgpu_sim() -> Backend {
     use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
     use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
@@ -197,13 +197,13 @@ fn a_long_soak_stays_flat_and_correct() {
     soak(&gl(), long_run());
 }
 
-#[cfg(feature = "amdgpu")]
+#[cfg(feature = "amdgpu-sim")]
 #[test]
 fn a_short_amdgpu_sim_soak_stays_flat_and_correct() {
     soak(&amdgpu_sim(), Duration::from_secs(10));
 }
 
-#[cfg(feature = "amdgpu")]
+#[cfg(feature = "amdgpu-sim")]
 #[test]
 #[ignore = "minutes long; run with --ignored"]
 fn a_long_amdgpu_sim_soak_stays_flat_and_correct() {

@@ -72,7 +72,7 @@ fn ioctl_once<T>(fd: &File, request: u64, arg: &mut T) -> std::result::Result<()
         "ioctl {request:#x} size"
     );
     loop {
-        // SAFETY: `request` encodes `size_of::<T>()` (asserted above; tests/amdgpu_uapi_layout.rs
+        // SAFETY: `request` encodes `size_of::<T>()` (asserted above; amdgpu-kmd/tests/uapi_layout.rs
         // checks each request number against the kernel headers), `arg` is a valid, exclusive
         // `T` for the whole call, and `T` is a `#[repr(C)]` mirror of the kernel's struct.
         let result = unsafe { libc::ioctl(fd.as_raw_fd(), request as libc::c_ulong, arg as *mut T) };

@@ -34,12 +34,12 @@ pub static BACKENDS: &[BackendEntry] = &[
         in_auto: true,
         open: |cache| Ok(open_with::<crate::amdgpu::Amdgpu>(crate::amdgpu::AmdgpuDevice::open()?, cache)),
     },
-    #[cfg(feature = "amdgpu")]
+    #[cfg(feature = "amdgpu-sim")]
     BackendEntry {
         name: crate::amdgpu::sim::AmdgpuSim::NAME,
         summary: "the amdgpu backend on a simulated gfx1100: PM4 and the RDNA3 ISA interpreted on the CPU (for tests; slow)",
         in_auto: false,
-        open: |cache| Ok(open_with::<crate::amdgpu::sim::AmdgpuSim>(crate::amdgpu::sim::backend::open()?, cache)),
+        open: |cache| Ok(open_with::<crate::amdgpu::sim::AmdgpuSim>(crate::amdgpu::sim::open()?, cache)),
     },
     #[cfg(feature = "gl")]
     BackendEntry {

@@ -24,7 +24,7 @@ use sparkle::amdgpu::kmd::{
     BoHandle, BufferDesc, ContextId, CpuMapping, Domain, HwIp, IbDesc, KernelDriver, SeqNo, Submission,
     Timeout, VaFlags, WaitStatus,
 };
-use sparkle::amdgpu::sim::{identity, SimDriver, SimOptions};
+use sparkle_amdgpu_sim::{identity, SimDriver, SimOptions};
 
 pub const LIBCLC: &str = "/usr/lib/clc/amdgcn-amd-amdhsa.bc";
 

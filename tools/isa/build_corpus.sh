@@ -1,8 +1,9 @@
 #!/bin/sh
 # Builds the ISA coverage corpus: every tests/fixtures/isa_corpus/*.cl compiled at -O2 with
 # libclc for gfx1100 and gfx1030 (clang is deterministic, so the outputs are committed), plus
-# LLVM's own disassembly of each gfx1100 object, which tests/sim_isa_corpus.rs checks the
-# simulator's decoder against. Run from the repository root after changing a kernel or LLVM:
+# LLVM's own disassembly of each gfx1100 object, which tests/sim_isa_corpus.rs and
+# amdgpu-sim/src/isa/objdump_check.rs check the simulator's decoder against. Run from the
+# repository root after changing a kernel or LLVM:
 #
 #     sh tools/isa/build_corpus.sh
 set -eu

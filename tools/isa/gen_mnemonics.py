@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Generates src/amdgpu/sim/isa/mnemonic_table.rs: the gfx11 mnemonic of every opcode of every
+"""Generates amdgpu-sim/src/isa/mnemonic_table.rs: the gfx11 mnemonic of every opcode of every
 encoding the simulator decodes, read off LLVM's own disassembler (llvm-mc), one instruction word
 per opcode with plain register operands. Run it again when the LLVM version changes:
 
-    python3 tools/isa/gen_mnemonics.py > src/amdgpu/sim/isa/mnemonic_table.rs
+    python3 tools/isa/gen_mnemonics.py > amdgpu-sim/src/isa/mnemonic_table.rs
 """
 import concurrent.futures
 import os

@@ -1,0 +1,57 @@
+//! An interpreter for the RDNA3 (gfx1100) ISA, wave32 and wave64, written from AMD's "RDNA3
+//! Instruction Set Architecture" reference guide and LLVM's AMDGPU documentation (encodings,
+//! initial kernel execution state).
+//!
+//! The simulated driver describes a DISPATCH_DIRECT with a [`Dispatch`] (program address, the
+//! PGM_RSRC registers, user data, group size and count) and runs it with [`run_dispatch`]
+//! (workgroup by workgroup, `DispatchRun`) against a [`GlobalMemory`] that enforces its mappings.
+//! Failures are [`SimError`]s naming the kernel and PC. `check_code`, behind the driver's
+//! `check_kernel_code`, decodes a kernel's code before it is uploaded and names the first
+//! instruction it cannot execute; [`survey_code`] lists every instruction of a kernel and whether
+//! the interpreter runs it (the coverage corpus's view).
+//!
+//! Modelled: wave32 and wave64 (DISPATCH_INITIATOR.CS_W32_EN; lane masks are 64-bit, a wave32
+//! uses the low half); IEEE f32/f64 with round-to-nearest-even and denormals preserved (other
+//! MODE settings are refused); memory is synchronous, so wait counters and cache invalidates are
+//! no-ops; the division helpers scale extreme operands so that f32 and f64 quotients come out
+//! correctly rounded over the whole range; private memory through gfx11 architected flat scratch
+//! (SCRATCH instructions and FLAT addresses in the private aperture, each lane confined to its
+//! slice of its wave's slot) and FLAT addresses in the shared aperture (LDS). Not modelled
+//! (refused when a kernel is loaded, or for what only execution shows, when used): GDS, buffer
+//! resources (MUBUF/MTBUF loads and stores), images, DPP, traps, TG_SIZE. Transcendentals
+//! (v_rcp, v_rsq, v_sqrt, v_exp, v_log, v_sin, v_cos) are correctly rounded here, whereas the
+//! hardware approximates them to about one ulp. No timing, caches or scheduling fairness.
+
+mod code_cache;
+mod decode;
+mod dispatch;
+mod division;
+mod error;
+mod exec;
+mod float;
+mod global;
+mod lds;
+mod memory;
+mod mnemonic;
+mod mnemonic_table;
+#[cfg(test)]
+mod objdump_check;
+mod operand;
+mod scalar;
+mod validate;
+mod valu;
+mod vcmp;
+mod vop3p;
+mod vopd;
+mod wave;
+mod workgroup;
+
+pub use decode::instruction_size;
+pub use dispatch::{initial_waves, regs, Dispatch, ScratchRing, DEFAULT_BUDGET};
+pub use error::{Access, MemoryFault, SimError};
+pub use memory::GlobalMemory;
+pub(crate) use operand::aperture_fault;
+pub(crate) use validate::check_code;
+pub use validate::{survey_code, SurveyedInstruction};
+pub use wave::{Wave, WaveStatus, LANES};
+pub use workgroup::{run_dispatch, DispatchStats};
