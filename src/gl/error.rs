@@ -66,7 +66,7 @@ pub(crate) fn error_name(code: u32) -> &'static str {
 }
 
 /// Drains `glGetError`, returning the first error seen. Call it on the thread where `gl`'s
-/// context is current (the GL thread, the baseline's thread).
+/// context is current (the GL thread).
 pub(crate) fn take_error(gl: &glow::Context) -> Option<u32> {
     let mut first = None;
     for _ in 0..16 {
