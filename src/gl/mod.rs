@@ -26,15 +26,13 @@ use std::time::Duration;
 
 pub use buffer::GlBuffer;
 pub use context::DEVICE_ENV;
-pub use driver_cache::{
-    Driver, Placement, MESA_DIR_ENV, MESA_DISABLE_ENV, NVIDIA_PATH_ENV, NVIDIA_SWITCH_ENV, SET_BY_SPARKLE_ENV,
-};
 pub use error::GlError;
 pub use live::{live_objects, LiveObjects};
 pub use program::GlProgram;
 pub use thread::FENCES_ENV;
 
 use device::Probe;
+use driver_cache::Driver;
 use program::GlSource;
 use submit::Step;
 use thread::{GlThread, LiveGuard};
