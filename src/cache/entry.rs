@@ -19,7 +19,7 @@ pub const HEADER_LEN: usize = std::mem::size_of::<EntryHeader>();
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
 pub struct EntryHeader {
-    /// [`MAGIC`].
+    /// `SPRKLCH` + NUL, read as a little-endian u64.
     pub magic: u64,
     /// The cache format version the entry was written in.
     pub version: u32,

@@ -139,7 +139,7 @@ const BATCH: Duration = Duration::from_millis(20);
 const LAUNCHES: (usize, usize) = (10, 200);
 
 /// How many dispatches one back-to-back batch of a kernel taking `per_dispatch` holds: about
-/// [`BATCH`] of work, within [`LAUNCHES`].
+/// 20 ms of work, between 10 and 200 dispatches.
 pub fn launches_for(per_dispatch: Duration) -> usize {
     let per = per_dispatch.as_secs_f64().max(1e-7);
     ((BATCH.as_secs_f64() / per) as usize).clamp(LAUNCHES.0, LAUNCHES.1)
