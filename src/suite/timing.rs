@@ -25,6 +25,7 @@ pub struct Timing {
     pub gpu: Option<Duration>,
     /// Dispatch + wait on the host.
     pub wall: Duration,
+    /// Timed runs the figures are the median of.
     pub runs: usize,
 }
 
