@@ -32,6 +32,7 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// The kind in words, as messages show it (`"invalid kernel"`, …).
     pub fn name(self) -> &'static str {
         match self {
             ErrorKind::Unavailable => "unavailable",
@@ -69,10 +70,12 @@ impl Error {
         Self { kind, message: detail.to_string(), source: Some(Arc::new(detail)) }
     }
 
+    /// What kind of failure this is: what a caller can match on.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
 
+    /// The message, without the kind.
     pub fn message(&self) -> &str {
         &self.message
     }

@@ -6,22 +6,35 @@ use std::sync::Arc;
 
 /// Why a kernel spec, or a dispatch of it, was refused before reaching a driver.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// Every variant names the kernel (`kernel`: its [`KernelSpec::name`]); the other fields are
+/// the details its message shows.
+#[allow(missing_docs)] // Fields: see each variant's message.
 pub enum KernelError {
+    /// The spec has no source in the language the backend compiles.
     #[error("kernel `{kernel}` has no {language} source, which the {backend} backend needs; add one with KernelSpec::{builder}")]
     MissingSource { kernel: String, language: &'static str, backend: String, builder: &'static str },
+    /// The spec contradicts itself or its source (a zero workgroup size, a `local_size` that
+    /// disagrees with the spec, a duplicate binding name, …).
     #[error("kernel `{kernel}`: {problem}")]
     InvalidSpec { kernel: String, problem: String },
+    /// The spec asks for more than the device offers (`limit`: the device's figure).
     #[error("kernel `{kernel}`: {problem} (device limit: {limit})")]
     ExceedsLimit { kernel: String, problem: String, limit: String },
     /// The spec and the compiled program disagree about a binding.
     #[error("kernel `{kernel}`, binding `{binding}`: {problem}")]
     Interface { kernel: String, binding: String, problem: String },
+    /// A dispatch passed `got` arguments where the spec has `expected` bindings.
     #[error("kernel `{kernel}` takes {expected} arguments ({bindings}) but the dispatch passed {got}")]
     ArgumentCount { kernel: String, expected: usize, got: usize, bindings: String },
+    /// Argument `index` is of another kind or type than its binding.
     #[error("kernel `{kernel}`: argument {index} (`{name}`) must be {expected}, got {got}")]
     ArgumentType { kernel: String, index: usize, name: String, expected: String, got: String },
+    /// Argument `index` is of the right kind but unusable (a buffer of another runtime, too
+    /// small for the program, or written while declared read-only elsewhere in the dispatch).
     #[error("kernel `{kernel}`: argument {index} (`{name}`): {problem}")]
     Argument { kernel: String, index: usize, name: String, problem: String },
+    /// The grid of workgroups is empty or over the device's limits.
     #[error("kernel `{kernel}`: {problem}")]
     Grid { kernel: String, problem: String },
 }
@@ -30,12 +43,16 @@ pub enum KernelError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SourceLanguage {
+    /// GLSL compute shaders, for the gl backend.
     Glsl,
+    /// OpenCL C, for the amdgpu backends.
     OpenCl,
+    /// AMDHSA code objects built ahead of time, for the amdgpu backends.
     CodeObject,
 }
 
 impl SourceLanguage {
+    /// The language's name in messages (`"GLSL"`, `"OpenCL C"`, `"code object"`).
     pub fn name(self) -> &'static str {
         match self {
             SourceLanguage::Glsl => "GLSL",
@@ -56,7 +73,9 @@ impl SourceLanguage {
 /// A prebuilt code object for one GPU target (e.g. `gfx1100`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeObject {
+    /// The full GPU target it was built for, e.g. `gfx1100`.
     pub target: String,
+    /// The ELF file's bytes.
     pub bytes: Arc<[u8]>,
 }
 
@@ -67,12 +86,25 @@ pub enum KernelSource {
     /// comes from the spec (a `local_size` layout in the source must agree with it).
     Glsl(String),
     /// OpenCL C, with the `__kernel` function to run and extra compiler options.
-    OpenCl { source: String, entry_point: String, options: Vec<String> },
+    OpenCl {
+        /// The OpenCL C text.
+        source: String,
+        /// The `__kernel` function to run.
+        entry_point: String,
+        /// Extra compiler options, after Sparkle's own.
+        options: Vec<String>,
+    },
     /// Code objects built ahead of time, one per GPU target, with the kernel to run.
-    CodeObjects { entry_point: String, objects: Vec<CodeObject> },
+    CodeObjects {
+        /// The kernel's symbol in the code objects.
+        entry_point: String,
+        /// One code object per GPU target; the device's exact target is picked.
+        objects: Vec<CodeObject>,
+    },
 }
 
 impl KernelSource {
+    /// The language this source is in.
     pub fn language(&self) -> SourceLanguage {
         match self {
             KernelSource::Glsl(_) => SourceLanguage::Glsl,
@@ -85,12 +117,16 @@ impl KernelSource {
 /// The element type of a scalar kernel parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScalarType {
+    /// `uint` in GLSL, `uint` in OpenCL C.
     U32,
+    /// `int`.
     I32,
+    /// `float`.
     F32,
 }
 
 impl ScalarType {
+    /// The Rust name of the type (`"u32"`, `"i32"`, `"f32"`), as messages show it.
     pub fn name(self) -> &'static str {
         match self {
             ScalarType::U32 => "u32",
@@ -105,7 +141,9 @@ impl ScalarType {
 /// `ReadOnly` — backends check that against the compiled program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Access {
+    /// The kernel only reads the buffer.
     ReadOnly,
+    /// The kernel may read and write the buffer.
     ReadWrite,
 }
 
@@ -115,11 +153,25 @@ pub enum Access {
 /// argument slots) 0, 1, 2… in the order they appear here; scalars are matched by name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Binding {
-    Storage { name: String, access: Access },
-    Scalar { name: String, ty: ScalarType },
+    /// A storage buffer.
+    Storage {
+        /// The buffer's name in the source: its block, instance or member name (GLSL), or its
+        /// parameter name (OpenCL C).
+        name: String,
+        /// How the kernel uses it.
+        access: Access,
+    },
+    /// A scalar parameter: a uniform in GLSL, a by-value argument in OpenCL C.
+    Scalar {
+        /// The parameter's name in the source.
+        name: String,
+        /// Its type.
+        ty: ScalarType,
+    },
 }
 
 impl Binding {
+    /// The binding's name in the source.
     pub fn name(&self) -> &str {
         match self {
             Binding::Storage { name, .. } | Binding::Scalar { name, .. } => name,
@@ -138,11 +190,15 @@ impl Binding {
 /// A compute kernel: what to compile, and how it is called.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelSpec {
+    /// The kernel's name, in messages, statistics and cache listings.
     pub name: String,
+    /// At most one source per language; each backend compiles the one it takes.
     pub sources: Vec<KernelSource>,
     /// Preprocessor definitions (`NAME` → `VALUE`), applied in order.
     pub defines: Vec<(String, String)>,
+    /// The parameters, in the order dispatch arguments are passed.
     pub bindings: Vec<Binding>,
+    /// Invocations per workgroup in x, y and z; each at least 1.
     pub workgroup_size: [u32; 3],
 }
 
@@ -210,16 +266,19 @@ impl KernelSpec {
         self
     }
 
+    /// Adds the preprocessor definition `#define NAME VALUE` (`-D NAME=VALUE` for OpenCL C).
     pub fn define(mut self, name: impl Into<String>, value: impl ToString) -> Self {
         self.defines.push((name.into(), value.to_string()));
         self
     }
 
+    /// Adds a storage buffer parameter, named as in the source.
     pub fn storage(mut self, name: impl Into<String>, access: Access) -> Self {
         self.bindings.push(Binding::Storage { name: name.into(), access });
         self
     }
 
+    /// Adds a scalar parameter, named as in the source.
     pub fn scalar(mut self, name: impl Into<String>, ty: ScalarType) -> Self {
         self.bindings.push(Binding::Scalar { name: name.into(), ty });
         self

@@ -9,9 +9,14 @@ use std::time::Duration;
 use super::remote::RemoteConfig;
 use super::CacheError;
 
+/// The cache folder (default `$XDG_CACHE_HOME/sparkle`, else `~/.cache/sparkle`).
 pub const DIR_ENV: &str = "SPARKLE_CACHE_DIR";
+/// The most bytes this user's entries and driver caches may take on disk (`500M`, `2G`, …;
+/// [`parse_max_size`]).
 pub const MAX_SIZE_ENV: &str = "SPARKLE_CACHE_MAX_SIZE";
+/// Entries not used for this many days are pruned ([`parse_age_days`]).
 pub const MAX_AGE_ENV: &str = "SPARKLE_CACHE_MAX_AGE_DAYS";
+/// `1`, `true` or `yes`: load entries from disk but never write there.
 pub const READ_ONLY_ENV: &str = "SPARKLE_CACHE_READ_ONLY";
 
 pub const DEFAULT_MAX_MEMORY_ENTRIES: usize = 1024;

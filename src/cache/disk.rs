@@ -29,24 +29,34 @@ use super::{CacheError, CacheKey};
 
 /// The description file in each GPU folder.
 pub const GPU_DESCRIPTION: &str = "gpu.txt";
+/// The same description as JSON.
 pub const GPU_DESCRIPTION_JSON: &str = "gpu.json";
 
 /// One entry file, as `sparkle cache list` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EntryInfo {
+    /// The GPU folder's name (`<backend>-<gpu id>`).
     pub gpu_dir: String,
     /// 32 hex digits; empty for a problem with a GPU or shard folder rather than an entry.
     pub key: String,
+    /// The entry's file.
     pub path: PathBuf,
+    /// The header's backend tag.
     pub backend: u32,
+    /// The header's blob format tag.
     pub blob_format: u32,
+    /// Bytes of the blob.
     pub payload_len: u64,
+    /// Bytes of the file (header and blob).
     pub file_size: u64,
+    /// How long the compile took (seconds in JSON).
     #[serde(serialize_with = "secs")]
     pub compile_time: Duration,
+    /// When the entry was written, in nanoseconds since the Unix epoch.
     pub created_unix_ns: u64,
     /// The later of the header's stamp and the file's mtime (uses are recorded in the mtime).
     pub last_used_unix_ns: u64,
+    /// The user who owns the file.
     pub owner_uid: u32,
     /// Why the header cannot be used, if it cannot (the other fields are then zero).
     pub problem: Option<String>,
@@ -61,6 +71,7 @@ fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 pub struct VerifyReport {
     /// Entries of this user checked completely.
     pub checked: u64,
+    /// Of those, the ones that passed.
     pub valid: u64,
     /// Driver cache folders found usable (their contents are the driver's to check).
     pub driver_caches: u64,
@@ -85,16 +96,21 @@ impl VerifyReport {
 /// folders together, as the size bound does.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PruneReport {
+    /// Entries removed.
     pub removed_entries: u64,
     /// Driver cache folders removed (each as a whole).
     pub removed_driver_caches: u64,
+    /// Bytes removed.
     pub removed_bytes: u64,
     /// Leftovers of interrupted writes and removals.
     pub removed_temp_files: u64,
+    /// Entries left.
     pub remaining_entries: u64,
+    /// Driver cache folders left.
     pub remaining_driver_caches: u64,
     /// Of `remaining_bytes`, those in driver cache folders.
     pub remaining_driver_bytes: u64,
+    /// Bytes left.
     pub remaining_bytes: u64,
     /// `clear` only: problems (see [`VerifyReport::problems`]) removed.
     pub removed_problems: u64,
@@ -225,6 +241,7 @@ impl DiskStore {
         DiskStore { root: root.into() }
     }
 
+    /// The cache folder.
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -47,12 +47,15 @@ pub struct DriverCacheInfo {
     /// The folder's name under `drivers/` (the backend chose it, e.g. `gl`); empty when the
     /// problem is the `drivers` folder itself.
     pub name: String,
+    /// The folder.
     pub path: PathBuf,
     /// Regular files inside, at any depth (links are not followed or counted).
     pub files: u64,
+    /// Their total size in bytes.
     pub bytes: u64,
     /// The later of the newest file's mtime and the last recorded use.
     pub last_used_unix_ns: u64,
+    /// The user who owns the folder.
     pub owner_uid: u32,
     /// Why the folder is not used (a link, not a folder, another user's), if it is not.
     pub problem: Option<String>,

@@ -11,6 +11,7 @@ use super::{CacheKey, CACHE_FORMAT_VERSION};
 
 /// `SPRKLCH` + NUL, read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SPRKLCH\0");
+/// Bytes of the header in front of every entry's blob (96).
 pub const HEADER_LEN: usize = std::mem::size_of::<EntryHeader>();
 
 /// The on-disk header. Fields are stored little-endian whatever the host; use
@@ -18,18 +19,29 @@ pub const HEADER_LEN: usize = std::mem::size_of::<EntryHeader>();
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
 pub struct EntryHeader {
+    /// `SPRKLCH` + NUL, read as a little-endian u64.
     pub magic: u64,
+    /// The cache format version the entry was written in.
     pub version: u32,
+    /// The backend's tag ([`GpuId::backend_tag`](super::GpuId::backend_tag)).
     pub backend: u32,
+    /// The hash of the [`GpuId`](super::GpuId) the blob was compiled for.
     pub gpu_hash: u64,
+    /// The low 64 bits of the [`CacheKey`].
     pub key_lo: u64,
+    /// The high 64 bits of the [`CacheKey`].
     pub key_hi: u64,
+    /// The backend's format tag of the blob ([`Blob::format`](super::Blob::format)).
     pub blob_format: u32,
     /// Zero; there so that every field stays naturally aligned (no implicit padding for Pod).
     pub reserved: u32,
+    /// Bytes of the blob after the header.
     pub payload_len: u64,
+    /// xxh3-64 of the blob.
     pub payload_xxh3: u64,
+    /// How long the compile took, in nanoseconds.
     pub compile_time_ns: u64,
+    /// When the entry was written, in nanoseconds since the Unix epoch.
     pub created_ns: u64,
     /// Time of publishing. Later uses are recorded in the file's mtime instead, because
     /// rewriting a header in place could expose a torn one to a concurrent reader.
@@ -77,12 +89,16 @@ impl std::fmt::Display for Problem {
 /// What an entry must be to be accepted.
 #[derive(Debug, Clone, Copy)]
 pub struct Expect {
+    /// The backend's tag.
     pub backend: u32,
+    /// The hash of this device's [`GpuId`](super::GpuId).
     pub gpu_hash: u64,
+    /// The key looked up.
     pub key: CacheKey,
 }
 
 impl EntryHeader {
+    /// The header of a new entry holding `payload`, with its checksums.
     pub fn new(
         expect: Expect,
         blob_format: u32,
@@ -111,6 +127,7 @@ impl EntryHeader {
         header
     }
 
+    /// The key the header names.
     pub fn key(&self) -> CacheKey {
         CacheKey::from_u128(u128::from(self.key_lo) | (u128::from(self.key_hi) << 64))
     }
@@ -140,6 +157,7 @@ impl EntryHeader {
         }
     }
 
+    /// The header as stored: little-endian whatever the host.
     pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
         let mut out = [0u8; HEADER_LEN];
         out.copy_from_slice(bytemuck::bytes_of(&self.to_le()));
@@ -183,6 +201,7 @@ impl EntryHeader {
         Ok(())
     }
 
+    /// Checks the blob against the header's length and checksum.
     pub fn check_payload(&self, payload: &[u8]) -> Result<(), Problem> {
         if payload.len() as u64 != self.payload_len {
             return Err(Problem::Length { header: self.payload_len, file: payload.len() as u64 });

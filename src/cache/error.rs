@@ -10,22 +10,40 @@ use std::path::PathBuf;
 pub enum CacheError {
     /// An environment variable holds a value the cache cannot use.
     #[error("{var}={value:?} is not valid: {problem}; for example {var}={example}")]
-    InvalidEnv { var: &'static str, value: String, problem: String, example: &'static str },
+    InvalidEnv {
+        /// The variable's name.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        problem: String,
+        /// A valid value.
+        example: &'static str,
+    },
 
     /// A file or folder of the cache could not be read, written or removed.
     #[error("cannot {action} {path}: {source}; {fix}")]
     Io {
+        /// What was being done (`read`, `remove`, …).
         action: &'static str,
+        /// The file or folder.
         path: PathBuf,
+        /// The system's error.
         #[source]
         source: io::Error,
+        /// What the user can do about it.
         fix: &'static str,
     },
 
     /// A folder of the cache is not a private folder of this user (a link, not a folder, another
     /// user's, writable by everyone), so nothing is kept there.
     #[error("{path} is not used: {problem}; remove it (`sparkle cache verify --fix` does) or point SPARKLE_CACHE_DIR elsewhere")]
-    UnusableFolder { path: PathBuf, problem: String },
+    UnusableFolder {
+        /// The folder.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 impl CacheError {

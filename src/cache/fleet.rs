@@ -35,6 +35,7 @@ pub struct PullReport {
     pub rejected: usize,
     /// Could not be fetched or written (the first reason is kept).
     pub failed: usize,
+    /// The reason of the first failure.
     pub first_failure: Option<String>,
 }
 
@@ -52,6 +53,7 @@ pub struct PushReport {
 /// The remote as seen from this machine.
 #[derive(Debug, Clone, Serialize)]
 pub struct RemoteStatus {
+    /// The remote's URL.
     pub url: String,
     /// Round trip of one request, when one came back.
     pub latency_ms: Option<f64>,
@@ -59,7 +61,9 @@ pub struct RemoteStatus {
     pub error: Option<String>,
     /// This GPU's entries on the remote and their bytes (when it answered).
     pub entries: Option<u64>,
+    /// The bytes of those entries.
     pub bytes: Option<u64>,
+    /// Whether this machine only reads the remote (it publishes nothing).
     pub read_only: bool,
 }
 

@@ -22,6 +22,9 @@ pub struct GpuId {
 }
 
 impl GpuId {
+    /// The identity of one GPU under `backend`, from named fields in a fixed order; two ids are
+    /// equal exactly when backend and fields are (the cache's format version is part of the
+    /// hash).
     pub fn new(backend: impl Into<String>, fields: Vec<(String, String)>) -> Self {
         let backend = backend.into();
         let mut bytes = Vec::new();
@@ -35,6 +38,7 @@ impl GpuId {
         Self { backend, fields, hash }
     }
 
+    /// The backend's name.
     pub fn backend(&self) -> &str {
         &self.backend
     }
@@ -45,6 +49,7 @@ impl GpuId {
         backend_tag(&self.backend)
     }
 
+    /// The identity fields, in order.
     pub fn fields(&self) -> &[(String, String)] {
         &self.fields
     }
@@ -94,10 +99,12 @@ impl CacheKey {
         Self(xxh3_128(&bytes))
     }
 
+    /// The key whose 128-bit value is `value`.
     pub fn from_u128(value: u128) -> Self {
         Self(value)
     }
 
+    /// The key's 128-bit value.
     pub fn as_u128(self) -> u128 {
         self.0
     }

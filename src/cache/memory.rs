@@ -59,6 +59,7 @@ impl<P: Send + Sync + 'static> ProgramHandle<P> {
         Arc::clone(self.entry())
     }
 
+    /// The key the program is cached under.
     pub fn key(&self) -> CacheKey {
         self.entry().key
     }

@@ -52,14 +52,19 @@ pub use working_set::WORKING_SET_FILE;
 pub struct Blob {
     /// Backend-specific format tag (GL: the binaryFormat enum).
     pub format: u32,
+    /// The serialized program, exactly as the driver gave it.
     pub bytes: Vec<u8>,
 }
 
 /// What a compile produced: the live program, and the blob to persist if the backend can
 /// serialize it (`None`: memory tier only).
 pub struct Built<P> {
+    /// The program, ready to run.
     pub program: P,
+    /// What to write to disk (and the remote tier), if anything.
     pub blob: Option<Blob>,
+    /// How long the compile took: recorded in the entry, and counted as time saved by each
+    /// later hit.
     pub compile_time: Duration,
 }
 

@@ -90,6 +90,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         }
     }
 
+    /// The GPU this cache holds programs for.
     pub fn gpu(&self) -> &GpuId {
         &self.gpu
     }

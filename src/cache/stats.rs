@@ -43,12 +43,15 @@ pub struct CacheStats {
     pub disk_writes: u64,
     /// Programs dropped from memory to stay within its bounds.
     pub evictions: u64,
+    /// Programs in the memory tier now.
     pub memory_entries: u64,
+    /// Their blobs' bytes.
     pub memory_bytes: u64,
     /// This user's entries and bytes in the whole cache folder: counted (reading only) at the
     /// first `stats()` call, or when this process first published or last pruned, plus what it
     /// wrote since.
     pub disk_entries: u64,
+    /// The bytes of those entries.
     pub disk_bytes: u64,
     /// The remote tier's URL, when one is configured and usable.
     pub remote: Option<String>,
@@ -71,10 +74,13 @@ pub struct CacheStats {
     /// Entries this process published to the remote; already there (another machine was
     /// first); failed.
     pub remote_publishes: u64,
+    /// Publishes that found the entry on the remote already.
     pub remote_publish_existing: u64,
+    /// Publishes that failed.
     pub remote_publish_errors: u64,
     /// Remote lookups made, and the time they took (the waiting part).
     pub remote_lookups: u64,
+    /// The time those lookups waited, in total (seconds in JSON).
     #[serde(serialize_with = "secs")]
     pub remote_lookup_time: Duration,
     /// Misses that waited for another machine compiling the same program (its compile lease).

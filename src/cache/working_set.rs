@@ -16,6 +16,7 @@ use std::sync::Mutex;
 
 use super::CacheKey;
 
+/// The working set's file name in a GPU folder.
 pub const WORKING_SET_FILE: &str = "working-set";
 /// Past this many lines nothing more is recorded: a working set is a few thousand programs.
 const MAX_LINES: usize = 100_000;

@@ -14,6 +14,7 @@ mod fleet;
 mod info;
 mod overhead;
 mod pipeline;
+mod plain_gl;
 mod progress;
 mod run;
 mod table;

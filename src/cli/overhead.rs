@@ -1,5 +1,5 @@
 //! `sparkle bench-overhead`: what the gl backend costs over a plain glow loop making the same GL
-//! calls on its own context on the same device ([`sparkle::gl::baseline`]), measured side by side
+//! calls on its own context on the same device ([`plain_gl::baseline`](super::plain_gl)), measured side by side
 //! in one process:
 //! - per-dispatch cost of many small dispatches issued without waiting (Sparkle: one submission
 //!   per dispatch, and all of them recorded into one submission; plain: the calls in a loop);
@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sparkle::cache::CacheConfig;
-use sparkle::gl::baseline::{Baseline, BaselineKernel, RoundTripSteps, SaxpyInputs};
 use sparkle::suite::saxpy::SaxpyVariant;
 use sparkle::suite::{self, timing, Case};
 use sparkle::{Arg, Buffer, BufferUsage, Program, Runtime};
 
+use super::plain_gl::{Baseline, BaselineKernel, RoundTripSteps, SaxpyInputs};
 use super::{table, CliResult, UsageError};
 
 /// The saxpy factor: a power of two, so every result stays an exact small integer.

@@ -11,7 +11,7 @@
 //! read-back until the bytes are in host memory (staging: in the staging buffer). Host memory is
 //! allocated and touched once before timing, on both sides. Every read-back is checked against
 //! what was uploaded.
-//! `--study` adds what the driver makes of plain GL ways to do the same (`sparkle::gl::study`).
+//! `--study` adds what the driver makes of plain GL ways to do the same (`plain_gl/study.rs`).
 
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
@@ -135,17 +135,14 @@ fn study(runtime: &Runtime) -> CliResult<String> {
     if runtime.backend() != "gl" {
         return Err(UsageError("--study looks at the GL driver: run it on the gl backend".into()).into());
     }
-    let baseline = sparkle::gl::baseline::Baseline::open()?;
+    let baseline = super::plain_gl::Baseline::open()?;
     let variant = sparkle::suite::saxpy::SaxpyVariant::SAFE;
-    let kernel = sparkle::gl::baseline::BaselineKernel { spec: variant.spec(), groups: variant.groups(1024) };
-    let inputs = sparkle::gl::baseline::SaxpyInputs {
-        a: 2.0,
-        x: (0..1024).map(|i| i as f32).collect(),
-        y: vec![0.0; 1024],
-    };
+    let kernel = super::plain_gl::BaselineKernel { spec: variant.spec(), groups: variant.groups(1024) };
+    let inputs =
+        super::plain_gl::SaxpyInputs { a: 2.0, x: (0..1024).map(|i| i as f32).collect(), y: vec![0.0; 1024] };
     let gpu = runtime.info().class == sparkle::DeviceClass::Gpu;
     let sizes: &[usize] = if gpu { &GPU_SIZES } else { &CPU_SIZES };
-    Ok(sparkle::gl::study::run(&baseline, &kernel, &inputs, sizes)?)
+    Ok(super::plain_gl::study::run(&baseline, &kernel, &inputs, sizes)?)
 }
 
 fn reps(size: usize) -> usize {

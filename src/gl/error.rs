@@ -5,27 +5,69 @@ use crate::{Error, ErrorKind};
 /// What can go wrong in the gl backend.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GlError {
+    /// No EGL loader on this machine.
     #[error(
         "libEGL.so.1 could not be loaded: install an EGL loader and a GL driver \
          (Debian/Ubuntu: apt-get install libegl1 libgl1-mesa-dri)"
     )]
     EglMissing,
+    /// No EGL device or display gave a context; what each one said.
     #[error("no OpenGL 4.3+ core context could be created: {0}")]
     NoContext(String),
+    /// `SPARKLE_EGL_DEVICE` is not an index of a listed device.
     #[error("SPARKLE_EGL_DEVICE={value:?} names no EGL device; {available}")]
-    BadDevice { value: String, available: String },
+    BadDevice {
+        /// The variable's value.
+        value: String,
+        /// The devices there are, or how to list them.
+        available: String,
+    },
+    /// The driver's OpenGL is older than 4.3.
     #[error("{renderer} offers OpenGL {version}; compute shaders need OpenGL 4.3 or newer")]
-    VersionTooOld { renderer: String, version: String },
+    VersionTooOld {
+        /// `GL_RENDERER`.
+        renderer: String,
+        /// `GL_VERSION`.
+        version: String,
+    },
+    /// The driver refused to compile the kernel's GLSL.
     #[error("kernel `{kernel}` failed to compile:\n{log}")]
-    Compile { kernel: String, log: String },
+    Compile {
+        /// The kernel's name.
+        kernel: String,
+        /// The driver's compile log (its line numbers are the source's own).
+        log: String,
+    },
+    /// The driver refused to link the compiled shader (often: over a resource limit).
     #[error("kernel `{kernel}` failed to link:\n{log}")]
-    Link { kernel: String, log: String },
+    Link {
+        /// The kernel's name.
+        kernel: String,
+        /// The driver's link log.
+        log: String,
+    },
+    /// A GL call raised an error.
     #[error("GL error {name} (0x{code:04x}) during {operation}")]
-    Driver { operation: String, code: u32, name: &'static str },
+    Driver {
+        /// What Sparkle was doing.
+        operation: String,
+        /// The `glGetError` code.
+        code: u32,
+        /// The code's name (`GL_OUT_OF_MEMORY`, …).
+        name: &'static str,
+    },
+    /// The driver made no buffer of this size.
     #[error("could not create a {size}-byte buffer: {reason}")]
-    BufferCreation { size: u64, reason: String },
+    BufferCreation {
+        /// Bytes asked for.
+        size: u64,
+        /// The driver's reason.
+        reason: String,
+    },
+    /// The GL thread is gone: the process is exiting.
     #[error("the GL thread has stopped (the process is exiting)")]
     ThreadGone,
+    /// Work on the GL thread panicked (the panic's message); the thread goes on with other work.
     #[error("a GL call panicked on the GL thread: {0}")]
     JobPanicked(String),
 }
@@ -66,7 +108,7 @@ pub(crate) fn error_name(code: u32) -> &'static str {
 }
 
 /// Drains `glGetError`, returning the first error seen. Call it on the thread where `gl`'s
-/// context is current (the GL thread, the baseline's thread).
+/// context is current (the GL thread).
 pub(crate) fn take_error(gl: &glow::Context) -> Option<u32> {
     let mut first = None;
     for _ in 0..16 {

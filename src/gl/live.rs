@@ -13,9 +13,13 @@ static PROGRAMS_DELETED: AtomicU64 = AtomicU64::new(0);
 /// GL names made and deleted so far in this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LiveObjects {
+    /// GL buffer names taken by a `GlBuffer`.
     pub buffers_made: u64,
+    /// GL buffer names the GL thread deleted.
     pub buffers_deleted: u64,
+    /// GL program names taken by a `GlProgram`.
     pub programs_made: u64,
+    /// GL program names the GL thread deleted.
     pub programs_deleted: u64,
 }
 

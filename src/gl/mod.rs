@@ -7,7 +7,6 @@
 //!
 //! [`hal`]: crate::hal
 
-pub mod baseline;
 mod buffer;
 mod context;
 mod device;
@@ -18,7 +17,6 @@ mod glsl;
 mod interface;
 mod live;
 mod program;
-pub mod study;
 mod submit;
 mod thread;
 mod transfer;
@@ -28,15 +26,13 @@ use std::time::Duration;
 
 pub use buffer::GlBuffer;
 pub use context::DEVICE_ENV;
-pub use driver_cache::{
-    Driver, Placement, MESA_DIR_ENV, MESA_DISABLE_ENV, NVIDIA_PATH_ENV, NVIDIA_SWITCH_ENV, SET_BY_SPARKLE_ENV,
-};
 pub use error::GlError;
 pub use live::{live_objects, LiveObjects};
 pub use program::GlProgram;
 pub use thread::FENCES_ENV;
 
 use device::Probe;
+use driver_cache::Driver;
 use program::GlSource;
 use submit::Step;
 use thread::{GlThread, LiveGuard};
@@ -125,6 +121,24 @@ impl GlDevice {
         )?;
         Ok(fence)
     }
+}
+
+/// The GLSL text the gl backend hands its driver for `kernel`: its GLSL source with `#version`,
+/// the spec's defines and workgroup size put in front (`glsl.rs`).
+///
+/// For the `sparkle` command's plain-GL baseline, which compiles exactly this text on a context
+/// of its own; not part of the API.
+///
+/// # Errors
+/// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when the spec has no GLSL source,
+/// [`ErrorKind::InvalidKernel`](crate::ErrorKind::InvalidKernel) when the source disagrees with
+/// the spec (a `local_size` layout other than its workgroup size).
+#[doc(hidden)]
+pub fn driver_glsl(kernel: &KernelSpec) -> Result<String> {
+    let KernelSource::Glsl(source) = kernel.source(SourceLanguage::Glsl, Gl::NAME)? else {
+        unreachable!("KernelSpec::source returns a source of the language asked for")
+    };
+    Ok(glsl::assemble(kernel, source)?.text)
 }
 
 fn details(probe: &Probe, driver_cache: String) -> Vec<(String, String)> {

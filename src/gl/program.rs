@@ -105,7 +105,7 @@ pub(crate) fn load(
 }
 
 /// Starts compiling and linking `glsl` on `gl`, whose context is current on this thread (the
-/// GL thread, or the overhead baseline's).
+/// GL thread).
 pub(crate) fn start_build(
     gl: &glow::Context,
     kernel: &str,

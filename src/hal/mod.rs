@@ -35,8 +35,11 @@ use crate::Result;
 pub trait Api: Sized + Send + Sync + 'static {
     /// The backend's name in `SPARKLE_BACKEND`, cache folders and messages.
     const NAME: &'static str;
+    /// The device: a driver connection, everything below the seam.
     type Device: Device<Self>;
+    /// A buffer in device memory.
     type Buffer: Send + Sync + 'static;
+    /// A compiled program, loaded on the device.
     type Program: Send + Sync + 'static;
     /// What [`Device::prepare`] hands to [`Device::compile`] and [`Device::load`].
     type CompileInput: Send + Sync + 'static;
@@ -45,12 +48,17 @@ pub trait Api: Sized + Send + Sync + 'static {
 /// Limits a kernel and a dispatch are checked against before they reach the driver.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Limits {
+    /// Largest workgroup size in x, y and z.
     pub max_workgroup_size: [u32; 3],
+    /// Most invocations in one workgroup (x·y·z).
     pub max_workgroup_invocations: u32,
+    /// Most workgroups one dispatch may launch in x, y and z.
     pub max_workgroup_count: [u32; 3],
+    /// Shared (workgroup-local) memory per workgroup, in bytes.
     pub max_shared_memory_bytes: u32,
-    /// Largest buffer a kernel may bind.
+    /// Largest buffer a kernel may bind, in bytes.
     pub max_storage_buffer_bytes: u64,
+    /// Most storage buffers one kernel may bind.
     pub max_storage_buffer_bindings: u32,
     /// A bound range's offset must be a multiple of this.
     pub storage_buffer_offset_alignment: u64,
@@ -59,11 +67,16 @@ pub struct Limits {
 /// What a backend reports about the device it drives.
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceInfo {
+    /// The backend's name (`gl`, `amdgpu`, `amdgpu-sim`).
     pub backend: &'static str,
+    /// The device's name as its driver gives it (`GL_RENDERER`, the marketing name).
     pub name: String,
     /// Backend-specific details worth showing (driver, API version, …), in display order.
     pub details: Vec<(String, String)>,
+    /// What the program cache keys this device's programs by: changes whenever a compiled
+    /// program could stop being valid (driver, compiler, GPU).
     pub gpu_id: GpuId,
+    /// What kernels and dispatches are checked against.
     pub limits: Limits,
     /// Whether compiled programs can be serialized and kept across processes.
     pub persists_programs: bool,
@@ -111,11 +124,13 @@ pub struct Prepared<C> {
     /// Everything the compiler sees — exact source text, flags, compiler identity, target — so
     /// that two kernels share a cache entry exactly when their compiles would be identical.
     pub key_material: Vec<Vec<u8>>,
+    /// The backend's compiler input, for [`Device::compile`] and [`Device::load`].
     pub input: C,
 }
 
 /// What a compile produced.
 pub struct Compiled<P> {
+    /// The program, loaded on the device.
     pub program: P,
     /// The blob to persist, if this device can serialize programs.
     pub blob: Option<Blob>,
@@ -137,6 +152,7 @@ pub struct StorageSlot {
 /// A scalar the program declares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScalarSlot {
+    /// The scalar's name in the program.
     pub name: String,
     /// `None`: a type no spec can pass (a vector, a matrix, …); named in errors.
     pub ty: Option<ScalarType>,
@@ -147,7 +163,9 @@ pub struct ScalarSlot {
 /// What a compiled program declares, read from the program itself (not from the spec).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProgramInterface {
+    /// The storage buffers, in the backend's order (the runtime matches them to a spec by name).
     pub storage: Vec<StorageSlot>,
+    /// The scalars, in the backend's order.
     pub scalars: Vec<ScalarSlot>,
 }
 
@@ -155,35 +173,54 @@ pub struct ProgramInterface {
 pub struct BoundBuffer<'a, A: Api> {
     /// Index into [`ProgramInterface::storage`].
     pub slot: usize,
+    /// The buffer bound there.
     pub buffer: &'a A::Buffer,
+    /// Where the bound range starts in the buffer, in bytes (aligned to
+    /// [`Limits::storage_buffer_offset_alignment`]).
     pub offset: u64,
+    /// The bound range's length in bytes, inside the buffer.
     pub size: u64,
 }
 
 /// A scalar value for one dispatch.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ScalarValue {
+    /// A `u32` scalar.
     U32(u32),
+    /// An `i32` scalar.
     I32(i32),
+    /// An `f32` scalar.
     F32(f32),
 }
 
 /// One recorded command.
 pub enum Command<'a, A: Api> {
+    /// Runs `program` over a grid of `groups` workgroups; checked against the program's
+    /// interface and the device's limits before it gets here.
     Dispatch {
+        /// The program to run.
         program: &'a A::Program,
+        /// Every storage buffer the program declares, bound.
         buffers: Vec<BoundBuffer<'a, A>>,
         /// (index into [`ProgramInterface::scalars`], value).
         scalars: Vec<(usize, ScalarValue)>,
+        /// Workgroups in x, y and z.
         groups: [u32; 3],
         /// For messages (timeouts, faults).
         kernel: &'a str,
     },
+    /// Copies `size` bytes from `src` at `src_offset` to `dst` at `dst_offset` (ranges inside
+    /// the buffers; not overlapping when both are one buffer).
     Copy {
+        /// The buffer copied from.
         src: &'a A::Buffer,
+        /// Where the copy starts in `src`, in bytes.
         src_offset: u64,
+        /// The buffer copied to.
         dst: &'a A::Buffer,
+        /// Where the copy lands in `dst`, in bytes.
         dst_offset: u64,
+        /// Bytes copied.
         size: u64,
     },
     /// Everything written before is visible to everything after.
@@ -194,6 +231,7 @@ pub enum Command<'a, A: Api> {
 /// wait for the GPU except [`wait`](Self::wait) (and [`read_buffer`](Self::read_buffer), which
 /// the runtime calls only once the buffer's writers completed).
 pub trait Device<A: Api>: Send + Sync + 'static {
+    /// What the device is and what it takes.
     fn info(&self) -> &DeviceInfo;
 
     /// Identifies this device instance: objects made by one device are refused by another
@@ -203,6 +241,9 @@ pub trait Device<A: Api>: Send + Sync + 'static {
     /// The compiler input for `kernel`; fails if the kernel has no source this backend takes.
     fn prepare(&self, kernel: &KernelSpec) -> Result<Prepared<A::CompileInput>>;
 
+    /// Compiles (and links) a program from what [`prepare`](Self::prepare) returned, with its
+    /// blob to persist where the device can serialize programs; the compiler's log is in the
+    /// error when it fails.
     fn compile(&self, input: &A::CompileInput) -> Result<Compiled<A::Program>>;
 
     /// Compiles like [`compile`](Self::compile), asking `give_up` between steps whether the
@@ -221,8 +262,10 @@ pub trait Device<A: Api>: Send + Sync + 'static {
     /// Loads a verified blob. [`LoadFailure::Refused`] when the driver does not take the blob.
     fn load(&self, input: &A::CompileInput, blob: &Blob) -> Result<A::Program, LoadFailure<crate::Error>>;
 
+    /// What the compiled program declares.
     fn interface<'p>(&self, program: &'p A::Program) -> &'p ProgramInterface;
 
+    /// A buffer of `size` bytes (at least 1, at most the device's limit; contents undefined).
     fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<A::Buffer>;
     /// Host writes; ranges were checked and no unfinished submission uses the buffer.
     fn write_buffer(&self, buffer: &A::Buffer, offset: u64, data: &[u8]) -> Result<()>;

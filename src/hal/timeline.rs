@@ -48,6 +48,7 @@ impl Default for Timeline {
 const MAX_KEPT_FAILURES: usize = 1024;
 
 impl Timeline {
+    /// A timeline with nothing issued: every fence value up to 0 counts as completed.
     pub fn new() -> Self {
         Self::default()
     }
@@ -108,6 +109,7 @@ impl Timeline {
         self.settled.load(Ordering::Acquire) >= fence
     }
 
+    /// The highest fence value whose submission, and every earlier one, completed.
     pub fn completed(&self) -> u64 {
         self.lock().completed
     }

@@ -137,10 +137,12 @@ impl Commands {
         self
     }
 
+    /// Dispatches and copies recorded (barriers not counted).
     pub fn len(&self) -> usize {
         self.list.iter().filter(|c| !matches!(c, Recorded::Barrier)).count()
     }
 
+    /// Whether no dispatch or copy is recorded.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -64,11 +64,14 @@ pub trait Stage: Send + Sync + 'static {
 /// were all delivered; no later batch's result will be.
 #[derive(Debug, Clone)]
 pub struct BatchError {
+    /// The batch, counted from 0 in the order it was fed.
     pub index: u64,
+    /// What went wrong with it.
     pub error: Error,
 }
 
 impl BatchError {
+    /// The error's kind.
     pub fn kind(&self) -> ErrorKind {
         self.error.kind()
     }
@@ -225,18 +228,22 @@ impl<S: Stage> Pipeline<S> {
         self
     }
 
+    /// Batches in flight at once.
     pub fn depth(&self) -> usize {
         self.depth
     }
 
+    /// How long one batch may take on the device before it fails with a timeout.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
+    /// The stage each batch runs through.
     pub fn stage(&self) -> &S {
         &self.stage
     }
 
+    /// The runtime the pipeline runs on.
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
     }

@@ -99,6 +99,7 @@ impl Runtime {
         Runtime { device, host_timeout: DEFAULT_HOST_TIMEOUT }
     }
 
+    /// What the device is, what it takes, and its limits.
     pub fn info(&self) -> &DeviceInfo {
         self.device.info()
     }
@@ -115,6 +116,9 @@ impl Runtime {
         self
     }
 
+    /// A buffer of `size` bytes (at least 1, at most the device's
+    /// [`max_storage_buffer_bytes`](crate::Limits::max_storage_buffer_bytes)), its contents undefined
+    /// until written.
     pub fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<Buffer> {
         self.device.create_buffer(size, usage)
     }
@@ -213,6 +217,8 @@ impl Runtime {
         self.device.completed()
     }
 
+    /// The program cache's statistics for this device: hits per tier, compiles, the time they
+    /// cost and saved, and what each tier holds.
     pub fn cache_stats(&self) -> CacheStats {
         self.device.cache_stats()
     }

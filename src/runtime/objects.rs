@@ -44,6 +44,7 @@ impl Buffer {
         }
     }
 
+    /// The buffer's size in bytes.
     pub fn size(&self) -> u64 {
         self.shared.size
     }
@@ -125,14 +126,17 @@ pub struct Program {
 }
 
 impl Program {
+    /// The spec the program was built from.
     pub fn spec(&self) -> &KernelSpec {
         &self.shared.spec
     }
 
+    /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.shared.spec.name
     }
 
+    /// The backend the program was built for.
     pub fn backend(&self) -> &'static str {
         self.shared.backend
     }

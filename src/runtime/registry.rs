@@ -13,6 +13,7 @@ pub const BACKEND_ENV: &str = "SPARKLE_BACKEND";
 
 /// One backend of this build.
 pub struct BackendEntry {
+    /// Its name in `SPARKLE_BACKEND`.
     pub name: &'static str,
     /// What it is, for `sparkle info`.
     pub summary: &'static str,
@@ -63,7 +64,10 @@ impl BackendEntry {
 /// What the user asked for in `SPARKLE_BACKEND`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendChoice {
+    /// `auto` or unset: the first backend that opens, in the registry's order, among those
+    /// marked [`in_auto`](BackendEntry::in_auto) (amdgpu on a supported AMD card, else gl).
     Auto,
+    /// One backend, by name.
     Only(&'static str),
 }
 

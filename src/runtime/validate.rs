@@ -184,12 +184,18 @@ pub enum Arg<'a> {
     /// `len` bytes of a storage buffer from `offset` (a multiple of the device's
     /// `storage_buffer_offset_alignment`).
     Range {
+        /// The buffer.
         buffer: &'a super::Buffer,
+        /// Where the range starts, in bytes.
         offset: u64,
+        /// The range's length in bytes.
         len: u64,
     },
+    /// A `u32` scalar.
     U32(u32),
+    /// An `i32` scalar.
     I32(i32),
+    /// An `f32` scalar.
     F32(f32),
 }
 

@@ -3,22 +3,29 @@
 /// The first element out of bounds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mismatch {
+    /// The element's index.
     pub index: usize,
+    /// What the GPU computed.
     pub got: f64,
+    /// What the CPU reference computed.
     pub want: f64,
+    /// The element's bound on `|got − want|`.
     pub tolerance: f64,
 }
 
 /// The outcome of a comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
+    /// Elements compared.
     pub checked: usize,
+    /// The largest `|got − want|` seen.
     pub max_abs_error: f64,
     /// `None` when every element is within its bound.
     pub mismatch: Option<Mismatch>,
 }
 
 impl Verdict {
+    /// Whether every element is within its bound.
     pub fn passed(&self) -> bool {
         self.mismatch.is_none()
     }

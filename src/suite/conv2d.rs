@@ -30,6 +30,7 @@ use super::{random_floats, Case, Work};
 use crate::hal::{DeviceInfo, Limits};
 use crate::runtime::Commands;
 
+/// The kernel's name in specs, tuning keys and reports.
 pub const NAME: &str = "conv2d";
 
 /// The kernel with the variant that fits any problem and device.
@@ -81,7 +82,9 @@ pub fn window_gemm_shape(shape: Shape, window: Window) -> GemmShape {
 /// the output has `(H − 1) / stride + 1` rows (the input's at stride 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
+    /// Taps per side (odd).
     pub size: usize,
+    /// Input positions between two outputs, in both directions.
     pub stride: usize,
 }
 
@@ -90,12 +93,15 @@ impl Window {
     pub const SAME_3X3: Self = Self { size: 3, stride: 1 };
     /// Largest window and stride the suite takes.
     pub const MAX_SIZE: usize = 7;
+    /// Largest stride the suite takes.
     pub const MAX_STRIDE: usize = 4;
 
+    /// Taps of the window (`size²`).
     pub fn taps(self) -> usize {
         self.size * self.size
     }
 
+    /// Zero padding on each side (`size / 2`).
     pub fn pad(self) -> usize {
         self.size / 2
     }
@@ -129,19 +135,29 @@ impl Window {
 /// Batch, input channels, height, width, output channels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
+    /// Batch.
     pub n: usize,
+    /// Input channels.
     pub c: usize,
+    /// Input height.
     pub h: usize,
+    /// Input width.
     pub w: usize,
+    /// Output channels.
     pub k: usize,
 }
 
 /// A conv2d problem.
 pub struct Conv2d {
+    /// The sizes.
     pub shape: Shape,
+    /// The window.
     pub window: Window,
+    /// N×C×H×W, row-major.
     pub input: Vec<f32>,
+    /// K×C×size×size, row-major.
     pub weights: Vec<f32>,
+    /// One per output channel.
     pub bias: Vec<f32>,
 }
 
@@ -151,6 +167,7 @@ impl Conv2d {
         Self::random_window(shape, Window::SAME_3X3, seed)
     }
 
+    /// A problem with `window`, its values random from `seed`.
     pub fn random_window(shape: Shape, window: Window, seed: u64) -> Self {
         let Shape { n, c, h, w, k } = shape;
         Self {
@@ -431,8 +448,10 @@ pub enum Transfers {
 }
 
 impl Transfers {
+    /// Every way, in the order reports show them.
     pub const ALL: [Transfers; 3] = [Transfers::Plain, Transfers::Staged, Transfers::Mapped];
 
+    /// The way's name in reports and options.
     pub fn name(self) -> &'static str {
         match self {
             Transfers::Plain => "plain",
@@ -476,6 +495,7 @@ impl Conv2dStage {
         self
     }
 
+    /// How the stage moves its batches' bytes.
     pub fn transfers(&self) -> Transfers {
         self.transfers
     }

@@ -16,12 +16,19 @@ pub(crate) const SOURCE: &str = include_str!("../../shaders/gemm.comp");
 /// loads of the left matrix and of the right matrix (and of the stores).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GemmVariant {
+    /// Tile rows (outputs of the left matrix's dimension) per workgroup.
     pub bm: u32,
+    /// Tile columns per workgroup.
     pub bn: u32,
+    /// Shared-dimension step per iteration.
     pub bk: u32,
+    /// Output rows per invocation.
     pub tm: u32,
+    /// Output columns per invocation.
     pub tn: u32,
+    /// Width of the left matrix's loads (1 or 4).
     pub va: u32,
+    /// Width of the right matrix's loads and of the stores (1 or 4).
     pub vb: u32,
     /// 1: each 32-invocation subgroup covers an 8×4 patch of positions (fewer distinct
     /// shared-memory reads per instruction); 0: positions row by row.
@@ -39,16 +46,22 @@ pub struct GemmVariant {
 /// problem allows 4-wide loads of the left and right matrix (and 4-wide stores).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmShape {
+    /// Output rows.
     pub gm: usize,
+    /// Output columns.
     pub gn: usize,
+    /// The shared dimension.
     pub gk: usize,
+    /// Whether 4-wide loads of the left matrix fit.
     pub vec_a: bool,
+    /// Whether 4-wide loads of the right matrix (and 4-wide stores) fit.
     pub vec_b: bool,
 }
 
 const DEFINES: [&str; 11] = ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG"];
 
 impl GemmVariant {
+    /// Invocations per workgroup.
     pub fn threads(&self) -> u32 {
         (self.bn / self.tn) * (self.bm / self.tm)
     }

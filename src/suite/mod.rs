@@ -105,7 +105,9 @@ pub trait Case: Send + Sync {
 /// The amount of work in one dispatch.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Work {
+    /// Floating-point operations (a fused multiply-add counts 2).
     pub flops: f64,
+    /// Bytes the kernel must read and write at least.
     pub bytes: f64,
 }
 

@@ -13,14 +13,18 @@ use crate::hal::{DeviceInfo, Limits};
 use crate::runtime::Commands;
 use crate::{Error, ErrorKind};
 
+/// The kernel's name in specs, tuning keys and reports.
 pub const NAME: &str = "saxpy";
 
 /// One compiled form of the kernel: `workgroup` invocations, each doing `per_thread` loads of
 /// `vec` elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SaxpyVariant {
+    /// Invocations per workgroup.
     pub workgroup: u32,
+    /// Loads per invocation.
     pub per_thread: u32,
+    /// Elements per load: 1, or 4 when `n` is a multiple of 4.
     pub vec: u32,
 }
 
@@ -33,6 +37,7 @@ impl SaxpyVariant {
         self.workgroup * self.per_thread * self.vec
     }
 
+    /// The grid that covers `n` elements.
     pub fn groups(&self, n: usize) -> [u32; 3] {
         [groups_for(n, self.elements_per_group()), 1, 1]
     }
@@ -44,6 +49,7 @@ impl SaxpyVariant {
             && self.groups(n)[0] <= limits.max_workgroup_count[0]
     }
 
+    /// The variants `tune` tries for `n` elements on a device with `limits`.
     pub fn candidates(limits: &Limits, n: usize) -> Vec<Self> {
         let mut out = Vec::new();
         for workgroup in [128, 256, 512, 1024] {
@@ -69,6 +75,7 @@ impl SaxpyVariant {
         }
     }
 
+    /// The variant's kernel: its GLSL source, defines and bindings.
     pub fn spec(&self) -> KernelSpec {
         KernelSpec::new(NAME, [self.workgroup, 1, 1])
             .glsl(include_str!("../../shaders/saxpy.comp"))
@@ -104,12 +111,16 @@ pub fn spec() -> KernelSpec {
 
 /// A saxpy problem of `x.len()` elements.
 pub struct Saxpy {
+    /// The factor.
     pub a: f32,
+    /// The input.
     pub x: Vec<f32>,
+    /// The input and output: `y = a·x + y`.
     pub y: Vec<f32>,
 }
 
 impl Saxpy {
+    /// A problem of `n` elements, its values random from `seed`.
     pub fn random(n: usize, seed: u64) -> Self {
         Self { a: 1.5, x: random_floats(n, seed), y: random_floats(n, seed ^ 0x5A5A) }
     }

@@ -16,6 +16,7 @@ use super::{random_floats, Case, Work};
 use crate::hal::{DeviceInfo, Limits};
 use crate::{Error, ErrorKind};
 
+/// The kernel's name in specs, tuning keys and reports.
 pub const NAME: &str = "sgemm";
 
 /// The kernel with the variant that fits any problem and device.
@@ -63,18 +64,25 @@ pub(crate) fn record_gemm(
 
 /// An sgemm problem: `a` is M×K, `b` is K×N.
 pub struct Sgemm {
+    /// Rows of `a` and of the result.
     pub m: usize,
+    /// Columns of `b` and of the result.
     pub n: usize,
+    /// The shared dimension.
     pub k: usize,
+    /// M×K, row-major.
     pub a: Vec<f32>,
+    /// K×N, row-major.
     pub b: Vec<f32>,
 }
 
 impl Sgemm {
+    /// An M×N×K problem, its values random from `seed`.
     pub fn random(m: usize, n: usize, k: usize, seed: u64) -> Self {
         Self { m, n, k, a: random_floats(m * k, seed), b: random_floats(k * n, seed ^ 0xB0B) }
     }
 
+    /// The problem as the GEMM core sees it.
     pub fn shape(&self) -> GemmShape {
         GemmShape { gm: self.m, gn: self.n, gk: self.k, vec_a: self.k % 4 == 0, vec_b: self.n % 4 == 0 }
     }

@@ -25,6 +25,7 @@ pub struct Timing {
     pub gpu: Option<Duration>,
     /// Dispatch + wait on the host.
     pub wall: Duration,
+    /// Timed runs the figures are the median of.
     pub runs: usize,
 }
 
@@ -139,7 +140,7 @@ const BATCH: Duration = Duration::from_millis(20);
 const LAUNCHES: (usize, usize) = (10, 200);
 
 /// How many dispatches one back-to-back batch of a kernel taking `per_dispatch` holds: about
-/// [`BATCH`] of work, within [`LAUNCHES`].
+/// 20 ms of work, between 10 and 200 dispatches.
 pub fn launches_for(per_dispatch: Duration) -> usize {
     let per = per_dispatch.as_secs_f64().max(1e-7);
     ((BATCH.as_secs_f64() / per) as usize).clamp(LAUNCHES.0, LAUNCHES.1)

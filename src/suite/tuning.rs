@@ -38,14 +38,18 @@ pub struct Choice {
 /// Every stored choice of one GPU, keyed `kernel shape` (`sgemm 4096x4096x4096`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Tuning {
+    /// The device's name the choices were measured on.
     pub device: String,
+    /// The chosen variant per `kernel shape` key.
     pub choices: BTreeMap<String, Choice>,
 }
 
 /// What [`tune`] found.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The `kernel shape` key it was stored under.
     pub key: String,
+    /// The fastest correct variant.
     pub choice: Choice,
     /// (label, median ms) of every variant that ran correctly, fastest first.
     pub timings: Vec<(String, f64)>,

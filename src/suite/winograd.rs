@@ -28,6 +28,7 @@ pub const BATCH: u32 = 16;
 /// core's workgroup z is the batch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WinogradVariant {
+    /// The GEMM core's variant for the products.
     pub gemm: GemmVariant,
 }
 

@@ -9,22 +9,40 @@ use std::time::Duration;
 use super::super::config::parse_switch;
 use super::super::CacheError;
 
+/// The fleet tier's store: `s3://bucket/prefix`, `redis://…`, `rediss://…` or `file:///path`.
 pub const REMOTE_ENV: &str = "SPARKLE_CACHE_REMOTE";
+/// `1`: look entries up on the remote, never publish.
 pub const REMOTE_READ_ONLY_ENV: &str = "SPARKLE_CACHE_REMOTE_READ_ONLY";
+/// The ed25519 secret key file this machine signs what it publishes with.
 pub const SIGNING_KEY_ENV: &str = "SPARKLE_CACHE_SIGNING_KEY";
+/// Public keys whose signatures are accepted: 64 hex digits each, or key files
+/// ([`parse_trusted_keys`]).
 pub const TRUSTED_KEYS_ENV: &str = "SPARKLE_CACHE_TRUSTED_KEYS";
+/// The most milliseconds a lookup may wait past its opening.
 pub const REMOTE_BUDGET_ENV: &str = "SPARKLE_CACHE_REMOTE_BUDGET_MS";
+/// The endpoint of an S3-compatible store other than AWS (`http://host:port`).
 pub const S3_ENDPOINT_ENV: &str = "SPARKLE_CACHE_S3_ENDPOINT";
 
 /// Where the remote lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RemoteLocation {
     /// An S3-compatible bucket, with an optional key prefix (no leading or trailing `/`).
-    S3 { bucket: String, prefix: String },
+    S3 {
+        /// The bucket's name.
+        bucket: String,
+        /// The key prefix, possibly empty.
+        prefix: String,
+    },
     /// A Redis server; the URL is handed to the client as given (`redis://` or `rediss://`).
-    Redis { url: String },
+    Redis {
+        /// The server's URL.
+        url: String,
+    },
     /// A local or mounted folder (`file:///path`), e.g. a shared network file system.
-    Folder { path: PathBuf },
+    Folder {
+        /// The folder.
+        path: PathBuf,
+    },
 }
 
 /// How the fleet tier reaches its store and what it may do there.
@@ -32,6 +50,7 @@ pub enum RemoteLocation {
 pub struct RemoteConfig {
     /// The URL as the user gave it (shown in messages; credentials are never part of it).
     pub url: String,
+    /// The store the URL names.
     pub location: RemoteLocation,
     /// Look up entries but never publish (for untrusted machines, such as CI of pull requests).
     pub read_only: bool,

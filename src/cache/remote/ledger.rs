@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+/// The ledger's file name in a GPU folder.
 pub const REMOTE_STATS_FILE: &str = "remote-stats";
 /// Past this size the file is folded into one line.
 #[cfg(feature = "remote")]
@@ -21,19 +22,31 @@ const FOLD_AT: u64 = 64 << 10;
 pub struct RemoteLedger {
     /// Processes whose counters are in the sum.
     pub processes: u64,
+    /// As [`CacheStats::remote_hits`](crate::cache::CacheStats::remote_hits).
     pub hits: u64,
+    /// As [`CacheStats::remote_misses`](crate::cache::CacheStats::remote_misses).
     pub misses: u64,
+    /// As [`CacheStats::remote_rejected`](crate::cache::CacheStats::remote_rejected).
     pub rejected: u64,
+    /// As [`CacheStats::remote_hedged`](crate::cache::CacheStats::remote_hedged).
     pub hedged: u64,
-    /// Hedges the remote won: its entry came while the compile ran (older ledgers lack it).
+    /// As [`CacheStats::remote_hedges_won`](crate::cache::CacheStats::remote_hedges_won) (older
+    /// ledgers lack it).
     #[serde(default)]
     pub hedges_won: u64,
+    /// As [`CacheStats::remote_errors`](crate::cache::CacheStats::remote_errors).
     pub errors: u64,
+    /// As [`CacheStats::remote_skipped`](crate::cache::CacheStats::remote_skipped).
     pub skipped: u64,
+    /// As [`CacheStats::remote_waits`](crate::cache::CacheStats::remote_waits).
     pub waits: u64,
+    /// As [`CacheStats::remote_publishes`](crate::cache::CacheStats::remote_publishes).
     pub publishes: u64,
+    /// As [`CacheStats::remote_publish_existing`](crate::cache::CacheStats::remote_publish_existing).
     pub publish_existing: u64,
+    /// As [`CacheStats::remote_publish_errors`](crate::cache::CacheStats::remote_publish_errors).
     pub publish_errors: u64,
+    /// As [`CacheStats::remote_lookups`](crate::cache::CacheStats::remote_lookups).
     pub lookups: u64,
     /// Time the lookups waited, in nanoseconds.
     pub lookup_ns: u64,

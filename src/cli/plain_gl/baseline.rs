@@ -1,11 +1,12 @@
 //! The reference the overhead benchmark (`sparkle bench-overhead`) compares the gl backend
 //! against: a plain loop that makes, directly with glow on a context of its own on the same EGL
 //! device, the same GL calls the gl backend makes for the same work — no runtime, no validation,
-//! no cache, no GL thread in between. It is for benchmarking only; applications use [`Runtime`].
+//! no cache, no GL thread in between. It is for benchmarking only; applications use
+//! [`sparkle::Runtime`].
 //!
 //! It runs kernels with saxpy's interface (storage buffers `x` and `y`, uniforms `a` and `n`),
 //! compiled from exactly the GLSL text the gl backend hands its driver, so both sides run the
-//! same program, and issues what `submit.rs` and `buffer.rs` issue:
+//! same program, and issues what the backend's `submit.rs` and `buffer.rs` issue:
 //! - [`Baseline::dispatch_loop`]: `glGetError` once, then per dispatch `glUseProgram`, two
 //!   `glBindBufferRange`, two uniforms, `glDispatchCompute`, `glGetError`, `glMemoryBarrier`
 //!   (the backend's barrier bits); one fence at the end;
@@ -20,8 +21,6 @@
 //! context is current on one thread, and NVIDIA's driver crashed when contexts were made and
 //! destroyed on several threads of one process. Between calls the thread waits for work and makes
 //! no GL call, so process exit never races it.
-//!
-//! [`Runtime`]: crate::Runtime
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -30,12 +29,11 @@ use std::time::{Duration, Instant};
 
 use glow::HasContext;
 
-use super::context::{self, EglContext};
-use super::glsl::{Assembled, BlockDecl};
-use super::interface::Introspection;
-use super::submit::ALL_BARRIERS;
-use super::GlError;
-use crate::kernel::{KernelSource, KernelSpec, SourceLanguage};
+use sparkle::KernelSpec;
+
+use super::context::{self, PlainContext};
+use super::error::{driver_error, error_name};
+use super::{PlainGlError, ALL_BARRIERS};
 
 /// How long one wait for the GPU may take before the baseline gives up.
 const WAIT_LIMIT: Duration = Duration::from_secs(60);
@@ -56,7 +54,7 @@ struct Worker {
 }
 
 pub(super) struct State {
-    context: EglContext,
+    context: PlainContext,
     /// Linked programs by GLSL text, kept for the thread's life.
     programs: HashMap<String, Linked>,
 }
@@ -114,7 +112,7 @@ pub struct RoundTrips {
 impl Baseline {
     /// The plain loop's context, on the EGL device the gl backend would pick
     /// (`SPARKLE_EGL_DEVICE`, else the first hardware device).
-    pub fn open() -> Result<Baseline, GlError> {
+    pub fn open() -> Result<Baseline, PlainGlError> {
         let mut worker = WORKER.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(worker) = worker.as_ref() {
             return Ok(Baseline { worker: worker.clone() });
@@ -142,9 +140,9 @@ impl Baseline {
         kernels: &[BaselineKernel],
         inputs: &SaxpyInputs,
         dispatches: usize,
-    ) -> Result<LoopRun, GlError> {
+    ) -> Result<LoopRun, PlainGlError> {
         if kernels.is_empty() {
-            return Err(GlError::Driver {
+            return Err(PlainGlError::Driver {
                 operation: "a baseline loop with no kernel".into(),
                 code: 0,
                 name: "nothing to dispatch",
@@ -169,7 +167,7 @@ impl Baseline {
         kernel: &BaselineKernel,
         inputs: &SaxpyInputs,
         runs: usize,
-    ) -> Result<RoundTrips, GlError> {
+    ) -> Result<RoundTrips, PlainGlError> {
         let source = glsl_of(kernel)?;
         let groups = kernel.groups;
         let inputs = inputs.clone();
@@ -185,15 +183,15 @@ impl Baseline {
     pub(super) fn call<R: Send + 'static>(
         &self,
         job: impl FnOnce(&mut State) -> R + Send + 'static,
-    ) -> Result<R, GlError> {
+    ) -> Result<R, PlainGlError> {
         let (reply, result) = mpsc::sync_channel(1);
         self.worker
             .jobs
             .send(Box::new(move |state| {
                 let _ = reply.send(job(state));
             }))
-            .map_err(|_| GlError::ThreadGone)?;
-        result.recv().map_err(|_| GlError::JobPanicked("a baseline GL call panicked".into()))
+            .map_err(|_| PlainGlError::ThreadGone)?;
+        result.recv().map_err(|_| PlainGlError::JobPanicked)
     }
 }
 
@@ -209,16 +207,11 @@ pub struct RoundTripSteps {
 }
 
 /// The text the gl backend would compile for `kernel`.
-pub(super) fn glsl_of(kernel: &BaselineKernel) -> Result<Assembled, GlError> {
-    let invalid = |problem: String| GlError::Compile { kernel: kernel.spec.name.clone(), log: problem };
-    let source = match kernel.spec.source(SourceLanguage::Glsl, <super::Gl as crate::hal::Api>::NAME) {
-        Ok(KernelSource::Glsl(source)) => source,
-        Ok(_) | Err(_) => return Err(invalid("the baseline needs a GLSL source".into())),
-    };
-    super::glsl::assemble(&kernel.spec, source).map_err(|err| invalid(err.to_string()))
+pub(super) fn glsl_of(kernel: &BaselineKernel) -> Result<String, PlainGlError> {
+    sparkle::gl::driver_glsl(&kernel.spec).map_err(|err| PlainGlError::Compile(err.to_string()))
 }
 
-fn spawn() -> Result<Worker, GlError> {
+fn spawn() -> Result<Worker, PlainGlError> {
     let pinned = context::pinned_device_index()?;
     let (jobs, queue) = mpsc::channel::<Job>();
     let (ready_tx, ready_rx) = mpsc::sync_channel(1);
@@ -244,8 +237,8 @@ fn spawn() -> Result<Worker, GlError> {
             }
             std::mem::forget(state);
         })
-        .map_err(|err| GlError::NoContext(format!("could not start the baseline GL thread: {err}")))?;
-    let (renderer, source) = ready_rx.recv().map_err(|_| GlError::ThreadGone)??;
+        .map_err(|err| PlainGlError::NoContext(format!("could not start the baseline GL thread: {err}")))?;
+    let (renderer, source) = ready_rx.recv().map_err(|_| PlainGlError::ThreadGone)??;
     Ok(Worker { jobs, renderer, source })
 }
 
@@ -254,51 +247,60 @@ impl State {
         &self.context.gl
     }
 
-    pub(super) fn program(&mut self, source: &Assembled) -> Result<Linked, GlError> {
-        if let Some(linked) = self.programs.get(&source.text) {
+    pub(super) fn program(&mut self, source: &str) -> Result<Linked, PlainGlError> {
+        if let Some(linked) = self.programs.get(source) {
             return Ok(*linked);
         }
-        let linked = link(&self.context.gl, &self.context.introspection, &source.text, &source.blocks)?;
-        self.programs.insert(source.text.clone(), linked);
+        let linked = link(&self.context, source)?;
+        self.programs.insert(source.to_owned(), linked);
         Ok(linked)
     }
 }
 
-pub(super) fn driver_error(gl: &glow::Context, operation: &str) -> Result<(), GlError> {
-    match super::error::take_error(gl) {
-        None => Ok(()),
-        Some(code) => Err(GlError::Driver {
-            operation: operation.to_owned(),
-            code,
-            name: super::error::error_name(code),
-        }),
-    }
-}
-
-fn link(
-    gl: &glow::Context,
-    introspection: &Introspection,
-    glsl: &str,
-    blocks: &[BlockDecl],
-) -> Result<Linked, GlError> {
-    let failed = |log: String| GlError::Link { kernel: "baseline".into(), log };
-    // Built as the gl backend builds its programs, on this thread's context; nothing persisted.
-    let (program, shader) = super::program::start_build(gl, "baseline", glsl)?;
-    let ((program, interface, _), _) =
-        super::program::finish_build(gl, introspection, "baseline", program, shader, blocks, false)?;
+/// Compiles and links `glsl` as the gl backend does (one compute shader, the binary-retrievable
+/// hint set), and finds saxpy's interface in it.
+fn link(context: &PlainContext, glsl: &str) -> Result<Linked, PlainGlError> {
+    let gl = &context.gl;
+    // SAFETY: the context is current on the baseline thread; every name used is created here and
+    // deleted on every failure path.
+    let program = unsafe {
+        let shader = gl
+            .create_shader(glow::COMPUTE_SHADER)
+            .map_err(|log| PlainGlError::Compile(format!("glCreateShader failed: {log}")))?;
+        gl.shader_source(shader, glsl);
+        gl.compile_shader(shader);
+        let program = match gl.create_program() {
+            Ok(program) => program,
+            Err(log) => {
+                gl.delete_shader(shader);
+                return Err(PlainGlError::Link(format!("glCreateProgram failed: {log}")));
+            }
+        };
+        gl.program_binary_retrievable_hint(program, true);
+        gl.attach_shader(program, shader);
+        gl.link_program(program);
+        let compiled = gl.get_shader_compile_status(shader);
+        let shader_log = gl.get_shader_info_log(shader);
+        gl.detach_shader(program, shader);
+        gl.delete_shader(shader);
+        if !compiled {
+            gl.delete_program(program);
+            return Err(PlainGlError::Compile(shader_log));
+        }
+        if !gl.get_program_link_status(program) {
+            let log = gl.get_program_info_log(program);
+            gl.delete_program(program);
+            return Err(PlainGlError::Link(log));
+        }
+        program
+    };
+    let failed = |log: String| PlainGlError::Link(log);
     // SAFETY: the context is current on the baseline thread; `program` was just linked on it and
     // is deleted if it lacks saxpy's interface.
     unsafe {
-        let block_binding = |name: &str| {
-            interface
-                .storage
-                .iter()
-                .find(|slot| slot.names.iter().any(|n| n == name))
-                .map(|slot| slot.binding)
-        };
         let found = (
-            block_binding("x"),
-            block_binding("y"),
+            context.storage_binding(program, "x"),
+            context.storage_binding(program, "y"),
             gl.get_uniform_location(program, "a"),
             gl.get_uniform_location(program, "n"),
         );
@@ -324,13 +326,13 @@ pub(super) struct Buffers {
 }
 
 impl Buffers {
-    pub(super) fn create(gl: &glow::Context, inputs: &SaxpyInputs) -> Result<Buffers, GlError> {
-        let too_big = || GlError::BufferCreation {
+    pub(super) fn create(gl: &glow::Context, inputs: &SaxpyInputs) -> Result<Buffers, PlainGlError> {
+        let too_big = || PlainGlError::BufferCreation {
             size: (inputs.x.len() * 4) as u64,
             reason: "the baseline's buffers are at most 2 GiB".into(),
         };
         if inputs.x.len() != inputs.y.len() || inputs.x.is_empty() {
-            return Err(GlError::BufferCreation {
+            return Err(PlainGlError::BufferCreation {
                 size: (inputs.x.len() * 4) as u64,
                 reason: format!(
                     "x has {} elements and y {}; give both the same, non-zero length",
@@ -344,9 +346,10 @@ impl Buffers {
         let upload = |data: &[f32]| {
             // SAFETY: the context is current on the baseline thread; the buffer is created here.
             unsafe {
-                let buffer = gl
-                    .create_buffer()
-                    .map_err(|reason| GlError::BufferCreation { size: (data.len() * 4) as u64, reason })?;
+                let buffer = gl.create_buffer().map_err(|reason| PlainGlError::BufferCreation {
+                    size: (data.len() * 4) as u64,
+                    reason,
+                })?;
                 gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, Some(buffer));
                 gl.buffer_data_u8_slice(
                     glow::SHADER_STORAGE_BUFFER,
@@ -354,7 +357,7 @@ impl Buffers {
                     glow::DYNAMIC_COPY,
                 );
                 gl.bind_buffer(glow::SHADER_STORAGE_BUFFER, None);
-                Ok::<_, GlError>(buffer)
+                Ok::<_, PlainGlError>(buffer)
             }
         };
         let x = upload(&inputs.x)?;
@@ -431,19 +434,17 @@ pub(super) unsafe fn dispatch(
 }
 
 /// Fences everything issued so far and waits for it.
-fn fence_and_wait(gl: &glow::Context) -> Result<(), GlError> {
+fn fence_and_wait(gl: &glow::Context) -> Result<(), PlainGlError> {
     let fence = fence_and_flush(gl)?;
     wait_and_delete(gl, fence)
 }
 
 /// Fences everything issued so far and flushes it to the GPU.
-pub(super) fn fence_and_flush(gl: &glow::Context) -> Result<glow::NativeFence, GlError> {
+pub(super) fn fence_and_flush(gl: &glow::Context) -> Result<glow::NativeFence, PlainGlError> {
     // SAFETY: the context is current on the baseline thread.
     unsafe {
-        let fence = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map_err(|reason| GlError::Driver {
-            operation: format!("glFenceSync ({reason})"),
-            code: 0,
-            name: "no fence",
+        let fence = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map_err(|reason| {
+            PlainGlError::Driver { operation: format!("glFenceSync ({reason})"), code: 0, name: "no fence" }
         })?;
         gl.flush();
         Ok(fence)
@@ -451,7 +452,7 @@ pub(super) fn fence_and_flush(gl: &glow::Context) -> Result<glow::NativeFence, G
 }
 
 /// Waits until `fence` signals, then deletes it.
-pub(super) fn wait_and_delete(gl: &glow::Context, fence: glow::NativeFence) -> Result<(), GlError> {
+pub(super) fn wait_and_delete(gl: &glow::Context, fence: glow::NativeFence) -> Result<(), PlainGlError> {
     // SAFETY: the context is current on the baseline thread; the fence was made on it and is
     // deleted once.
     unsafe {
@@ -461,17 +462,17 @@ pub(super) fn wait_and_delete(gl: &glow::Context, fence: glow::NativeFence) -> R
                 glow::ALREADY_SIGNALED | glow::CONDITION_SATISFIED => break Ok(()),
                 glow::TIMEOUT_EXPIRED if started.elapsed() < WAIT_LIMIT => {}
                 glow::TIMEOUT_EXPIRED => {
-                    break Err(GlError::Driver {
+                    break Err(PlainGlError::Driver {
                         operation: format!("the baseline's wait for the GPU ({} s)", WAIT_LIMIT.as_secs()),
                         code: glow::TIMEOUT_EXPIRED,
                         name: "timed out",
                     })
                 }
                 code => {
-                    break Err(GlError::Driver {
+                    break Err(PlainGlError::Driver {
                         operation: "glClientWaitSync".into(),
                         code,
-                        name: super::error::error_name(code),
+                        name: error_name(code),
                     })
                 }
             }
@@ -488,7 +489,7 @@ fn run_loop(
     buffers: &Buffers,
     a: f32,
     dispatches: usize,
-) -> Result<LoopRun, GlError> {
+) -> Result<LoopRun, PlainGlError> {
     let started = Instant::now();
     // SAFETY: the context is current on the baseline thread.
     let _stale = unsafe { gl.get_error() };
@@ -522,7 +523,7 @@ fn run_round_trips(
     buffers: &Buffers,
     a: f32,
     runs: usize,
-) -> Result<RoundTrips, GlError> {
+) -> Result<RoundTrips, PlainGlError> {
     let mut times = Vec::with_capacity(runs);
     let mut results = Vec::with_capacity(runs);
     for _ in 0..runs {

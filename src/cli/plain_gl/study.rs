@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use glow::HasContext;
 
 use super::baseline::{self, Baseline, BaselineKernel, Buffers, SaxpyInputs};
-use super::submit::ALL_BARRIERS;
-use super::GlError;
+use super::error::driver_error;
+use super::{PlainGlError, ALL_BARRIERS};
 
 /// A staging buffer's storage flags, with a name for the report.
 #[derive(Clone, Copy)]
@@ -51,7 +51,7 @@ pub fn run(
     kernel: &BaselineKernel,
     inputs: &SaxpyInputs,
     sizes: &[usize],
-) -> Result<String, GlError> {
+) -> Result<String, PlainGlError> {
     let source = baseline::glsl_of(kernel)?;
     let groups = kernel.groups;
     let inputs = inputs.clone();
@@ -103,7 +103,7 @@ fn fences(
     a: f32,
     groups: [u32; 3],
     out: &mut String,
-) -> Result<(), GlError> {
+) -> Result<(), PlainGlError> {
     const N: usize = 5000;
     let _ = writeln!(out, "\nper dispatch, {N} in a row, until complete (µs; median of 3):");
     for (name, fence, flush, poll) in [
@@ -156,22 +156,27 @@ fn fences(
 }
 
 /// A buffer with immutable storage `flags`, mapped persistently with the same access bits.
-fn mapped(gl: &glow::Context, size: usize, flags: u32) -> Result<(glow::NativeBuffer, *mut u8), GlError> {
+fn mapped(
+    gl: &glow::Context,
+    size: usize,
+    flags: u32,
+) -> Result<(glow::NativeBuffer, *mut u8), PlainGlError> {
     let access = flags
         & (glow::MAP_READ_BIT | glow::MAP_WRITE_BIT | glow::MAP_PERSISTENT_BIT | glow::MAP_COHERENT_BIT);
     // SAFETY: the context is current on the baseline thread; the buffer is made here.
     unsafe {
-        let id =
-            gl.create_buffer().map_err(|reason| GlError::BufferCreation { size: size as u64, reason })?;
+        let id = gl
+            .create_buffer()
+            .map_err(|reason| PlainGlError::BufferCreation { size: size as u64, reason })?;
         gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(id));
         gl.buffer_storage(glow::COPY_WRITE_BUFFER, size as i32, None, flags);
         let ptr =
             gl.map_buffer_range(glow::COPY_WRITE_BUFFER, 0, size as i32, access | extra_map_bits(flags));
         gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
-        baseline::driver_error(gl, "a persistently mapped study buffer")?;
+        driver_error(gl, "a persistently mapped study buffer")?;
         if ptr.is_null() {
             gl.delete_buffer(id);
-            return Err(GlError::BufferCreation { size: size as u64, reason: "no mapping".into() });
+            return Err(PlainGlError::BufferCreation { size: size as u64, reason: "no mapping".into() });
         }
         Ok((id, ptr))
     }
@@ -186,15 +191,16 @@ fn extra_map_bits(flags: u32) -> u32 {
     }
 }
 
-fn device_buffer(gl: &glow::Context, size: usize) -> Result<glow::NativeBuffer, GlError> {
+fn device_buffer(gl: &glow::Context, size: usize) -> Result<glow::NativeBuffer, PlainGlError> {
     // SAFETY: the context is current on the baseline thread; the buffer is made here.
     unsafe {
-        let id =
-            gl.create_buffer().map_err(|reason| GlError::BufferCreation { size: size as u64, reason })?;
+        let id = gl
+            .create_buffer()
+            .map_err(|reason| PlainGlError::BufferCreation { size: size as u64, reason })?;
         gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(id));
         gl.buffer_data_size(glow::COPY_WRITE_BUFFER, size as i32, glow::DYNAMIC_COPY);
         gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
-        baseline::driver_error(gl, "a study device buffer")?;
+        driver_error(gl, "a study device buffer")?;
         Ok(id)
     }
 }
@@ -233,7 +239,7 @@ fn round_trips(
     a: f32,
     groups: [u32; 3],
     out: &mut String,
-) -> Result<(), GlError> {
+) -> Result<(), PlainGlError> {
     const RUNS: usize = 400;
     let bytes = buffers.y_bytes as usize;
     let mut host = vec![0u8; bytes];
@@ -280,7 +286,7 @@ fn round_trips(
     }
     // SAFETY: the context is current; the pool is deleted once (which unmaps it).
     unsafe { gl.delete_buffer(pool) };
-    baseline::driver_error(gl, "the study's round trips")
+    driver_error(gl, "the study's round trips")
 }
 
 fn gbps(bytes: usize, d: Duration) -> f64 {
@@ -296,7 +302,7 @@ fn reps(size: usize) -> usize {
 }
 
 /// Uploads and read-backs at each size, each way: GB/s of the median.
-fn transfers(gl: &glow::Context, sizes: &[usize], out: &mut String) -> Result<(), GlError> {
+fn transfers(gl: &glow::Context, sizes: &[usize], out: &mut String) -> Result<(), PlainGlError> {
     let _ = writeln!(
         out,
         "\ntransfers (GB/s, median; staging: memcpy into/out of the mapping + GPU copy, the median share of one step in brackets):"
@@ -307,7 +313,7 @@ fn transfers(gl: &glow::Context, sizes: &[usize], out: &mut String) -> Result<()
         let mut back = vec![0u8; size];
         let mut line = format!("  {:>9} B:", size);
         // glBufferSubData + fence + wait.
-        let time = |f: &mut dyn FnMut() -> Result<(), GlError>| -> Result<Duration, GlError> {
+        let time = |f: &mut dyn FnMut() -> Result<(), PlainGlError>| -> Result<Duration, PlainGlError> {
             let mut times = Vec::new();
             for _ in 0..reps(size) {
                 let started = Instant::now();
@@ -432,7 +438,7 @@ fn transfers(gl: &glow::Context, sizes: &[usize], out: &mut String) -> Result<()
         }
         // SAFETY: as above.
         unsafe { gl.delete_buffer(device) };
-        baseline::driver_error(gl, "the study's transfers")?;
+        driver_error(gl, "the study's transfers")?;
         host[0] = back[0];
         let _ = writeln!(out, "{line}");
     }
