@@ -89,6 +89,7 @@
 //!   tuning ([`suite::tuning`]).
 
 #[cfg(feature = "amdgpu")]
+#[warn(missing_docs)]
 pub mod amdgpu;
 pub mod cache;
 mod error;
