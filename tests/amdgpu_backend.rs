@@ -16,6 +16,7 @@ use amdgpu_support::code_objects::aot_blob;
 use amdgpu_support::{FakeDriver, Recorded, WaitMode};
 use pm4::fields::PgmRsrc2;
 use pm4::{Body, Gfx};
+use sparkle::amdgpu::Compiler;
 use sparkle::amdgpu::{Amdgpu, AmdgpuDevice, DeviceOptions, Hardware, SourcePreference};
 use sparkle::cache::CacheConfig;
 use sparkle::hal::{BufferUsage, Device};
@@ -24,7 +25,6 @@ use sparkle::runtime::Arg;
 use sparkle::suite::{self, Case};
 use sparkle::{ErrorKind, Runtime};
 use sparkle_amdgpu_codeobj::codeobj::CodeObject;
-use sparkle_amdgpu_codeobj::compile::Compiler;
 use sparkle_amdgpu_codeobj::descriptor::UserSgpr;
 
 fn device(kmd: &Arc<FakeDriver>, options: DeviceOptions) -> AmdgpuDevice<Hardware> {

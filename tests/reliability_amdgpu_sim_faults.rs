@@ -21,11 +21,11 @@ use std::sync::OnceLock;
 use code_objects::{aot_blob, descriptor_offset};
 use faults::{damage_every_entry, payload, run_case, warm, with_payload};
 use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
+use sparkle::amdgpu::Compiler;
 use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
 use sparkle::cache::{CacheConfig, HEADER_LEN};
 use sparkle::suite::{self, Case};
 use sparkle::Runtime;
-use sparkle_amdgpu_codeobj::compile::Compiler;
 
 /// What `Runtime::open_backend("amdgpu-sim", ..)` opens, with the compiler found once: finding
 /// it runs `clang --version`, which would cost more than most of the runs here.

@@ -5,11 +5,11 @@
 
 use std::sync::{Arc, Mutex};
 
+use sparkle::amdgpu::{PrintfOutput, PrintfSink};
 use sparkle::hal::BufferUsage;
 use sparkle::kernel::{Access, KernelSpec};
 use sparkle::runtime::{Arg, Program};
 use sparkle::Runtime;
-use sparkle_amdgpu_codeobj::printf::{PrintfOutput, PrintfSink};
 
 use super::TIMEOUT;
 
