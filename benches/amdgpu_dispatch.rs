@@ -11,11 +11,11 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use sparkle::amdgpu::ib::SubmissionEncoder;
-use sparkle::amdgpu::kernarg::{ArgValue, HiddenBuffers};
 use sparkle::amdgpu::{AmdgpuDevice, AmdgpuProgram, DeviceOptions, Hardware};
 use sparkle::hal::Device;
 use sparkle::kernel::KernelSpec;
 use sparkle::suite;
+use sparkle_amdgpu_codeobj::kernarg::{ArgValue, HiddenBuffers};
 
 fn program(device: &AmdgpuDevice<Hardware>, spec: &KernelSpec) -> AmdgpuProgram {
     let input = device.prepare(spec).expect("a prebuilt gfx1100 object").input;

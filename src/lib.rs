@@ -90,6 +90,7 @@
 
 // Every public item is documented outside `amdgpu`; the lint keeps it so.
 #[cfg(feature = "amdgpu")]
+#[warn(missing_docs)]
 pub mod amdgpu;
 #[warn(missing_docs)]
 pub mod cache;

@@ -16,9 +16,7 @@ use amdgpu_support::code_objects::aot_blob;
 use amdgpu_support::{FakeDriver, Recorded, WaitMode};
 use pm4::fields::PgmRsrc2;
 use pm4::{Body, Gfx};
-use sparkle::amdgpu::codeobj::CodeObject;
-use sparkle::amdgpu::compile::Compiler;
-use sparkle::amdgpu::descriptor::UserSgpr;
+use sparkle::amdgpu::Compiler;
 use sparkle::amdgpu::{Amdgpu, AmdgpuDevice, DeviceOptions, Hardware, SourcePreference};
 use sparkle::cache::CacheConfig;
 use sparkle::hal::{BufferUsage, Device};
@@ -26,6 +24,8 @@ use sparkle::kernel::{Access, KernelSpec, ScalarType};
 use sparkle::runtime::Arg;
 use sparkle::suite::{self, Case};
 use sparkle::{ErrorKind, Runtime};
+use sparkle_amdgpu_codeobj::codeobj::CodeObject;
+use sparkle_amdgpu_codeobj::descriptor::UserSgpr;
 
 fn device(kmd: &Arc<FakeDriver>, options: DeviceOptions) -> AmdgpuDevice<Hardware> {
     AmdgpuDevice::new(kmd.clone(), options).unwrap()

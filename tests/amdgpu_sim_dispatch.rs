@@ -6,8 +6,8 @@
 mod amdgpu_sim_support;
 
 use amdgpu_sim_support::*;
-use sparkle::amdgpu::kernarg::{ArgValue, DispatchGrid};
 use sparkle::amdgpu::kmd::{VaFlags, WaitStatus};
+use sparkle_amdgpu_codeobj::kernarg::{ArgValue, DispatchGrid};
 
 #[test]
 fn saxpy_with_a_ragged_size_matches_the_cpu_and_signals_its_fence() {

@@ -10,9 +10,9 @@ mod amdgpu_sim_support;
 use std::time::Duration;
 
 use amdgpu_sim_support::*;
-use sparkle::amdgpu::error::AmdgpuError;
-use sparkle::amdgpu::kernarg::ArgValue;
 use sparkle::amdgpu::kmd::{ContextId, HwIp, Timeout, VaFlags, WaitStatus};
+use sparkle::amdgpu::AmdgpuError;
+use sparkle_amdgpu_codeobj::kernarg::ArgValue;
 use sparkle_amdgpu_sim::SimOptions;
 
 const OOB: &str = r#"

@@ -13,7 +13,8 @@ use sparkle::amdgpu::kmd::{
     Submission as KmdSubmission, Timeout, VaFlags, WaitStatus,
 };
 use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
-use sparkle::amdgpu::{uapi, AmdgpuDevice, DeviceOptions, Result as AmdgpuResult};
+use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions, Result as AmdgpuResult};
+use sparkle_amdgpu_kmd::uapi;
 
 use sparkle::cache::CacheConfig;
 use sparkle::runtime::{Pipeline, Stage};

@@ -20,8 +20,8 @@ use std::sync::OnceLock;
 
 use code_objects::{aot_blob, descriptor_offset};
 use faults::{damage_every_entry, payload, run_case, warm, with_payload};
-use sparkle::amdgpu::compile::Compiler;
 use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
+use sparkle::amdgpu::Compiler;
 use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
 use sparkle::cache::{CacheConfig, HEADER_LEN};
 use sparkle::suite::{self, Case};

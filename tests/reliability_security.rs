@@ -1,10 +1,10 @@
 //! The cache folder as an attack surface: a GPU folder that everyone may write or that another
 //! user owns is never loaded from (memory-only, one warning), and no kernel name or source can
-//! make the cache read or write outside its folder, on gl and on amdgpu-sim. (Private 0700
-//! folders, foreign entries and links leading out are covered by `cache_permissions.rs` and
-//! `cache_symlinks.rs`; the permissions each kind of amdgpu buffer asks for by `amdgpu_memory.rs`;
-//! what the simulated GPU enforces — W^X mappings, kernels faulting outside their buffers — by
-//! `amdgpu_sim_backend.rs`.)
+//! make the cache read or write outside its folder, on gl and on amdgpu-sim. (Private 0700 folders,
+//! foreign entries and links leading out are covered by `cache_permissions.rs` and
+//! `cache_symlinks.rs`; the permissions each kind of amdgpu buffer asks for by the unit tests in
+//! `src/amdgpu/tests/memory.rs`; what the simulated GPU enforces — W^X mappings, kernels faulting
+//! outside their buffers — by `amdgpu_sim_backend.rs`.)
 
 mod cache_support;
 

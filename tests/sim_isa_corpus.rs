@@ -13,12 +13,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use sparkle::amdgpu::codeobj::CodeObject;
 use sparkle::cache::CacheConfig;
 use sparkle::hal::BufferUsage;
 use sparkle::kernel::{Access, KernelSpec};
 use sparkle::runtime::{Arg, Program};
 use sparkle::Runtime;
+use sparkle_amdgpu_codeobj::codeobj::CodeObject;
 use sparkle_amdgpu_sim::isa::survey_code;
 
 fn corpus() -> PathBuf {

@@ -1,7 +1,7 @@
 //! The kernel-driver interface: every operation the amdgpu backend needs from the kernel, as one
-//! trait. The `sparkle` library's `amdgpu::render_node::RenderNode` implements it with real ioctls
-//! on `/dev/dri/renderD*`; the `sparkle-amdgpu-sim` crate's `SimDriver` implements it with host
-//! memory and a PM4/ISA interpreter. Nothing above this
+//! trait. The `sparkle` library's render node (crate-private `RenderNode`) implements it with real
+//! ioctls on `/dev/dri/renderD*`; the `sparkle-amdgpu-sim` crate's `SimDriver` implements it with
+//! host memory and a PM4/ISA interpreter. Nothing above this
 //! trait knows which one runs, so the types here carry no file descriptors or pointers: buffers are
 //! handles, CPU access goes through [`CpuMapping`]'s copy methods.
 

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sparkle::amdgpu::codeobj::{CodeObject, RunLimits};
-use sparkle::amdgpu::metadata;
+use sparkle_amdgpu_codeobj::codeobj::{CodeObject, RunLimits};
+use sparkle_amdgpu_codeobj::metadata;
 
 fuzz_target!(|data: &[u8]| {
     let _ = std::hint::black_box(metadata::parse(data).map(|m| format!("{m:?}")).map_err(|e| e.to_string()));

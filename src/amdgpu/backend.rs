@@ -176,16 +176,6 @@ impl<F: Flavor> AmdgpuDevice<F> {
         })
     }
 
-    /// What the driver reported about the GPU.
-    pub fn gpu_info(&self) -> &GpuInfo {
-        &self.gpu
-    }
-
-    /// The device's GPU memory (live object counts for leak checks).
-    pub fn memory(&self) -> &Memory {
-        &self.memory
-    }
-
     /// The kernel driver underneath.
     pub fn kernel_driver(&self) -> &Arc<dyn KernelDriver> {
         &self.kmd

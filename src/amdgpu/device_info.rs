@@ -11,6 +11,7 @@ use super::kmd::{DriverVersion, HwIp, KernelDriver};
 use super::uapi;
 
 /// Name of the backend in cache identities.
+#[cfg(test)]
 pub const BACKEND_NAME: &str = "amdgpu";
 
 /// How the GC version was learnt.
@@ -137,6 +138,7 @@ impl DeviceInfo {
 
     /// The cache identity: PCI id, revisions, family, full gfx target and GC version, the kernel
     /// driver's version, and the compiler that builds the blobs.
+    #[cfg(test)]
     pub fn gpu_id(&self, compiler_identity: &str) -> GpuId {
         self.gpu_id_for(BACKEND_NAME, compiler_identity)
     }
@@ -161,6 +163,7 @@ impl DeviceInfo {
     }
 
     /// One line for `sparkle info`.
+    #[cfg(test)]
     pub fn summary(&self) -> String {
         format!(
             "{} (GC {}, PCI {:#06x} rev {:#04x}, {} CUs, {} MiB VRAM, {})",

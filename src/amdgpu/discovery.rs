@@ -30,6 +30,7 @@ impl Default for DrmPaths {
 
 impl DrmPaths {
     /// Both folders under `root` (`<root>/dev/dri`, `<root>/sys/class/drm`), for fake trees.
+    #[cfg(test)]
     pub fn under(root: &Path) -> Self {
         Self { dev_dri: root.join("dev/dri"), sys_class_drm: root.join("sys/class/drm") }
     }

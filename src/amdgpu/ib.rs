@@ -8,6 +8,10 @@
 //! Nothing here touches the driver: the caller allocates the arena at a known GPU address
 //! first (the user SGPRs point into it), then uploads [`SubmissionEncoder::words`] and
 //! [`SubmissionEncoder::kernargs`].
+//!
+//! Public (and hidden from the documentation) only for the dispatch-encoding benchmark
+//! (`benches/amdgpu_dispatch.rs`), which times [`SubmissionEncoder`] without a driver; it is not
+//! part of the library's API and may change at any time.
 
 use pm4::fields::{DispatchInitiator, PgmRsrc1, PgmRsrc2, PgmRsrc3, ResourceLimits, TmpringSize};
 use pm4::packets::{
@@ -39,6 +43,7 @@ const SCRATCH_WAVE_GRANULE: u64 = 256;
 pub struct ScratchRing {
     /// GPU address, 256-byte aligned.
     pub address: u64,
+    /// Bytes of the ring.
     pub bytes: u64,
     pub(crate) waves: ScratchWaves,
 }
@@ -79,6 +84,7 @@ pub struct SubmissionEncoder {
 }
 
 impl SubmissionEncoder {
+    /// An empty encoder for command buffers of generation `gfx`.
     pub fn new(gfx: Gfx) -> Self {
         Self {
             gfx,

@@ -65,6 +65,7 @@ pub struct LiveCounts {
 }
 
 impl LiveCounts {
+    #[cfg(test)]
     pub fn is_zero(&self) -> bool {
         *self == Self::default()
     }

@@ -1,42 +1,51 @@
-//! The amdgpu backend's layers below the runtime seam, drm-rs style: raw UAPI ([`uapi`]) and the
-//! kernel-driver interface ([`kmd`]), both from the `sparkle-amdgpu-kmd` crate that the simulator
-//! shares, and the render-node implementation ([`render_node`]);
-//! device discovery and identity ([`discovery`], [`gfx_target`], [`device_info`]); GPU memory
-//! ([`memory`], [`va_allocator`]); AMDHSA code objects ([`codeobj`], [`descriptor`],
-//! [`metadata`], [`kernarg`]); OpenCL printf's buffer, formats and output ([`printf`]); the
-//! sub-group built-ins libclc lacks ([`subgroups`]); the OpenCL C compiler driver ([`compile`])
-//! and the suite's ahead-of-time code objects ([`aot`]); the `amdgpu-sim` backend over the
-//! simulated GPU of the `sparkle-amdgpu-sim` crate ([`sim`], feature `amdgpu-sim`). Errors:
-//! [`error`].
+//! The experimental `amdgpu` backend: direct submission of PM4 command buffers to AMD RDNA2/RDNA3
+//! GPUs through their DRM render node, and (feature `amdgpu-sim`) the same device code over a
+//! simulated gfx1100 ([`sim`]).
 //!
-//! On the runtime seam: [`backend`] (the device), [`program`] (compiler input and loaded
-//! kernels), [`ib`] (one submission's command buffer and kernel arguments) and `submit` (CS
-//! submissions and their fences).
+//! Most programs never name this module: [`Runtime::from_env`](crate::Runtime::from_env) opens
+//! the backend `SPARKLE_BACKEND` names. What is here is for opening a device with options of
+//! one's own and wrapping it in a runtime ([`Runtime::from_device`](crate::Runtime::from_device)):
+//! [`AmdgpuDevice`] with its [`DeviceOptions`] (where kernels' printf output goes, [`PrintfSink`];
+//! CU or WGP mode; prebuilt code objects or OpenCL C first, [`SourcePreference`]; the OpenCL C
+//! [`Compiler`]), the backend's types for the runtime seam ([`Amdgpu`], [`AmdgpuApi`],
+//! [`Flavor`]), its program types ([`AmdgpuProgram`], [`AmdgpuSource`]), its error
+//! ([`AmdgpuError`], which a [`crate::Error`] carries as its detail), and the kernel-driver
+//! interface a device runs over ([`kmd`], from the `sparkle-amdgpu-kmd` crate; a driver of one's
+//! own also needs that crate's raw `uapi` structs, which [`kmd::KernelDriver`] answers in).
+//!
+//! The layers below are not public API. The kernel-driver layer (raw uapi, the
+//! [`kmd::KernelDriver`] trait) is the `sparkle-amdgpu-kmd` crate; code objects (the compiler
+//! driver, ELF and metadata parsing, kernel descriptors, kernel arguments, printf's buffer) are
+//! the `sparkle-amdgpu-codeobj` crate; the simulated GPU is the `sparkle-amdgpu-sim` crate. Inside
+//! this module: the render node (`render_node`), its discovery and the GPU's identity
+//! (`discovery`, `device_info`), GPU memory (`memory`, `va_allocator`), programs (`program`), one
+//! submission's command buffer ([`ib`]), CS submissions and their fences (`submit`), and the
+//! device on the runtime seam (`backend`).
 
-pub mod aot;
-pub mod backend;
-pub mod codeobj;
-pub mod compile;
-pub mod descriptor;
-pub mod device_info;
-pub mod discovery;
-pub mod error;
-pub mod gfx_target;
+mod backend;
+mod device_info;
+mod discovery;
+mod error;
+#[doc(hidden)]
 pub mod ib;
-pub mod kernarg;
-pub mod memory;
-pub mod metadata;
-pub mod printf;
-pub mod program;
-pub mod render_node;
+mod memory;
+mod program;
+mod render_node;
 #[cfg(feature = "amdgpu-sim")]
 pub mod sim;
-pub mod subgroups;
 mod submit;
-pub mod va_allocator;
+#[cfg(test)]
+mod tests;
+mod va_allocator;
 
-pub use sparkle_amdgpu_kmd::{kmd, uapi};
+// The code-object layer, by the names the modules here use.
+use sparkle_amdgpu_codeobj::{codeobj, compile, descriptor, gfx_target, kernarg, metadata, printf};
+use sparkle_amdgpu_kmd::uapi;
+
+pub use sparkle_amdgpu_kmd::kmd;
 
 pub use backend::{Amdgpu, AmdgpuApi, AmdgpuDevice, DeviceOptions, Flavor, Hardware};
 pub use error::{AmdgpuError, Result};
 pub use program::{AmdgpuProgram, AmdgpuSource, SourcePreference};
+pub use sparkle_amdgpu_codeobj::compile::Compiler;
+pub use sparkle_amdgpu_codeobj::printf::{PrintfOutput, PrintfSink};

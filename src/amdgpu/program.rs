@@ -28,23 +28,27 @@ const CODE_PREFETCH_SLACK: u64 = 256;
 
 /// How a program is built.
 #[derive(Debug, Clone)]
-pub enum Build {
+pub(crate) enum Build {
     /// OpenCL C compiled by clang for the device's target.
     OpenCl { source: String, defines: Vec<(String, String)>, cu_mode: bool, wave64: bool },
     /// A code object built ahead of time for the device's target.
     Prebuilt { bytes: Arc<[u8]> },
 }
 
-/// The compiler input of one kernel on one device.
+/// The compiler input of one kernel on one device ([`hal::Api::CompileInput`](crate::hal::Api)):
+/// what [`hal::Device::prepare`](crate::hal::Device::prepare) chose (OpenCL C with its defines
+/// and modes, or a prebuilt code object) for [`hal::Device::compile`](crate::hal::Device::compile)
+/// to build. Opaque: it is passed from one to the other, not built by hand.
 #[derive(Debug, Clone)]
 pub struct AmdgpuSource {
     /// The spec's name, for messages.
-    pub kernel: String,
+    pub(crate) kernel: String,
     /// The `__kernel` function to run.
-    pub entry_point: String,
+    pub(crate) entry_point: String,
     /// The spec's work-group size, which the dispatch uses (it is part of the cache key).
-    pub workgroup_size: [u32; 3],
-    pub build: Build,
+    pub(crate) workgroup_size: [u32; 3],
+    /// What is built.
+    pub(crate) build: Build,
 }
 
 /// Whether a spec's prebuilt code objects are used when one exists for the device's target. A
@@ -247,26 +251,6 @@ impl AmdgpuProgram {
     /// What the program declares.
     pub fn interface(&self) -> &ProgramInterface {
         &self.interface
-    }
-
-    /// The kernarg layout the dispatch fills.
-    pub fn kernarg_layout(&self) -> &KernargLayout {
-        &self.layout
-    }
-
-    /// GPU address of the first instruction.
-    pub fn entry_address(&self) -> u64 {
-        self.entry_address
-    }
-
-    /// The GEM buffer holding the code (for BO lists).
-    pub fn code_buffer(&self) -> &Buffer {
-        &self.code
-    }
-
-    /// The kernel descriptor.
-    pub fn descriptor(&self) -> &KernelDescriptor {
-        &self.descriptor
     }
 
     /// The work-group size every dispatch uses.

@@ -112,10 +112,6 @@ impl RenderNode {
         Ok(Self { file, path: path.to_path_buf(), version })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     fn info<T: Default>(&self, query: u32, request: uapi::drm_amdgpu_info_request, what: &str) -> Result<T> {
         let mut out = T::default();
         let mut info = uapi::drm_amdgpu_info {

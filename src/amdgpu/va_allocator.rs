@@ -34,6 +34,7 @@ impl VaAllocator {
         Self { start, end, alignment, free }
     }
 
+    #[cfg(test)]
     pub fn alignment(&self) -> u64 {
         self.alignment
     }
@@ -77,11 +78,13 @@ impl VaAllocator {
     }
 
     /// Bytes free.
+    #[cfg(test)]
     pub fn free_bytes(&self) -> u64 {
         self.free.values().sum()
     }
 
     /// Bytes managed.
+    #[cfg(test)]
     pub fn capacity(&self) -> u64 {
         self.end.saturating_sub(self.start)
     }

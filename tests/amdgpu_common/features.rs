@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use sparkle::amdgpu::printf::{PrintfOutput, PrintfSink};
+use sparkle::amdgpu::{PrintfOutput, PrintfSink};
 use sparkle::hal::BufferUsage;
 use sparkle::kernel::{Access, KernelSpec};
 use sparkle::runtime::{Arg, Program};

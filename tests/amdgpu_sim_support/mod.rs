@@ -13,16 +13,16 @@ use pm4::fields::{DispatchInitiator, PgmRsrc1, PgmRsrc2, PgmRsrc3, ResourceLimit
 use pm4::packets::{AcquireMem, DispatchDirect, EventWrite, GcrCntl, ReleaseMem};
 use pm4::registers as r;
 use pm4::{Gfx, PacketWriter};
-use sparkle::amdgpu::codeobj::{CodeObject, RunLimits};
-use sparkle::amdgpu::descriptor::{KernelDescriptor, UserSgpr};
-use sparkle::amdgpu::error::Result;
-use sparkle::amdgpu::gfx_target::GfxTarget;
-use sparkle::amdgpu::kernarg::{
-    dispatch_packet, ArgValue, DispatchGrid, HiddenBuffers, KernargLayout, PacketAddresses,
-};
 use sparkle::amdgpu::kmd::{
     BoHandle, BufferDesc, ContextId, CpuMapping, Domain, HwIp, IbDesc, KernelDriver, SeqNo, Submission,
     Timeout, VaFlags, WaitStatus,
+};
+use sparkle::amdgpu::Result;
+use sparkle_amdgpu_codeobj::codeobj::{CodeObject, RunLimits};
+use sparkle_amdgpu_codeobj::descriptor::{KernelDescriptor, UserSgpr};
+use sparkle_amdgpu_codeobj::gfx_target::GfxTarget;
+use sparkle_amdgpu_codeobj::kernarg::{
+    dispatch_packet, ArgValue, DispatchGrid, HiddenBuffers, KernargLayout, PacketAddresses,
 };
 use sparkle_amdgpu_sim::{identity, SimDriver, SimOptions};
 

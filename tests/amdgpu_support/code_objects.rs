@@ -2,7 +2,7 @@
 //! kernel's descriptor lies in one, for tests that damage it. Part of `amdgpu_support`; tests
 //! that need only this include it with `#[path]`.
 
-use sparkle::amdgpu::codeobj::CodeObject;
+use sparkle_amdgpu_codeobj::codeobj::CodeObject;
 
 /// The committed code object of suite kernel `kernel` built for `target` (e.g. `"gfx1100"`).
 pub fn aot_blob(kernel: &str, target: &str) -> Vec<u8> {

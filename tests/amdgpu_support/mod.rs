@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use sparkle::amdgpu::kmd::{
+use sparkle_amdgpu_kmd::kmd::{
     BoHandle, BufferDesc, ContextId, ContextState, CpuMapping, DriverVersion, HwIp, KernelDriver, SeqNo,
     Submission, Timeout, VaFlags, WaitStatus,
 };
-use sparkle::amdgpu::{uapi, AmdgpuError, Result};
+use sparkle_amdgpu_kmd::{uapi, AmdgpuError, Result};
 
 /// A fake buffer's creation parameters and contents.
 type FakeBuffer = (BufferDesc, Arc<Mutex<Vec<u8>>>);

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use sparkle::amdgpu::aot::{self, Manifest, ManifestEntry, AOT_TARGETS, MANIFEST_FORMAT, SUITE};
-use sparkle::amdgpu::codeobj::{CodeObject, RunLimits};
-use sparkle::amdgpu::compile::{Builtins, CompileRequest, Compiler};
+use sparkle_amdgpu_codeobj::aot::{self, Manifest, ManifestEntry, AOT_TARGETS, MANIFEST_FORMAT, SUITE};
+use sparkle_amdgpu_codeobj::codeobj::{CodeObject, RunLimits};
+use sparkle_amdgpu_codeobj::compile::{Builtins, CompileRequest, Compiler};
 
 #[derive(Parser)]
 #[command(about = "Build the suite's code objects for gfx1030, gfx1100, gfx1101 and gfx1102")]

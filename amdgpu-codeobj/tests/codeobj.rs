@@ -2,14 +2,13 @@
 //! (standard OpenCL C linked with libclc) and builtins-only kernels, compiled at test time; and
 //! the refusals, on real objects and on real objects with one field changed. Needs clang-22,
 //! lld-22 and libclc-22 (`scripts/setup.sh` installs them).
-#![cfg(feature = "amdgpu")]
 
-use sparkle::amdgpu::codeobj::{CodeObject, RunLimits};
-use sparkle::amdgpu::compile::{Builtins, CompileRequest, Compiler};
-use sparkle::amdgpu::descriptor::UserSgpr;
-use sparkle::amdgpu::gfx_target::GfxTarget;
-use sparkle::amdgpu::kernarg::{ArgValue, DispatchGrid, HiddenBuffers};
-use sparkle::amdgpu::AmdgpuError;
+use sparkle_amdgpu_codeobj::codeobj::{CodeObject, RunLimits};
+use sparkle_amdgpu_codeobj::compile::{Builtins, CompileRequest, Compiler};
+use sparkle_amdgpu_codeobj::descriptor::UserSgpr;
+use sparkle_amdgpu_codeobj::gfx_target::GfxTarget;
+use sparkle_amdgpu_codeobj::kernarg::{ArgValue, DispatchGrid, HiddenBuffers};
+use sparkle_amdgpu_codeobj::AmdgpuError;
 
 fn compiler() -> Compiler {
     Compiler::from_env().unwrap_or_else(|e| {
@@ -18,7 +17,7 @@ fn compiler() -> Compiler {
 }
 
 fn shader(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/shaders/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    std::fs::read_to_string(format!("{}/../shaders/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
 fn build(

@@ -2,19 +2,18 @@
 //! the GPU and the CPU, a context, one submission whose WRITE_DATA packet stores a value the CPU
 //! then reads, the wait, and the context state. Run on a machine with an RDNA2/RDNA3 card:
 //!
-//!     cargo test --test amdgpu_render_node -- --nocapture
+//!     cargo test -p sparkle --lib amdgpu::tests::render_node -- --nocapture
 //!
 //! Without an amdgpu render node it prints why and passes without checking anything.
-#![cfg(feature = "amdgpu")]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use sparkle::amdgpu::device_info::DeviceInfo;
-use sparkle::amdgpu::discovery::{find_node, DrmPaths, SystemProber};
-use sparkle::amdgpu::kmd::{HwIp, IbDesc, KernelDriver, Submission, Timeout, WaitStatus};
-use sparkle::amdgpu::memory::{BufferKind, Memory};
-use sparkle::amdgpu::render_node::RenderNode;
+use crate::amdgpu::device_info::DeviceInfo;
+use crate::amdgpu::discovery::{find_node, DrmPaths, SystemProber};
+use crate::amdgpu::kmd::{HwIp, IbDesc, KernelDriver, Submission, Timeout, WaitStatus};
+use crate::amdgpu::memory::{BufferKind, Memory};
+use crate::amdgpu::render_node::RenderNode;
 
 /// PM4 type-3 header: count is the number of payload dwords.
 fn pkt3(opcode: u32, count: u32) -> u32 {

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::error::{AmdgpuError, Result};
-use super::gfx_target::GfxTarget;
-use super::{printf, subgroups};
+use crate::gfx_target::GfxTarget;
+use crate::{printf, subgroups};
+use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
 
 /// Debian's package for the compiler, for messages.
 pub const CLANG_PACKAGE: &str = "clang-22";
@@ -40,7 +40,9 @@ pub struct CompileRequest<'a> {
     pub name: &'a str,
     /// OpenCL C source.
     pub source: &'a str,
+    /// Target to compile for.
     pub target: GfxTarget,
+    /// Which OpenCL built-ins are linked in.
     pub builtins: Builtins,
     /// `-D name=value` definitions, in order.
     pub defines: &'a [(String, String)],
@@ -139,14 +141,17 @@ impl Compiler {
         Ok(Self { clang, lld, libclc, libclc_hash, version })
     }
 
+    /// Path of the clang it runs.
     pub fn clang(&self) -> &Path {
         &self.clang
     }
 
+    /// Path of the ld.lld it runs.
     pub fn lld(&self) -> &Path {
         &self.lld
     }
 
+    /// Path of libclc's bitcode for amdgcn, if found.
     pub fn libclc(&self) -> Option<&Path> {
         self.libclc.as_deref()
     }

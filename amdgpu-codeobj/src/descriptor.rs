@@ -2,7 +2,7 @@
 //! COMPUTE_PGM_RSRC1/2/3 values to program as they are, and which user SGPRs the kernel expects,
 //! in the hardware's order.
 
-use super::error::{AmdgpuError, Result};
+use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
 
 /// Size of a kernel descriptor.
 pub const KERNEL_DESCRIPTOR_SIZE: usize = 64;
@@ -21,14 +21,21 @@ const PROP_USES_DYNAMIC_STACK: u16 = 1 << 11;
 /// A parsed kernel descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelDescriptor {
+    /// LDS bytes the kernel allocates statically.
     pub group_segment_fixed_size: u32,
+    /// Scratch bytes per work-item the kernel needs statically.
     pub private_segment_fixed_size: u32,
+    /// Size of the kernarg segment in bytes.
     pub kernarg_size: u32,
     /// Entry point relative to the descriptor's own address.
     pub kernel_code_entry_byte_offset: i64,
+    /// `COMPUTE_PGM_RSRC3` (gfx10+: shared VGPR count, instruction prefetch).
     pub compute_pgm_rsrc3: u32,
+    /// `COMPUTE_PGM_RSRC1`: register counts, float modes, WGP/CU mode.
     pub compute_pgm_rsrc1: u32,
+    /// `COMPUTE_PGM_RSRC2`: user SGPR count, work-item and workgroup id enables, LDS size.
     pub compute_pgm_rsrc2: u32,
+    /// `kernel_code_properties`: which user SGPRs to set up, wave size, dynamic stack.
     pub kernel_code_properties: u16,
     /// Code object v5+: kernarg preloading into SGPRs (length in bits 6:0, offset 15:7).
     pub kernarg_preload: u16,
@@ -54,6 +61,7 @@ pub enum UserSgpr {
 }
 
 impl UserSgpr {
+    /// Number of SGPRs the block takes.
     pub fn count(self) -> u32 {
         match self {
             Self::PrivateSegmentBuffer => 4,
@@ -104,14 +112,17 @@ impl KernelDescriptor {
         }
     }
 
+    /// Whether the kernel reads the AQL queue pointer (which the backend never provides).
     pub fn uses_queue_ptr(&self) -> bool {
         self.has(PROP_QUEUE_PTR)
     }
 
+    /// Whether the kernel reads the dispatch packet pointer.
     pub fn uses_dispatch_ptr(&self) -> bool {
         self.has(PROP_DISPATCH_PTR)
     }
 
+    /// Whether the kernel's stack size is only known at run time (recursion, indirect calls).
     pub fn uses_dynamic_stack(&self) -> bool {
         self.has(PROP_USES_DYNAMIC_STACK)
     }

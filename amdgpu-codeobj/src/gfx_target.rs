@@ -5,18 +5,22 @@
 
 use std::fmt;
 
-use super::uapi;
+use sparkle_amdgpu_kmd::uapi;
 
 /// An LLVM AMDGPU processor: `gfx{major}{minor}{stepping}` with the minor and stepping as one hex
 /// digit each (gfx1030 = 10.3.0, gfx90a = 9.0.10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GfxTarget {
+    /// Major version (10 in gfx1030).
     pub major: u32,
+    /// Minor version (3 in gfx1030).
     pub minor: u32,
+    /// Stepping (0 in gfx1030).
     pub stepping: u32,
 }
 
 impl GfxTarget {
+    /// The target `gfx{major}{minor:x}{stepping:x}`.
     pub const fn new(major: u32, minor: u32, stepping: u32) -> Self {
         Self { major, minor, stepping }
     }
@@ -104,12 +108,16 @@ const ELF_MACH: &[(u32, GfxTarget)] = &[
 /// A GC (graphics core) IP version as the kernel's IP discovery reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GcVersion {
+    /// Major version.
     pub major: u32,
+    /// Minor version.
     pub minor: u32,
+    /// Revision.
     pub revision: u32,
 }
 
 impl GcVersion {
+    /// The GC IP version `major.minor.revision`.
     pub const fn new(major: u32, minor: u32, revision: u32) -> Self {
         Self { major, minor, revision }
     }

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::compile::Builtins;
-use super::error::{AmdgpuError, Result};
-use super::gfx_target::GfxTarget;
+use crate::compile::Builtins;
+use crate::gfx_target::GfxTarget;
+use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
 
 /// A suite kernel built ahead of time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,19 +44,24 @@ pub const MANIFEST_FORMAT: u32 = 1;
 /// The manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// Version of the format ([`MANIFEST_FORMAT`]).
     pub format: u32,
+    /// One entry per blob, in build order.
     pub entries: Vec<ManifestEntry>,
 }
 
 /// One blob.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestEntry {
+    /// Suite kernel name (e.g. `saxpy`).
     pub kernel: String,
+    /// Target the blob is built for (e.g. `gfx1100`).
     pub target: String,
     /// Source path relative to the repository root.
     pub source: String,
     /// xxh3-64 of the source file, 16 hex digits.
     pub source_xxh3: String,
+    /// `-D` definitions the source was compiled with, in order.
     pub defines: Vec<(String, String)>,
     /// `libclc` or `none`.
     pub builtins: String,
@@ -68,6 +73,7 @@ pub struct ManifestEntry {
     pub blob: String,
     /// xxh3-64 of the blob, 16 hex digits.
     pub blob_xxh3: String,
+    /// The blob's size in bytes.
     pub blob_size: u64,
 }
 
@@ -81,6 +87,7 @@ pub fn blob_path(kernel: &str, target: GfxTarget) -> String {
     format!("{AOT_DIR}/{target}/{kernel}.co")
 }
 
+/// The manifest's name for `builtins` (`libclc` or `none`).
 pub fn builtins_name(builtins: Builtins) -> &'static str {
     match builtins {
         Builtins::None => "none",
@@ -114,6 +121,7 @@ impl Manifest {
     }
 }
 
+/// Where the manifest lies in the repository checked out at `root`.
 pub fn manifest_path(root: &Path) -> PathBuf {
     root.join(AOT_DIR).join(MANIFEST_FILE)
 }

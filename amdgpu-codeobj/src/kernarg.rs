@@ -4,19 +4,25 @@
 //! sizes, remainders, global offsets, grid dimensions). [`dispatch_packet`] builds the
 //! `hsa_kernel_dispatch_packet_t` that kernels enabling the dispatch pointer read.
 
-use super::error::{AmdgpuError, Result};
-use super::metadata::{ArgKind, KernelMetadata};
+use crate::metadata::{ArgKind, KernelMetadata};
+use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
 
 /// A user argument's value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ArgValue {
     /// A buffer's GPU virtual address.
     Pointer(u64),
+    /// A 32-bit unsigned integer (`uint`).
     U32(u32),
+    /// A 32-bit signed integer (`int`).
     I32(i32),
+    /// A 32-bit float (`float`).
     F32(f32),
+    /// A 64-bit unsigned integer (`ulong`).
     U64(u64),
+    /// A 64-bit signed integer (`long`).
     I64(i64),
+    /// A 64-bit float (`double`).
     F64(f64),
 }
 
@@ -37,9 +43,13 @@ impl ArgValue {
 /// What a user argument is, as the kernel declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserArg {
+    /// The argument's name in the source, if the metadata keeps it.
     pub name: Option<String>,
+    /// Its OpenCL C type name (e.g. `float*`), if the metadata keeps it.
     pub type_name: Option<String>,
+    /// Byte offset in the kernarg segment.
     pub offset: u32,
+    /// Size in bytes.
     pub size: u32,
     /// A `__global` buffer (else a by-value scalar).
     pub is_buffer: bool,
@@ -409,7 +419,7 @@ pub fn dispatch_packet(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::amdgpu::metadata::ArgMetadata;
+    use crate::metadata::ArgMetadata;
 
     fn arg(offset: u32, size: u32, kind: &str, type_name: Option<&str>) -> ArgMetadata {
         ArgMetadata {

@@ -1,15 +1,15 @@
 //! The committed ahead-of-time code objects (`shaders/aot/`): every suite kernel exists for every
 //! AOT target, was built from the source as it is now (no compiler needed to check that), is the
 //! blob the manifest describes, and parses into a kernel the backend accepts for its target.
-#![cfg(feature = "amdgpu")]
 
 use std::path::Path;
 
-use sparkle::amdgpu::aot::{self, Manifest, AOT_TARGETS, SUITE};
-use sparkle::amdgpu::codeobj::{CodeObject, RunLimits};
+use sparkle_amdgpu_codeobj::aot::{self, Manifest, AOT_TARGETS, SUITE};
+use sparkle_amdgpu_codeobj::codeobj::{CodeObject, RunLimits};
 
+/// The repository root (the `sparkle` package), where `shaders/` lies.
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
 
 #[test]

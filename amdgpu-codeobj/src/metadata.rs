@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::error::{AmdgpuError, Result};
+use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
 
 /// ELF note type of the msgpack metadata.
 pub const NT_AMDGPU_METADATA: u32 = 32;
@@ -14,10 +14,13 @@ pub const NOTE_OWNER: &str = "AMDGPU";
 /// The whole metadata document.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CodeObjectMetadata {
+    /// `amdhsa.version`: the metadata format's major and minor version.
     #[serde(rename = "amdhsa.version", default)]
     pub version: Vec<u32>,
+    /// `amdhsa.target`: the target triple and processor with its features.
     #[serde(rename = "amdhsa.target", default)]
     pub target: Option<String>,
+    /// `amdhsa.kernels`: one entry per kernel.
     #[serde(rename = "amdhsa.kernels", default)]
     pub kernels: Vec<KernelMetadata>,
     /// printf format strings of the whole code object: `id:count:size...:format` each.
@@ -28,39 +31,55 @@ pub struct CodeObjectMetadata {
 /// One kernel's entry.
 #[derive(Debug, Clone, Deserialize)]
 pub struct KernelMetadata {
+    /// The kernel's name.
     #[serde(rename = ".name")]
     pub name: String,
     /// The kernel descriptor's symbol, `<name>.kd`.
     #[serde(rename = ".symbol")]
     pub symbol: String,
+    /// Its arguments, explicit then hidden, in kernarg order.
     #[serde(rename = ".args", default)]
     pub args: Vec<ArgMetadata>,
+    /// Bytes of the kernarg segment.
     #[serde(rename = ".kernarg_segment_size")]
     pub kernarg_segment_size: u32,
+    /// Alignment of the kernarg segment.
     #[serde(rename = ".kernarg_segment_align")]
     pub kernarg_segment_align: u32,
+    /// 32 or 64.
     #[serde(rename = ".wavefront_size")]
     pub wavefront_size: u32,
+    /// LDS bytes allocated statically.
     #[serde(rename = ".group_segment_fixed_size")]
     pub group_segment_fixed_size: u32,
+    /// Scratch bytes per work-item allocated statically.
     #[serde(rename = ".private_segment_fixed_size")]
     pub private_segment_fixed_size: u32,
+    /// SGPRs used.
     #[serde(rename = ".sgpr_count")]
     pub sgpr_count: u32,
+    /// VGPRs used.
     #[serde(rename = ".vgpr_count")]
     pub vgpr_count: u32,
+    /// Largest workgroup (in work-items) the kernel supports.
     #[serde(rename = ".max_flat_workgroup_size")]
     pub max_flat_workgroup_size: u32,
+    /// Whether the stack size is only known at run time.
     #[serde(rename = ".uses_dynamic_stack", default)]
     pub uses_dynamic_stack: bool,
+    /// `reqd_work_group_size`, if the source declares it.
     #[serde(rename = ".reqd_workgroup_size", default)]
     pub reqd_workgroup_size: Option<Vec<u32>>,
+    /// `work_group_size_hint`, if the source declares it.
     #[serde(rename = ".workgroup_size_hint", default)]
     pub workgroup_size_hint: Option<Vec<u32>>,
+    /// SGPRs spilled to memory.
     #[serde(rename = ".sgpr_spill_count", default)]
     pub sgpr_spill_count: u32,
+    /// VGPRs spilled to scratch.
     #[serde(rename = ".vgpr_spill_count", default)]
     pub vgpr_spill_count: u32,
+    /// Source language (e.g. `OpenCL C`).
     #[serde(rename = ".language", default)]
     pub language: Option<String>,
 }
@@ -68,22 +87,31 @@ pub struct KernelMetadata {
 /// One argument of a kernel, explicit or hidden.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ArgMetadata {
+    /// The argument's name in the source.
     #[serde(rename = ".name", default)]
     pub name: Option<String>,
+    /// Its type name in the source.
     #[serde(rename = ".type_name", default)]
     pub type_name: Option<String>,
+    /// Byte offset in the kernarg segment.
     #[serde(rename = ".offset")]
     pub offset: u32,
+    /// Size in bytes.
     #[serde(rename = ".size")]
     pub size: u32,
+    /// What it is (`global_buffer`, `by_value`, `hidden_global_offset_x`, ...).
     #[serde(rename = ".value_kind")]
     pub value_kind: String,
+    /// Address space of a pointer (`global`, `constant`, ...).
     #[serde(rename = ".address_space", default)]
     pub address_space: Option<String>,
+    /// Declared access of a pointer (`read_only`, ...).
     #[serde(rename = ".access", default)]
     pub access: Option<String>,
+    /// Access the compiler found the kernel makes.
     #[serde(rename = ".actual_access", default)]
     pub actual_access: Option<String>,
+    /// Whether a pointer is declared `const`.
     #[serde(rename = ".is_const", default)]
     pub is_const: bool,
 }

@@ -101,6 +101,7 @@ impl PrintfFormats {
         Ok(Self { formats })
     }
 
+    /// Whether the code object declares no formats (does not call printf).
     pub fn is_empty(&self) -> bool {
         self.formats.is_empty()
     }
@@ -167,6 +168,7 @@ pub struct PrintfOutput {
 /// `sparkle::printf`).
 #[derive(Clone, Default)]
 pub enum PrintfSink {
+    /// Standard output of the process.
     #[default]
     Stdout,
     /// Called once per dispatch that printed anything, in submission order. It runs on the

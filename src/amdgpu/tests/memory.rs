@@ -2,18 +2,15 @@
 //! simulator): the domains and VA permissions each kind of buffer gets, alignment, CPU access
 //! bounds, release order, reuse of freed addresses, and no live objects after drops, also when a
 //! step fails.
-#![cfg(feature = "amdgpu")]
-
-mod amdgpu_support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use amdgpu_support::FakeDriver;
-use sparkle::amdgpu::kmd::{Domain, VaFlags};
-use sparkle::amdgpu::memory::{BufferKind, Memory};
-use sparkle::amdgpu::va_allocator::MIN_VA_ALIGNMENT;
-use sparkle::amdgpu::AmdgpuError;
+use super::amdgpu_support::FakeDriver;
+use crate::amdgpu::kmd::{Domain, VaFlags};
+use crate::amdgpu::memory::{BufferKind, Memory};
+use crate::amdgpu::va_allocator::MIN_VA_ALIGNMENT;
+use crate::amdgpu::AmdgpuError;
 
 const VA_START: u64 = 0x20_0000;
 const VA_END: u64 = 0x1_0000_0000;

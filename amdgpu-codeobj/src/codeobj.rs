@@ -9,11 +9,11 @@ use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader, Rel, Rela, SectionHeader, Sym};
 use object::LittleEndian;
 
-use super::descriptor::{KernelDescriptor, UserSgpr, KERNEL_DESCRIPTOR_SIZE};
-use super::error::{AmdgpuError, Result};
-use super::gfx_target::GfxTarget;
-use super::kernarg::KernargLayout;
-use super::metadata::{self, KernelMetadata};
+use crate::descriptor::{KernelDescriptor, UserSgpr, KERNEL_DESCRIPTOR_SIZE};
+use crate::gfx_target::GfxTarget;
+use crate::kernarg::KernargLayout;
+use crate::metadata::{self, KernelMetadata};
+use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
 
 /// `e_machine` of AMDGPU code.
 pub const EM_AMDGPU: u16 = 224;
@@ -106,6 +106,7 @@ impl LoadImage {
         self.bytes.len()
     }
 
+    /// Whether the image has no bytes.
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
@@ -150,8 +151,11 @@ impl LoadImage {
 /// One kernel of a code object.
 #[derive(Debug, Clone)]
 pub struct Kernel {
+    /// The kernel's name (its entry point).
     pub name: String,
+    /// Its `amdhsa.kernels` metadata entry.
     pub metadata: KernelMetadata,
+    /// Its parsed kernel descriptor.
     pub descriptor: KernelDescriptor,
     /// Image offset of the kernel descriptor.
     pub descriptor_offset: u64,
@@ -480,6 +484,7 @@ impl CodeObject {
         Ok(Self { target, code_object_version, image, kernels, printf })
     }
 
+    /// The target the code object was built for.
     pub fn target(&self) -> GfxTarget {
         self.target
     }
@@ -489,10 +494,12 @@ impl CodeObject {
         self.code_object_version
     }
 
+    /// The image to copy into GPU memory.
     pub fn image(&self) -> &LoadImage {
         &self.image
     }
 
+    /// The kernels it defines, in metadata order.
     pub fn kernels(&self) -> &[Kernel] {
         &self.kernels
     }
