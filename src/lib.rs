@@ -88,24 +88,18 @@
 //! - [`suite`]: saxpy, sgemm and conv2d as ordinary kernel specs, with CPU references and
 //!   tuning ([`suite::tuning`]).
 
-// Every public item is documented outside `amdgpu`; the lint keeps it so.
+// Every public item is documented; the lint keeps it so.
+#![warn(missing_docs)]
+
 #[cfg(feature = "amdgpu")]
-#[warn(missing_docs)]
 pub mod amdgpu;
-#[warn(missing_docs)]
 pub mod cache;
-#[warn(missing_docs)]
 mod error;
 #[cfg(feature = "gl")]
-#[warn(missing_docs)]
 pub mod gl;
-#[warn(missing_docs)]
 pub mod hal;
-#[warn(missing_docs)]
 pub mod kernel;
-#[warn(missing_docs)]
 pub mod runtime;
-#[warn(missing_docs)]
 pub mod suite;
 
 pub use error::{Error, ErrorKind, Result};

@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-/// The crate-wide result type; the error defaults to [`Error`].
+/// The crate-wide result type; the error defaults to [`enum@Error`].
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 /// Any error this crate reports.

@@ -59,6 +59,8 @@
 //! [`dispatch::ComputeDispatch`] writes the same sequence from one struct, and
 //! [`dispatch::write_preamble`] the one-time CU enables.
 
+#![warn(missing_docs)]
+
 pub mod decoder;
 pub mod dispatch;
 pub mod encoder;
