@@ -16,9 +16,8 @@
 pub mod error;
 pub mod kmd;
 // The raw mirrors keep the kernel header's names one-to-one (`drm_amdgpu_info_device::family`,
-// `AMDGPU_GEM_DOMAIN_VRAM`); `amdgpu_drm.h` documents each, so only what the header does not say
-// is written down here.
-#[allow(missing_docs)]
+// `AMDGPU_GEM_DOMAIN_VRAM`) and are documented in Sparkle's own words: what each item holds, its
+// unit or flag set, and whether it goes into the ioctl or comes back out.
 pub mod uapi;
 
 pub use error::{AmdgpuError, Result};
