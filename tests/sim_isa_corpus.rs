@@ -82,7 +82,13 @@ fn survey() -> Coverage {
             assert!(!kernel.code_ranges.is_empty(), "{}: no function symbols", path.display());
             let wave64 = kernel.descriptor.wave_size() == 64;
             let image = co.image().unrelocated();
-            for inst in survey_code(image, kernel.entry_offset, &kernel.code_ranges, wave64) {
+            for inst in survey_code(
+                sparkle_amdgpu_sim::isa::Gfx::Gfx11,
+                image,
+                kernel.entry_offset,
+                &kernel.code_ranges,
+                wave64,
+            ) {
                 let (want, size) = listing.get(&inst.offset).unwrap_or_else(|| {
                     panic!("{}: llvm-objdump has no instruction at {:#x}", path.display(), inst.offset)
                 });

@@ -93,14 +93,27 @@ pub struct CommandProcessor<'m, 'a> {
     memory: &'m mut SubmissionMemory<'a>,
     sh: Box<[u32; SH_COUNT]>,
     instruction_budget: u64,
+    gfx: Gfx,
     started: Instant,
     stats: CpStats,
 }
 
 impl<'m, 'a> CommandProcessor<'m, 'a> {
     /// A CP with all SH registers zero; `started` is the device's clock origin.
-    pub fn new(memory: &'m mut SubmissionMemory<'a>, instruction_budget: u64, started: Instant) -> Self {
-        Self { memory, sh: Box::new([0; SH_COUNT]), instruction_budget, started, stats: CpStats::default() }
+    pub fn new(
+        memory: &'m mut SubmissionMemory<'a>,
+        gfx: Gfx,
+        instruction_budget: u64,
+        started: Instant,
+    ) -> Self {
+        Self {
+            memory,
+            sh: Box::new([0; SH_COUNT]),
+            instruction_budget,
+            gfx,
+            started,
+            stats: CpStats::default(),
+        }
     }
 
     pub fn stats(&self) -> CpStats {
@@ -134,7 +147,7 @@ impl<'m, 'a> CommandProcessor<'m, 'a> {
         let mut ib = (va, words);
         'ibs: loop {
             let (ib_va, words) = ib;
-            for packet in Decoder::new(&words, Gfx::Gfx11) {
+            for packet in Decoder::new(&words, self.gfx) {
                 let packet = packet.map_err(|e| {
                     CpFailure::Invalid(format!(
                         "PM4 error at dword {} of the IB at {ib_va:#x}: {}; the simulated command \
@@ -266,9 +279,15 @@ impl<'m, 'a> CommandProcessor<'m, 'a> {
                 Some(name) => name,
                 None => format!("<code at {code:#x}>"),
             };
-        let dispatch =
-            Dispatch::from_registers(&kernel, |r| self.reg(r), groups, initiator, self.instruction_budget)
-                .map_err(|e| invalid(packet, site, &e.to_string()))?;
+        let dispatch = Dispatch::from_registers(
+            &kernel,
+            self.gfx,
+            |r| self.reg(r),
+            groups,
+            initiator,
+            self.instruction_budget,
+        )
+        .map_err(|e| invalid(packet, site, &e.to_string()))?;
         tracing::debug!(kernel = %kernel, ?groups, code = format_args!("{code:#x}"), "simulated dispatch");
         self.stats.dispatches += 1;
         match isa::run_dispatch(&dispatch, &mut *self.memory) {

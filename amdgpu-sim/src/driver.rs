@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use crate::buffers::{BufferTable, Heaps, Storage};
 use crate::errno::einval;
-use crate::identity;
+use crate::identity::{self, SimGpu};
 use crate::isa::DEFAULT_BUDGET;
 use crate::queue::{run_worker, Job, Scheduler, WorkerConfig};
 use crate::vm::VaSpace;
@@ -41,11 +41,18 @@ pub struct SimOptions {
     pub vram_bytes: u64,
     /// Size of the simulated GTT heap.
     pub gtt_bytes: u64,
+    /// The GPU it says it is, and whose ISA it runs.
+    pub gpu: SimGpu,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        Self { instruction_budget: DEFAULT_BUDGET, vram_bytes: 2 << 30, gtt_bytes: 2 << 30 }
+        Self {
+            instruction_budget: DEFAULT_BUDGET,
+            vram_bytes: 2 << 30,
+            gtt_bytes: 2 << 30,
+            gpu: SimGpu::default(),
+        }
     }
 }
 
@@ -95,6 +102,7 @@ impl SimDriver {
         let started = Instant::now();
         let executed = Arc::new(AtomicU64::new(0));
         let config = WorkerConfig {
+            gfx: options.gpu.gfx(),
             instruction_budget: options.instruction_budget,
             started,
             executed: executed.clone(),
@@ -253,7 +261,7 @@ fn deadline_of(timeout: Timeout) -> Instant {
 
 impl KernelDriver for SimDriver {
     fn check_kernel_code(&self, code: &KernelCode<'_>) -> std::result::Result<(), String> {
-        crate::isa::check_code(code.image, code.entry, code.ranges, code.wave64)
+        crate::isa::check_code(self.options.gpu.gfx(), code.image, code.entry, code.ranges, code.wave64)
             .map_err(|refusal| refusal.to_string())
     }
 
@@ -262,15 +270,15 @@ impl KernelDriver for SimDriver {
     }
 
     fn describe(&self) -> String {
-        identity::describe()
+        identity::describe(self.options.gpu)
     }
 
     fn device_info(&self) -> Result<uapi::drm_amdgpu_info_device> {
-        Ok(identity::device_info())
+        Ok(identity::device_info(self.options.gpu))
     }
 
     fn hw_ip_info(&self, ip: HwIp) -> Result<uapi::drm_amdgpu_info_hw_ip> {
-        Ok(identity::hw_ip_info(ip))
+        Ok(identity::hw_ip_info(self.options.gpu, ip))
     }
 
     fn memory_info(&self) -> Result<uapi::drm_amdgpu_memory_info> {

@@ -28,3 +28,4 @@ mod queue;
 mod vm;
 
 pub use driver::{MappedRange, SimDriver, SimOptions};
+pub use identity::SimGpu;

@@ -226,6 +226,8 @@ fn failure_error(ctx: ContextId, seq: SeqNo, failure: &Failure) -> AmdgpuError {
 
 /// What the worker needs besides its queue.
 pub struct WorkerConfig {
+    /// The generation whose packets and ISA the simulated GPU runs.
+    pub gfx: pm4::Gfx,
     pub instruction_budget: u64,
     /// The device clock's origin.
     pub started: Instant,
@@ -257,7 +259,8 @@ pub fn run_worker(scheduler: Arc<Scheduler>, jobs: Receiver<Job>, config: Worker
 fn execute(job: &Job, config: &WorkerConfig) -> std::result::Result<(), CpFailure> {
     let run = || {
         let mut memory = SubmissionMemory::new(&job.mappings, &job.buffers);
-        let mut cp = CommandProcessor::new(&mut memory, config.instruction_budget, config.started);
+        let mut cp =
+            CommandProcessor::new(&mut memory, config.gfx, config.instruction_budget, config.started);
         let outcome = job.ibs.iter().try_for_each(|&(va, bytes)| cp.run_ib(va, bytes));
         config.executed.fetch_add(cp.stats().wave_instructions, Ordering::Relaxed);
         tracing::trace!(stats = ?cp.stats(), "simulated submission finished");

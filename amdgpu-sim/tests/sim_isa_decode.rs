@@ -13,7 +13,7 @@ fn sizes(text: &[u8]) -> Vec<usize> {
     let mut at = 0;
     let mut out = Vec::new();
     while at < words.len() {
-        let size = instruction_size(&words[at..])
+        let size = instruction_size(sparkle_amdgpu_sim::isa::Gfx::Gfx11, &words[at..])
             .unwrap_or_else(|| panic!("no size for dword {at} ({:#010x})", words[at]));
         out.push(size);
         at += size / 4;

@@ -2,11 +2,13 @@
 //! State", gfx11): user SGPRs, enabled workgroup ids right after them, packed work-item ids in
 //! VGPR0, EXEC covering only the threads of a partial last wave, MODE from RSRC1.
 
+use sparkle_amdgpu_sim::isa::Gfx;
 use sparkle_amdgpu_sim::isa::{initial_waves, Dispatch, ScratchRing, WaveStatus};
 
 fn dispatch(rsrc2: u32, size: [u32; 3]) -> Dispatch {
     Dispatch {
         kernel_name: "k".into(),
+        gfx: Gfx::Gfx11,
         code_address: 0x1000,
         rsrc1: 0x00af_0000,
         rsrc2,
@@ -77,7 +79,7 @@ fn dispatch_from_compute_registers() {
     let reg = |a: u32| r.get(&a).copied().unwrap_or(0);
     // compute enable, force start at 0, wave32.
     let initiator = 1 | (1 << 2) | (1 << 15);
-    let d = Dispatch::from_registers("k", reg, [3, 1, 1], initiator, 5000).unwrap();
+    let d = Dispatch::from_registers("k", Gfx::Gfx11, reg, [3, 1, 1], initiator, 5000).unwrap();
     assert_eq!(d.code_address, 0x1_0012_3400 << 8);
     assert_eq!(d.workgroup_size, [64, 2, 1]);
     assert_eq!(&d.user_data[..3], &[0xdead, 0xbeef, 0]);
@@ -87,13 +89,14 @@ fn dispatch_from_compute_registers() {
     assert_eq!(waves.len(), 4);
     assert_eq!(&waves[3].sgpr[..3], &[0xdead, 0xbeef, 2]);
     // Without CS_W32_EN the waves have 64 lanes: 64x2 threads are two full waves.
-    let wave64 = Dispatch::from_registers("k", reg, [1, 1, 1], 1 | (1 << 2), 10).unwrap();
+    let wave64 = Dispatch::from_registers("k", Gfx::Gfx11, reg, [1, 1, 1], 1 | (1 << 2), 10).unwrap();
     assert!(!wave64.wave32);
     let waves = initial_waves(&wave64, [0, 0, 0]).unwrap();
     assert_eq!(waves.len(), 2);
     assert_eq!(waves[0].exec(), u64::MAX);
     assert_eq!(waves[1].exec(), u64::MAX);
     assert_eq!(waves[1].vgpr[0][63], 63, "lane 63 of the second wave has x = 63");
-    let err = Dispatch::from_registers("k", reg, [1, 1, 1], 1 | (1 << 1) | (1 << 15), 10).unwrap_err();
+    let err =
+        Dispatch::from_registers("k", Gfx::Gfx11, reg, [1, 1, 1], 1 | (1 << 1) | (1 << 15), 10).unwrap_err();
     assert!(err.to_string().contains("PARTIAL_TG_EN"), "{err}");
 }

@@ -1,4 +1,8 @@
-//! Instruction decoder: one gfx11 instruction (with its literal) from the dwords at a PC.
+//! Instruction decoder: one instruction (with its literal) from the dwords at a PC. gfx11 words
+//! are decoded here; gfx10.3 words by [`decode_gfx10`](super::decode_gfx10), into the gfx11
+//! instruction that is the same operation, so that one interpreter runs both.
+
+use pm4::Gfx;
 
 use super::error::{ExecResult, Fault};
 use super::operand::{Src, EXEC_LO, LITERAL, VCC_LO};
@@ -33,6 +37,42 @@ pub struct Valu {
     pub omod: u8,
     pub neg_hi: u8,
     pub opsel_hi: u8,
+    /// The sub-dword operand selection of gfx10's SDWA forms (None for every other form).
+    pub sdwa: Option<Sdwa>,
+}
+
+/// SDWA (gfx10.3): which byte or word of each source a VOP1/VOP2/VOPC instruction reads, and
+/// where its result goes. Selections: 0..=3 byte 0..3, 4 word 0, 5 word 1, 6 the whole dword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sdwa {
+    /// Selection of src0 and src1.
+    pub src_sel: [u8; 2],
+    /// Whether the selected src0/src1 bits are sign-extended (else zero-extended).
+    pub src_sext: [bool; 2],
+    /// The destination bits written.
+    pub dst_sel: u8,
+    /// The destination bits not written: 0 zero them, 1 sign-extend the result, 2 keep them.
+    pub dst_unused: u8,
+}
+
+/// A MUBUF instruction: a load, store or atomic through a buffer resource (V#) in four SGPRs,
+/// or a cache invalidate. `op` is in the gfx11 numbering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mubuf {
+    pub op: u8,
+    /// Unsigned byte offset added to the address.
+    pub offset: u16,
+    /// VADDR holds a byte offset (and, with `idxen`, an index first).
+    pub offen: bool,
+    /// VADDR holds an index.
+    pub idxen: bool,
+    pub glc: bool,
+    pub vaddr: u8,
+    pub vdata: u8,
+    /// First of the four SGPRs holding the V#.
+    pub srsrc: u8,
+    /// SGPR (or inline constant) byte offset added to the address.
+    pub soffset: Src,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,7 +128,7 @@ pub enum Inst {
     Vopd(Box<Vopd>),
     Ds(Ds),
     Flat(Flat),
-    Mubuf { op: u8 },
+    Mubuf(Mubuf),
 }
 
 /// A decoded instruction and its size in bytes.
@@ -108,8 +148,16 @@ fn sext(v: u32, n: u32) -> i32 {
     ((v << (32 - n)) as i32) >> (32 - n)
 }
 
-/// Decodes the instruction whose dwords `word(i)` returns (i = 0, 1, 2: only as many as needed).
-pub(crate) fn decode(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult<Decoded> {
+/// Decodes the instruction of generation `gfx` whose dwords `word(i)` returns (i = 0, 1, 2: only
+/// as many as needed).
+pub(crate) fn decode(gfx: Gfx, word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult<Decoded> {
+    match gfx {
+        Gfx::Gfx11 => decode_gfx11(word),
+        Gfx::Gfx10_3 => super::decode_gfx10::decode(word),
+    }
+}
+
+fn decode_gfx11(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult<Decoded> {
     let w = word(0)?;
     let unknown = |encoding: &'static str, opcode: u32| Fault::Unknown { encoding, opcode, word: w };
     let top9 = w >> 23;
@@ -163,7 +211,21 @@ pub(crate) fn decode(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult
             };
             Ok(Decoded { inst, size: 8, word: w })
         }
-        0x38 => Ok(Decoded { inst: Inst::Mubuf { op: bits(w, 18, 8) as u8 }, size: 8, word: w }),
+        0x38 => {
+            let w1 = word(1)?;
+            let mubuf = Mubuf {
+                offset: bits(w, 0, 12) as u16,
+                soffset: Src::decode(bits(w1, 24, 8) as u16, 0),
+                op: bits(w, 18, 8) as u8,
+                glc: bits(w, 14, 1) != 0,
+                vaddr: bits(w1, 0, 8) as u8,
+                vdata: bits(w1, 8, 8) as u8,
+                srsrc: (bits(w1, 16, 5) * 4) as u8,
+                offen: bits(w1, 22, 1) != 0,
+                idxen: bits(w1, 23, 1) != 0,
+            };
+            Ok(Decoded { inst: Inst::Mubuf(mubuf), size: 8, word: w })
+        }
         0x3a => Err(unknown("MTBUF", bits(w, 15, 4))),
         0x3c => Err(unknown("MIMG", bits(w, 18, 8))),
         0x3e => Err(unknown("EXP", 0)),
@@ -209,7 +271,7 @@ fn decode_salu(w: u32, word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResu
     Ok(Decoded { inst, size, word: w })
 }
 
-fn plain_valu(enc: ValuEnc, op: u16) -> Valu {
+pub(super) fn plain_valu(enc: ValuEnc, op: u16) -> Valu {
     Valu {
         enc,
         op,
@@ -223,6 +285,7 @@ fn plain_valu(enc: ValuEnc, op: u16) -> Valu {
         omod: 0,
         neg_hi: 0,
         opsel_hi: 0,
+        sdwa: None,
     }
 }
 
@@ -396,8 +459,9 @@ fn decode_vopd(w: u32, word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResu
 /// The size in bytes of the instruction at the start of `code` (including its literal), or None
 /// when `code` is too short for it. Unknown encodings still have a size when their format is
 /// known; an unrecognised format gives None.
-pub fn instruction_size(code: &[u32]) -> Option<usize> {
-    let d = decode(&mut |i| code.get(i as usize).copied().ok_or_else(|| Fault::unsupported("truncated")));
+pub fn instruction_size(gfx: Gfx, code: &[u32]) -> Option<usize> {
+    let d =
+        decode(gfx, &mut |i| code.get(i as usize).copied().ok_or_else(|| Fault::unsupported("truncated")));
     match d {
         Ok(d) => Some(d.size as usize),
         Err(_) => None,

@@ -3,6 +3,8 @@
 //! Execution State", gfx11): user SGPRs, then workgroup ids as enabled, packed work-item ids in
 //! VGPR0, EXEC for the lanes that exist.
 
+use pm4::Gfx;
+
 use super::error::SimError;
 use super::wave::{Wave, LANES};
 
@@ -18,6 +20,8 @@ pub const DEFAULT_BUDGET: u64 = 2_000_000_000;
 pub struct Dispatch {
     /// For error messages ("GPU page fault ... in kernel K").
     pub kernel_name: String,
+    /// The generation whose ISA the code is.
+    pub gfx: Gfx,
     /// Code entry address: (COMPUTE_PGM_HI << 32 | COMPUTE_PGM_LO) << 8.
     pub code_address: u64,
     /// COMPUTE_PGM_RSRC1 as written by the driver.
@@ -148,6 +152,7 @@ impl Dispatch {
     /// DISPATCH_INITIATOR. Settings the interpreter does not model are refused, naming them.
     pub fn from_registers(
         kernel_name: &str,
+        gfx: Gfx,
         reg: impl Fn(u32) -> u32,
         grid_workgroups: [u32; 3],
         initiator: u32,
@@ -181,6 +186,7 @@ impl Dispatch {
             [COMPUTE_NUM_THREAD_X, COMPUTE_NUM_THREAD_Y, COMPUTE_NUM_THREAD_Z].map(|r| reg(r) & 0xffff);
         let d = Dispatch {
             kernel_name: kernel_name.to_string(),
+            gfx,
             code_address,
             rsrc1: reg(COMPUTE_PGM_RSRC1),
             rsrc2: reg(COMPUTE_PGM_RSRC2),

@@ -1,6 +1,6 @@
 //! Executes one decoded instruction on a wave: advances the PC, then dispatches by encoding.
 
-use super::decode::{Decoded, Inst, ValuEnc};
+use super::decode::{Decoded, Inst, Mubuf, ValuEnc};
 use super::error::{ExecResult, Fault};
 use super::global::exec_flat;
 use super::lds::exec_ds;
@@ -35,10 +35,10 @@ pub(crate) fn execute(w: &mut Wave, d: &Decoded, mem: &mut dyn GlobalMemory, lds
         Inst::Vopd(v) => exec_vopd(w, v, d.word),
         Inst::Ds(ds) => exec_ds(w, lds, ds, d.word),
         Inst::Flat(f) => exec_flat(w, mem, lds, f, d.word),
-        Inst::Mubuf { op: BUFFER_GL0_INV | BUFFER_GL1_INV } => Ok(()),
-        Inst::Mubuf { op } => Err(Fault::Unknown {
+        Inst::Mubuf(Mubuf { op: BUFFER_GL0_INV | BUFFER_GL1_INV, .. }) => Ok(()),
+        Inst::Mubuf(m) => Err(Fault::Unknown {
             encoding: "MUBUF (buffer resources are not modelled)",
-            opcode: *op as u32,
+            opcode: m.op as u32,
             word: d.word,
         }),
     }

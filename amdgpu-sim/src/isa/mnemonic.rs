@@ -27,7 +27,7 @@ pub(crate) fn mnemonic(inst: &Inst) -> Option<&'static str> {
             1 => lookup(table::SCRATCH, f.op as u16),
             _ => lookup(table::GLOBAL, f.op as u16),
         },
-        Inst::Mubuf { op } => lookup(table::MUBUF, *op as u16),
+        Inst::Mubuf(m) => lookup(table::MUBUF, m.op as u16),
     }
 }
 

@@ -24,6 +24,7 @@
 
 mod code_cache;
 mod decode;
+mod decode_gfx10;
 mod dispatch;
 mod division;
 mod error;
@@ -51,6 +52,8 @@ pub use dispatch::{initial_waves, regs, Dispatch, ScratchRing, DEFAULT_BUDGET};
 pub use error::{Access, MemoryFault, SimError};
 pub use memory::GlobalMemory;
 pub(crate) use operand::aperture_fault;
+/// The hardware generation whose ISA a kernel is (gfx10.3 or gfx11).
+pub use pm4::Gfx;
 pub(crate) use validate::check_code;
 pub use validate::{survey_code, SurveyedInstruction};
 pub use wave::{Wave, WaveStatus, LANES};

@@ -156,7 +156,7 @@ mod tests {
                 let Some(printed) = operands.split(',').next().and_then(|t| parse_register(t.trim())) else {
                     continue;
                 };
-                let Ok(d) = decode_at(image, at) else { continue };
+                let Ok(d) = decode_at(pm4::Gfx::Gfx11, image, at) else { continue };
                 let Some(name) = mnemonic(&d.inst) else { continue };
                 let printed_all: Vec<Option<Register>> = operands
                     .split(',')

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
+use pm4::Gfx;
+
 use super::decode::{decode, Decoded, Inst};
 use super::error::{Fault, MemoryFault};
 use super::exec::execute;
@@ -96,8 +98,8 @@ fn trial(d: &Decoded, blank: &Wave) -> Result<(), String> {
 }
 
 /// Decodes the instruction at image offset `at`.
-pub(crate) fn decode_at(image: &[u8], at: u64) -> Result<Decoded, Fault> {
-    decode(&mut |i| {
+pub(crate) fn decode_at(gfx: Gfx, image: &[u8], at: u64) -> Result<Decoded, Fault> {
+    decode(gfx, &mut |i| {
         let start = at as usize + 4 * i as usize;
         image
             .get(start..start + 4)
@@ -124,6 +126,7 @@ pub struct SurveyedInstruction {
 /// the first `s_endpgm`), in address order, for a wave32 or wave64 kernel, and says for each
 /// whether the interpreter can execute it. `first_failure` stops at the first one it cannot.
 fn survey_ranges(
+    gfx: Gfx,
     image: &[u8],
     entry: u64,
     ranges: &[Range<u64>],
@@ -141,7 +144,7 @@ fn survey_ranges(
     for range in sorted {
         let mut at = range.start;
         while at < range.end {
-            let d = match decode_at(image, at) {
+            let d = match decode_at(gfx, image, at) {
                 Ok(d) => d,
                 Err(f) => {
                     let detail = describe(f).unwrap_or_else(|| "undecodable".to_string());
@@ -183,24 +186,26 @@ fn survey_ranges(
 /// those in `ranges` of the load image `image` (or, when there are none, from `entry` to the
 /// first `s_endpgm`), in address order, decoded for a wave32 or wave64 kernel.
 pub fn survey_code(
+    gfx: Gfx,
     image: &[u8],
     entry: u64,
     ranges: &[Range<u64>],
     wave64: bool,
 ) -> Vec<SurveyedInstruction> {
-    survey_ranges(image, entry, ranges, wave64, false)
+    survey_ranges(gfx, image, entry, ranges, wave64, false)
 }
 
 /// Checks every instruction in `ranges` of `image` (or, when there are none, from `entry` to the
 /// first `s_endpgm`), in address order, for a wave32 or wave64 kernel; the first one the
 /// interpreter cannot execute is the error.
 pub fn check_code(
+    gfx: Gfx,
     image: &[u8],
     entry: u64,
     ranges: &[Range<u64>],
     wave64: bool,
 ) -> Result<(), UnsupportedInstruction> {
-    match survey_ranges(image, entry, ranges, wave64, true).pop() {
+    match survey_ranges(gfx, image, entry, ranges, wave64, true).pop() {
         Some(SurveyedInstruction { offset, mnemonic, executable: Err(detail), .. }) => {
             Err(UnsupportedInstruction { offset, mnemonic, feature: mnemonic.and_then(feature), detail })
         }

@@ -38,7 +38,7 @@ impl<'d> DispatchRun<'d> {
         dispatch.validate()?;
         Ok(DispatchRun {
             dispatch,
-            code: CodeCache::new(dispatch.code_address),
+            code: CodeCache::new(dispatch.code_address, dispatch.gfx),
             stats: DispatchStats::default(),
         })
     }

@@ -386,6 +386,7 @@ pub fn prepare_dispatch(
     let lds_granules = k.group_segment_size.div_ceil(512);
     Dispatch {
         kernel_name: k.name.clone(),
+        gfx: sparkle_amdgpu_sim::isa::Gfx::Gfx11,
         code_address: k.code_address,
         rsrc1: k.rsrc1,
         rsrc2: (k.rsrc2 & !(0x1ff << 15)) | lds_granules << 15,
@@ -404,6 +405,7 @@ pub fn prepare_dispatch(
 pub fn asm_dispatch(code_address: u64, arg: u64, threads: u32, groups: u32, lds_bytes: u32) -> Dispatch {
     Dispatch {
         kernel_name: "asm_test".to_string(),
+        gfx: sparkle_amdgpu_sim::isa::Gfx::Gfx11,
         code_address,
         rsrc1: 0x00af_0000 | 0x3f,
         rsrc2: (2 << 1) | (1 << 7) | (lds_bytes.div_ceil(512) << 15),
