@@ -42,9 +42,13 @@ pub const PRINTF_ALLOC: &str = "__printf_alloc";
 /// address >> 8).
 pub const CODE_ALIGNMENT: u64 = 256;
 
-/// The most private memory one work-item may use: a wave32 slot of COMPUTE_TMPRING_SIZE.WAVESIZE
-/// (15 bits of 256-byte units on gfx11) split over its lanes.
-pub const MAX_SCRATCH_PER_WORK_ITEM: u32 = ((1 << 15) - 1) * 256 / 32;
+/// The most private memory one work-item may use on `target` in a wave of `wave_size` lanes: a
+/// whole COMPUTE_TMPRING_SIZE.WAVESIZE slot (13 bits of 1 KiB units on gfx10.3, 15 bits of
+/// 256-byte units on gfx11) split over the lanes, less the 1 KiB the backend may round up by.
+pub fn max_scratch_per_work_item(target: GfxTarget, wave_size: u32) -> u32 {
+    let slot: u32 = if target.major >= 11 { ((1 << 15) - 1) * 256 } else { ((1 << 13) - 1) * 1024 };
+    (slot - 1024) / wave_size.max(1)
+}
 
 /// What the device and backend can run, for [`CodeObject::check_runnable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,13 +66,14 @@ pub struct RunLimits {
 }
 
 impl RunLimits {
-    /// What the amdgpu backend supports on `target`: wave32 and wave64, scratch on gfx11
-    /// (architected flat scratch), 64 KiB LDS, 1024 work-items per group.
+    /// What the amdgpu backend supports on `target`: wave32 and wave64, scratch (gfx11's
+    /// architected flat scratch; gfx10.3's private segment buffer and FLAT_SCRATCH
+    /// initialisation), 64 KiB LDS, 1024 work-items per group.
     pub fn backend_default(target: GfxTarget) -> Self {
         Self {
             target,
             wave64: true,
-            scratch: target.major >= 11,
+            scratch: target.major >= 10,
             max_lds_bytes: 64 * 1024,
             max_workgroup_size: 1024,
         }
@@ -183,23 +188,29 @@ impl Kernel {
         }
         if kd.uses_scratch() && !limits.scratch {
             return refuse(format!(
-                "it needs {} bytes of scratch per work-item (private arrays or register spills: {} SGPR, {} VGPR), which the backend sets up on gfx11 only, not on {}",
+                "it needs {} bytes of scratch per work-item (private arrays or register spills: {} SGPR, {} VGPR), which the backend does not set up on {}",
                 kd.private_segment_fixed_size, md.sgpr_spill_count, md.vgpr_spill_count, limits.target
             ));
         }
+        // gfx11 has architected flat scratch: a kernel asking for the gfx10-style descriptors
+        // was built for another target.
         if kd.uses_scratch()
+            && limits.target.major >= 11
             && (kd.user_sgprs().contains(&UserSgpr::FlatScratchInit)
                 || kd.user_sgprs().contains(&UserSgpr::PrivateSegmentBuffer))
         {
             return refuse(format!(
-                "it needs {} bytes of scratch per work-item through a private segment buffer or FLAT_SCRATCH initialisation, which the backend does not provide on {} (only architected flat scratch)",
+                "it needs {} bytes of scratch per work-item through a private segment buffer or FLAT_SCRATCH initialisation, which {} does not use (architected flat scratch)",
                 kd.private_segment_fixed_size, limits.target
             ));
         }
-        if kd.private_segment_fixed_size > MAX_SCRATCH_PER_WORK_ITEM {
+        let most = max_scratch_per_work_item(limits.target, kd.wave_size());
+        if kd.private_segment_fixed_size > most {
             return refuse(format!(
-                "it needs {} bytes of scratch per work-item; the most is {MAX_SCRATCH_PER_WORK_ITEM}",
-                kd.private_segment_fixed_size
+                "it needs {} bytes of scratch per work-item; the most on {} in wave{} is {most}",
+                kd.private_segment_fixed_size,
+                limits.target,
+                kd.wave_size()
             ));
         }
         if kd.kernarg_preload != 0 {

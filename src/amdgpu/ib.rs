@@ -34,8 +34,24 @@ use super::submit::ScratchWaves;
 /// at least what any kernel's `.kernarg_segment_align` asks).
 pub const KERNARG_ALIGNMENT: u64 = 64;
 
-/// Scratch slots are sized in these units (COMPUTE_TMPRING_SIZE.WAVESIZE on gfx11).
-const SCRATCH_WAVE_GRANULE: u64 = 256;
+/// Scratch slots are sized in these units: COMPUTE_TMPRING_SIZE.WAVESIZE counts 1 KiB on
+/// gfx10.3 (256 bytes on gfx11, of which this is a multiple).
+const SCRATCH_WAVE_GRANULE: u64 = 1024;
+
+/// The private segment buffer a gfx10.3 kernel addresses its scratch through: the ring from
+/// `address`, lanes interleaved by dword (SWIZZLE_ENABLE, ADD_TID_ENABLE, INDEX_STRIDE = the
+/// wave size), 32-bit elements, no range check (each lane stays in its own bytes by
+/// construction). The kernel adds its wave's slot offset to the base itself.
+fn private_segment_buffer(address: u64, wave_size: u32) -> [u32; 4] {
+    const SWIZZLE_ENABLE: u32 = 1 << 31;
+    // DST_SEL X, Y, Z, W; BUF_FMT_32_FLOAT; INDEX_STRIDE 32 (2) or 64 (3) lanes; ADD_TID_ENABLE;
+    // RESOURCE_LEVEL 1 (required on gfx10); OOB_SELECT 3 (no bounds check).
+    let dst_sel = 4 | 5 << 3 | 6 << 6 | 7 << 9;
+    let format = 22 << 12;
+    let index_stride = if wave_size == 64 { 3 } else { 2 } << 21;
+    let word3 = dst_sel | format | index_stride | 1 << 23 | 1 << 24 | 3 << 28;
+    [address as u32, (address >> 32) as u32 & 0xffff | SWIZZLE_ENABLE, u32::MAX, word3]
+}
 
 /// The queue's scratch buffer as dispatches see it: `bytes` from `address`, cut into slots of
 /// each dispatch's wave size, as many as `waves` says for that size.
@@ -166,11 +182,24 @@ impl SubmissionEncoder {
         }
 
         // User SGPRs in the order the descriptor enables them.
+        let wave_bytes = scratch_wave_bytes(program);
+        let ring = scratch.filter(|_| wave_bytes > 0);
+        let private_buffer = match (self.gfx, ring) {
+            (Gfx::Gfx10_3, Some(ring)) => private_segment_buffer(ring.address, program.descriptor.wave_size()),
+            _ => [0; 4],
+        };
+        let flat_scratch_init = match (self.gfx, ring) {
+            (Gfx::Gfx10_3, Some(ring)) => [ring.address as u32, (ring.address >> 32) as u32],
+            _ => [0; 2],
+        };
         let mut user_data = [0u32; 16];
         let mut count = 0usize;
         for sgpr in &program.user_sgprs {
             let words: &[u32] = match sgpr {
-                UserSgpr::PrivateSegmentBuffer => &[0; 4],
+                UserSgpr::PrivateSegmentBuffer => &private_buffer,
+                // gfx10.3: the ring's address; the kernel adds its wave's offset and sets
+                // FLAT_SCRATCH from it.
+                UserSgpr::FlatScratchInit if self.gfx == Gfx::Gfx10_3 => &flat_scratch_init,
                 UserSgpr::DispatchPtr => &[packet_address as u32, (packet_address >> 32) as u32],
                 UserSgpr::KernargSegmentPtr => &[kernarg_address as u32, (kernarg_address >> 32) as u32],
                 UserSgpr::DispatchId => &[dispatch_id as u32, (dispatch_id >> 32) as u32],
@@ -197,15 +226,16 @@ impl SubmissionEncoder {
             .with_lds_bytes(descriptor.group_segment_fixed_size)
             .map_err(|e| encode_error(kernel, e))?;
         let rsrc3 = PgmRsrc3::from_bits(descriptor.compute_pgm_rsrc3);
-        let wave_bytes = scratch_wave_bytes(program);
+        let wavesize_unit = match self.gfx {
+            Gfx::Gfx10_3 => 1024,
+            Gfx::Gfx11 => 256,
+        };
         let tmpring = match (wave_bytes, scratch) {
             (0, _) => TmpringSize::new(self.gfx),
-            (_, Some(ring)) if self.gfx == Gfx::Gfx11 && ring.waves.ring_bytes(wave_bytes) <= ring.bytes => {
-                TmpringSize::new(self.gfx)
-                    .with_waves(ring.waves.register(wave_bytes))
-                    .and_then(|t| t.with_wavesize((wave_bytes / SCRATCH_WAVE_GRANULE) as u32))
-                    .map_err(|e| encode_error(kernel, e))?
-            }
+            (_, Some(ring)) if ring.waves.ring_bytes(wave_bytes) <= ring.bytes => TmpringSize::new(self.gfx)
+                .with_waves(ring.waves.register(wave_bytes))
+                .and_then(|t| t.with_wavesize((wave_bytes / wavesize_unit) as u32))
+                .map_err(|e| encode_error(kernel, e))?,
             _ => {
                 return Err(AmdgpuError::invalid_kernel(
                     kernel,
@@ -222,7 +252,7 @@ impl SubmissionEncoder {
             w.set_sh_reg(r::COMPUTE_PGM_LO, &[pgm as u32, (pgm >> 32) as u32])?;
             w.set_sh_reg(r::COMPUTE_PGM_RSRC1, &[rsrc1.bits(), rsrc2.bits()])?;
             w.set_sh_reg(r::COMPUTE_PGM_RSRC3, &[rsrc3.bits()])?;
-            if let (Some(ring), true) = (scratch, wave_bytes > 0) {
+            if let (Some(ring), Gfx::Gfx11) = (ring, self.gfx) {
                 // gfx11 architected flat scratch: each wave's FLAT_SCRATCH is its slot.
                 let base = ring.address >> 8;
                 w.set_sh_reg(

@@ -3,6 +3,7 @@
 //! Execution State", gfx11): user SGPRs, then workgroup ids as enabled, packed work-item ids in
 //! VGPR0, EXEC for the lanes that exist.
 
+use pm4::fields::TmpringSize;
 use pm4::Gfx;
 
 use super::error::SimError;
@@ -44,10 +45,12 @@ pub struct Dispatch {
     pub scratch: ScratchRing,
 }
 
-/// gfx11 architected flat scratch: COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (address >> 8) and
-/// COMPUTE_TMPRING_SIZE (WAVES slots of WAVESIZE × 256 bytes). Each wave gets one slot; each of
-/// its lanes a contiguous slice of the slot (the hardware interleaves lanes by dword, which no
-/// kernel can observe).
+/// The scratch ring: COMPUTE_TMPRING_SIZE (WAVES slots of WAVESIZE × 256 bytes on gfx11, × 1 KiB
+/// on gfx10.3) and, for gfx11's architected flat scratch, COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI
+/// (address >> 8). Each wave gets one slot. On gfx11 each of its lanes gets a contiguous slice
+/// of the slot (the hardware interleaves lanes by dword, which no kernel can observe there); on
+/// gfx10.3 the kernel finds the ring through the descriptors it was handed and addresses the
+/// interleaved layout itself, and the wave learns its slot's byte offset in a system SGPR.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScratchRing {
     /// GPU address of slot 0.
@@ -65,9 +68,13 @@ impl ScratchRing {
         self.tmpring_size & 0xfff
     }
 
-    /// Bytes per wave slot (TMPRING_SIZE.WAVESIZE, 256-byte units on gfx11).
-    pub fn wave_bytes(&self) -> u64 {
-        u64::from((self.tmpring_size >> 12) & 0x7fff) * 256
+    /// Bytes per wave slot (TMPRING_SIZE.WAVESIZE: 256-byte units on gfx11, 1 KiB on gfx10.3).
+    pub fn wave_bytes(&self, gfx: Gfx) -> u64 {
+        let units = u64::from(TmpringSize::from_bits(gfx, self.tmpring_size).wavesize());
+        match gfx {
+            Gfx::Gfx11 => units * 256,
+            Gfx::Gfx10_3 => units * 1024,
+        }
     }
 }
 
@@ -252,7 +259,8 @@ impl Dispatch {
         }
         if r.scratch {
             let ring = &self.scratch;
-            if ring.wave_bytes() == 0 || ring.base == 0 {
+            // gfx10.3 has no scratch base register: kernels get the ring in their descriptors.
+            if ring.wave_bytes(self.gfx) == 0 || (ring.base == 0 && self.gfx == Gfx::Gfx11) {
                 return Err(self.invalid(format!(
                     "RSRC2 SCRATCH_EN without a scratch ring (COMPUTE_DISPATCH_SCRATCH_BASE {:#x}, \
                      COMPUTE_TMPRING_SIZE {:#x})",
@@ -319,12 +327,14 @@ pub fn initial_waves(d: &Dispatch, group: [u32; 3]) -> Result<Vec<Wave>, SimErro
     for wave_id in 0..d.waves_per_group() {
         let lanes = d.wave_lanes();
         let mut w = Wave::with_width(d.code_address, lanes);
+        w.gfx = d.gfx;
         w.wave_id = wave_id;
         w.mode = d.mode();
         if r.scratch {
-            // FLAT_SCRATCH: this wave's slot of the ring.
-            w.scratch_base = d.scratch.base + u64::from(wave_id) * d.scratch.wave_bytes();
-            w.lane_scratch_bytes = (d.scratch.wave_bytes() / u64::from(lanes)) as u32;
+            // gfx11 FLAT_SCRATCH: this wave's slot of the ring.
+            let slot = u64::from(wave_id) * d.scratch.wave_bytes(d.gfx);
+            w.scratch_base = d.scratch.base + slot;
+            w.lane_scratch_bytes = (d.scratch.wave_bytes(d.gfx) / u64::from(lanes)) as u32;
         }
         let mut s = 0usize;
         for &v in d.user_data.iter().take(r.user_sgprs as usize) {
@@ -336,6 +346,10 @@ pub fn initial_waves(d: &Dispatch, group: [u32; 3]) -> Result<Vec<Wave>, SimErro
                 w.sgpr[s] = group[dim];
                 s += 1;
             }
+        }
+        if r.scratch && d.gfx == Gfx::Gfx10_3 {
+            // The private segment wave byte offset: where this wave's slot starts in the ring.
+            w.sgpr[s] = (u64::from(wave_id) * d.scratch.wave_bytes(d.gfx)) as u32;
         }
         let mut exec = 0u64;
         for lane in 0..lanes {

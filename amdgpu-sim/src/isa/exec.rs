@@ -1,20 +1,18 @@
 //! Executes one decoded instruction on a wave: advances the PC, then dispatches by encoding.
 
-use super::decode::{Decoded, Inst, Mubuf, ValuEnc};
-use super::error::{ExecResult, Fault};
+use super::buffer::exec_mubuf;
+use super::decode::{Decoded, Inst, ValuEnc};
+use super::error::ExecResult;
 use super::global::exec_flat;
 use super::lds::exec_ds;
 use super::memory::GlobalMemory;
 use super::scalar::{exec_smem, exec_sop1, exec_sop2, exec_sopc, exec_sopk, exec_sopp};
+use super::sdwa::exec_sdwa;
 use super::valu::exec_valu;
 use super::vcmp::exec_vcmp;
 use super::vop3p::exec_vop3p;
 use super::vopd::exec_vopd;
 use super::wave::Wave;
-
-/// MUBUF opcodes of the cache-invalidate instructions (no caches here, so no-ops).
-const BUFFER_GL0_INV: u8 = 43;
-const BUFFER_GL1_INV: u8 = 44;
 
 pub(crate) fn execute(w: &mut Wave, d: &Decoded, mem: &mut dyn GlobalMemory, lds: &mut [u8]) -> ExecResult {
     w.pc = w.pc.wrapping_add(d.size as u64);
@@ -27,19 +25,15 @@ pub(crate) fn execute(w: &mut Wave, d: &Decoded, mem: &mut dyn GlobalMemory, lds
         Inst::Smem { op, sdata, sbase, offset, soffset } => {
             exec_smem(w, mem, *op, *sdata, *sbase, *offset, *soffset, d.word)
         }
-        Inst::Valu(v) => match v.enc {
-            ValuEnc::Vop3p => exec_vop3p(w, v, d.word),
-            _ if v.op < 256 => exec_vcmp(w, v, d.word),
-            _ => exec_valu(w, v, d.word),
+        Inst::Valu(v) => match (&v.sdwa, v.enc) {
+            (Some(s), _) => exec_sdwa(w, v, s, d.word),
+            (None, ValuEnc::Vop3p) => exec_vop3p(w, v, d.word),
+            (None, _) if v.op < 256 => exec_vcmp(w, v, d.word),
+            (None, _) => exec_valu(w, v, d.word),
         },
         Inst::Vopd(v) => exec_vopd(w, v, d.word),
         Inst::Ds(ds) => exec_ds(w, lds, ds, d.word),
         Inst::Flat(f) => exec_flat(w, mem, lds, f, d.word),
-        Inst::Mubuf(Mubuf { op: BUFFER_GL0_INV | BUFFER_GL1_INV, .. }) => Ok(()),
-        Inst::Mubuf(m) => Err(Fault::Unknown {
-            encoding: "MUBUF (buffer resources are not modelled)",
-            opcode: m.op as u32,
-            word: d.word,
-        }),
+        Inst::Mubuf(m) => exec_mubuf(w, mem, m, d.word),
     }
 }

@@ -10,6 +10,7 @@ use super::error::{ExecResult, Fault};
 use super::lds::rmw32;
 use super::memory::GlobalMemory;
 use super::operand::{NULL, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
+use super::private::PrivateLane;
 use super::wave::{Wave, LANES};
 
 fn known(op: u8) -> bool {
@@ -20,14 +21,15 @@ fn known(op: u8) -> bool {
 struct LaneView<'a> {
     mem: &'a mut dyn GlobalMemory,
     lds: &'a mut [u8],
-    /// GPU address of the lane's private segment, and its size.
-    private_base: u64,
-    private_bytes: u32,
+    /// The lane's private segment.
+    private: PrivateLane,
 }
 
 enum Target {
     Global(u64),
     Lds(usize),
+    /// Pieces of the lane's private segment: (GPU address, offset in the access, length).
+    Private(Vec<(u64, usize, usize)>),
 }
 
 impl LaneView<'_> {
@@ -39,10 +41,7 @@ impl LaneView<'_> {
                 Some(end) if end <= self.lds.len() => Ok(Target::Lds(offset as usize)),
                 _ => Err(fault),
             },
-            PRIVATE_APERTURE_HI if offset + len as u64 <= u64::from(self.private_bytes) => {
-                Ok(Target::Global(self.private_base + offset))
-            }
-            PRIVATE_APERTURE_HI => Err(fault),
+            PRIVATE_APERTURE_HI => self.private.pieces(offset, len, access).map(Target::Private),
             _ => Ok(Target::Global(addr)),
         }
     }
@@ -56,6 +55,12 @@ impl GlobalMemory for LaneView<'_> {
                 buf.copy_from_slice(&self.lds[o..o + buf.len()]);
                 Ok(())
             }
+            Target::Private(pieces) => {
+                for (a, at, n) in pieces {
+                    self.mem.read(a, &mut buf[at..at + n])?;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -64,6 +69,12 @@ impl GlobalMemory for LaneView<'_> {
             Target::Global(a) => self.mem.write(a, data),
             Target::Lds(o) => {
                 self.lds[o..o + data.len()].copy_from_slice(data);
+                Ok(())
+            }
+            Target::Private(pieces) => {
+                for (a, at, n) in pieces {
+                    self.mem.write(a, &data[at..at + n])?;
+                }
                 Ok(())
             }
         }
@@ -77,6 +88,10 @@ impl GlobalMemory for LaneView<'_> {
     fn atomic32(&mut self, addr: u64, op: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryFault> {
         match self.route(addr, 4, Access::Write)? {
             Target::Global(a) => self.mem.atomic32(a, op),
+            Target::Private(pieces) => match pieces[..] {
+                [(a, _, 4)] => self.mem.atomic32(a, op),
+                _ => Err(MemoryFault { addr, access: Access::Write }),
+            },
             Target::Lds(o) => {
                 let old =
                     u32::from_le_bytes([self.lds[o], self.lds[o + 1], self.lds[o + 2], self.lds[o + 3]]);
@@ -89,6 +104,11 @@ impl GlobalMemory for LaneView<'_> {
     fn atomic64(&mut self, addr: u64, op: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryFault> {
         match self.route(addr, 8, Access::Write)? {
             Target::Global(a) => self.mem.atomic64(a, op),
+            Target::Private(pieces) => match pieces[..] {
+                [(a, _, 8)] => self.mem.atomic64(a, op),
+                // A 64-bit atomic on dword-interleaved scratch would be two accesses.
+                _ => Err(MemoryFault { addr, access: Access::Write }),
+            },
             Target::Lds(o) => {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&self.lds[o..o + 8]);
@@ -119,7 +139,6 @@ pub(crate) fn exec_flat(
         return Err(Fault::Unknown { encoding: enc, opcode: f.op as u32, word });
     }
     let exec = w.exec();
-    let ieee = w.mode >> 9 & 1 != 0;
     let sbase = if f.seg == 2 && f.saddr != NULL { Some(w.read_sgpr64(f.saddr)) } else { None };
     let (dv, dd, va) = (f.vdst as usize, f.data as usize, f.addr as usize);
     for l in 0..LANES {
@@ -151,144 +170,172 @@ pub(crate) fn exec_flat(
             view = LaneView {
                 mem: &mut *global,
                 lds: &mut *lds,
-                private_base: w.scratch_base + l as u64 * u64::from(w.lane_scratch_bytes),
-                private_bytes: w.lane_scratch_bytes,
+                private: w.private_lane(l),
             };
             &mut view
         };
-        let data = |w: &Wave, i: usize| w.vgpr[dd + i][l];
-        let data64 = |w: &Wave, i: usize| w.vgpr[dd + i][l] as u64 | (w.vgpr[dd + i + 1][l] as u64) << 32;
-        match f.op {
-            16..=19 => {
-                let mut b = [0u8; 2];
-                let n = if f.op <= 17 { 1 } else { 2 };
-                mem.read(a, &mut b[..n])?;
-                w.vgpr[dv][l] = match f.op {
-                    16 => b[0] as u32,
-                    17 => b[0] as i8 as i32 as u32,
-                    18 => u16::from_le_bytes(b) as u32,
-                    _ => i16::from_le_bytes(b) as i32 as u32,
-                };
-            }
-            20..=23 => {
-                let n = (f.op - 19) as usize;
-                let mut b = [0u8; 16];
-                mem.read(a, &mut b[..4 * n])?;
-                for i in 0..n {
-                    let v = u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
-                    w.vgpr[dv + i][l] = v;
-                }
-            }
-            30..=35 => {
-                // d16 loads replace one half of the destination and keep the other.
-                let mut b = [0u8; 2];
-                let byte = matches!(f.op, 30 | 31 | 33 | 34);
-                mem.read(a, &mut b[..if byte { 1 } else { 2 }])?;
-                let h: u16 = match f.op {
-                    30 | 33 => b[0] as u16,
-                    31 | 34 => b[0] as i8 as i16 as u16,
-                    _ => u16::from_le_bytes(b),
-                };
-                let old = w.vgpr[dv][l];
-                w.vgpr[dv][l] = if f.op >= 33 {
-                    (old & 0xffff) | (h as u32) << 16
-                } else {
-                    (old & 0xffff_0000) | h as u32
-                };
-            }
-            24 => mem.write(a, &[data(w, 0) as u8])?,
-            25 => mem.write(a, &(data(w, 0) as u16).to_le_bytes())?,
-            36 => mem.write(a, &[(data(w, 0) >> 16) as u8])?,
-            37 => mem.write(a, &((data(w, 0) >> 16) as u16).to_le_bytes())?,
-            26..=29 => {
-                let n = (f.op - 25) as usize;
-                let mut b = [0u8; 16];
-                for i in 0..n {
-                    b[4 * i..4 * i + 4].copy_from_slice(&data(w, i).to_le_bytes());
-                }
-                mem.write(a, &b[..4 * n])?;
-            }
-            51..=64 | 80..=82 | 86 => {
-                let (src, cmp) = (data(w, 0), data(w, 1));
-                let mut op = |old: u32| -> u32 {
-                    let ff = f32::from_bits;
-                    match f.op {
-                        51 => src,
-                        52 | 80 => {
-                            let equal = if f.op == 80 { ff(old) == ff(cmp) } else { old == cmp };
-                            if equal {
-                                src
-                            } else {
-                                old
-                            }
-                        }
-                        53 => old.wrapping_add(src),
-                        54 => old.wrapping_sub(src),
-                        55 => old.saturating_sub(src),
-                        56 => rmw32(5, old, src, 0, ieee).unwrap_or(old),
-                        57 => old.min(src),
-                        58 => rmw32(6, old, src, 0, ieee).unwrap_or(old),
-                        59 => old.max(src),
-                        60 => old & src,
-                        61 => old | src,
-                        62 => old ^ src,
-                        63 => rmw32(3, old, src, 0, ieee).unwrap_or(old),
-                        64 => rmw32(4, old, src, 0, ieee).unwrap_or(old),
-                        81 => rmw32(18, old, src, 0, ieee).unwrap_or(old),
-                        82 => rmw32(19, old, src, 0, ieee).unwrap_or(old),
-                        _ => (ff(old) + ff(src)).to_bits(),
-                    }
-                };
-                let old = mem.atomic32(a, &mut op)?;
-                if f.glc {
-                    w.vgpr[dv][l] = old;
-                }
-            }
-            65..=77 => {
-                let (src, cmp) = (data64(w, 0), if f.op == 66 { data64(w, 2) } else { 0 });
-                let mut op = |old: u64| -> u64 {
-                    match f.op {
-                        65 => src,
-                        66 => {
-                            if old == cmp {
-                                src
-                            } else {
-                                old
-                            }
-                        }
-                        67 => old.wrapping_add(src),
-                        68 => old.wrapping_sub(src),
-                        69 => (old as i64).min(src as i64) as u64,
-                        70 => old.min(src),
-                        71 => (old as i64).max(src as i64) as u64,
-                        72 => old.max(src),
-                        73 => old & src,
-                        74 => old | src,
-                        75 => old ^ src,
-                        76 => {
-                            if old >= src {
-                                0
-                            } else {
-                                old + 1
-                            }
-                        }
-                        _ => {
-                            if old == 0 || old > src {
-                                src
-                            } else {
-                                old - 1
-                            }
-                        }
-                    }
-                };
-                let old = mem.atomic64(a, &mut op)?;
-                if f.glc {
-                    w.vgpr[dv][l] = old as u32;
-                    w.vgpr[dv + 1][l] = (old >> 32) as u32;
-                }
-            }
-            _ => return Err(Fault::Unknown { encoding: enc, opcode: f.op as u32, word }),
+        lane_access(w, mem, LaneOp { op: f.op, addr: a, lane: l, vdst: dv, data: dd, glc: f.glc }, enc, word)?;
+    }
+    Ok(())
+}
+
+/// One lane's part of a load, store or atomic (FLAT/GLOBAL/SCRATCH opcodes, which MUBUF shares
+/// for loads and stores).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LaneOp {
+    pub op: u8,
+    /// The address `mem` resolves.
+    pub addr: u64,
+    pub lane: usize,
+    /// First destination and data VGPRs.
+    pub vdst: usize,
+    pub data: usize,
+    /// Atomics return the old value.
+    pub glc: bool,
+}
+
+/// Performs `x` for its lane through `mem`.
+pub(crate) fn lane_access(
+    w: &mut Wave,
+    mem: &mut dyn GlobalMemory,
+    x: LaneOp,
+    enc: &'static str,
+    word: u32,
+) -> ExecResult {
+    let (l, a, dv, dd) = (x.lane, x.addr, x.vdst, x.data);
+    let ieee = w.mode >> 9 & 1 != 0;
+    let data = |w: &Wave, i: usize| w.vgpr[dd + i][l];
+    let data64 = |w: &Wave, i: usize| w.vgpr[dd + i][l] as u64 | (w.vgpr[dd + i + 1][l] as u64) << 32;
+    match x.op {
+        16..=19 => {
+            let mut b = [0u8; 2];
+            let n = if x.op <= 17 { 1 } else { 2 };
+            mem.read(a, &mut b[..n])?;
+            w.vgpr[dv][l] = match x.op {
+                16 => b[0] as u32,
+                17 => b[0] as i8 as i32 as u32,
+                18 => u16::from_le_bytes(b) as u32,
+                _ => i16::from_le_bytes(b) as i32 as u32,
+            };
         }
+        20..=23 => {
+            let n = (x.op - 19) as usize;
+            let mut b = [0u8; 16];
+            mem.read(a, &mut b[..4 * n])?;
+            for i in 0..n {
+                let v = u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
+                w.vgpr[dv + i][l] = v;
+            }
+        }
+        30..=35 => {
+            // d16 loads replace one half of the destination and keep the other.
+            let mut b = [0u8; 2];
+            let byte = matches!(x.op, 30 | 31 | 33 | 34);
+            mem.read(a, &mut b[..if byte { 1 } else { 2 }])?;
+            let h: u16 = match x.op {
+                30 | 33 => b[0] as u16,
+                31 | 34 => b[0] as i8 as i16 as u16,
+                _ => u16::from_le_bytes(b),
+            };
+            let old = w.vgpr[dv][l];
+            w.vgpr[dv][l] = if x.op >= 33 {
+                (old & 0xffff) | (h as u32) << 16
+            } else {
+                (old & 0xffff_0000) | h as u32
+            };
+        }
+        24 => mem.write(a, &[data(w, 0) as u8])?,
+        25 => mem.write(a, &(data(w, 0) as u16).to_le_bytes())?,
+        36 => mem.write(a, &[(data(w, 0) >> 16) as u8])?,
+        37 => mem.write(a, &((data(w, 0) >> 16) as u16).to_le_bytes())?,
+        26..=29 => {
+            let n = (x.op - 25) as usize;
+            let mut b = [0u8; 16];
+            for i in 0..n {
+                b[4 * i..4 * i + 4].copy_from_slice(&data(w, i).to_le_bytes());
+            }
+            mem.write(a, &b[..4 * n])?;
+        }
+        51..=64 | 80..=82 | 86 => {
+            let (src, cmp) = (data(w, 0), data(w, 1));
+            let mut op = |old: u32| -> u32 {
+                let ff = f32::from_bits;
+                match x.op {
+                    51 => src,
+                    52 | 80 => {
+                        let equal = if x.op == 80 { ff(old) == ff(cmp) } else { old == cmp };
+                        if equal {
+                            src
+                        } else {
+                            old
+                        }
+                    }
+                    53 => old.wrapping_add(src),
+                    54 => old.wrapping_sub(src),
+                    55 => old.saturating_sub(src),
+                    56 => rmw32(5, old, src, 0, ieee).unwrap_or(old),
+                    57 => old.min(src),
+                    58 => rmw32(6, old, src, 0, ieee).unwrap_or(old),
+                    59 => old.max(src),
+                    60 => old & src,
+                    61 => old | src,
+                    62 => old ^ src,
+                    63 => rmw32(3, old, src, 0, ieee).unwrap_or(old),
+                    64 => rmw32(4, old, src, 0, ieee).unwrap_or(old),
+                    81 => rmw32(18, old, src, 0, ieee).unwrap_or(old),
+                    82 => rmw32(19, old, src, 0, ieee).unwrap_or(old),
+                    _ => (ff(old) + ff(src)).to_bits(),
+                }
+            };
+            let old = mem.atomic32(a, &mut op)?;
+            if x.glc {
+                w.vgpr[dv][l] = old;
+            }
+        }
+        65..=77 => {
+            let (src, cmp) = (data64(w, 0), if x.op == 66 { data64(w, 2) } else { 0 });
+            let mut op = |old: u64| -> u64 {
+                match x.op {
+                    65 => src,
+                    66 => {
+                        if old == cmp {
+                            src
+                        } else {
+                            old
+                        }
+                    }
+                    67 => old.wrapping_add(src),
+                    68 => old.wrapping_sub(src),
+                    69 => (old as i64).min(src as i64) as u64,
+                    70 => old.min(src),
+                    71 => (old as i64).max(src as i64) as u64,
+                    72 => old.max(src),
+                    73 => old & src,
+                    74 => old | src,
+                    75 => old ^ src,
+                    76 => {
+                        if old >= src {
+                            0
+                        } else {
+                            old + 1
+                        }
+                    }
+                    _ => {
+                        if old == 0 || old > src {
+                            src
+                        } else {
+                            old - 1
+                        }
+                    }
+                }
+            };
+            let old = mem.atomic64(a, &mut op)?;
+            if x.glc {
+                w.vgpr[dv][l] = old as u32;
+                w.vgpr[dv + 1][l] = (old >> 32) as u32;
+            }
+        }
+        _ => return Err(Fault::Unknown { encoding: enc, opcode: x.op as u32, word }),
     }
     Ok(())
 }

@@ -22,6 +22,7 @@
 //! (v_rcp, v_rsq, v_sqrt, v_exp, v_log, v_sin, v_cos) are correctly rounded here, whereas the
 //! hardware approximates them to about one ulp. No timing, caches or scheduling fairness.
 
+mod buffer;
 mod code_cache;
 mod decode;
 mod decode_gfx10;
@@ -38,7 +39,9 @@ mod mnemonic_table;
 #[cfg(test)]
 mod objdump_check;
 mod operand;
+mod private;
 mod scalar;
+mod sdwa;
 mod validate;
 mod valu;
 mod vcmp;

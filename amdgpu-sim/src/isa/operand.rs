@@ -68,6 +68,9 @@ pub enum Src {
     Aperture(Aperture),
     /// An encoding the interpreter does not model (DPP, SDWA markers, apertures, LDS_DIRECT...).
     Unsupported(u16),
+    /// Source `n` of an SDWA instruction after its byte/word selection, per lane, as the wave
+    /// latched it (never decoded from a field; see `sdwa.rs`).
+    SdwaLatch(u8),
 }
 
 const F32_CONSTS: [u32; 9] = [

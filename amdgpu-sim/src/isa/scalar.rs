@@ -1,9 +1,16 @@
 //! Scalar instructions: SOP1, SOP2, SOPK, SOPC, SOPP (control flow, waits, barrier) and SMEM.
 
+use pm4::Gfx;
+
 use super::error::{ExecResult, Fault};
 use super::memory::{read_u32, GlobalMemory};
 use super::operand::{Src, EXEC_LO, M0, NULL};
 use super::wave::{Wave, WaveStatus, SGPRS};
+
+/// Hardware register ids of `s_getreg`/`s_setreg` (the FLAT_SCRATCH halves exist on gfx10.3).
+const HWREG_MODE: u16 = 1;
+const HWREG_FLAT_SCR_LO: u16 = 20;
+const HWREG_FLAT_SCR_HI: u16 = 21;
 
 fn unknown(encoding: &'static str, op: u8, word: u32) -> Fault {
     Fault::Unknown { encoding, opcode: op as u32, word }
@@ -350,13 +357,30 @@ pub(crate) fn exec_sopk(w: &mut Wave, op: u8, sdst: u8, simm: u16, word: u32) ->
             let id = simm & 63;
             let offset = (simm >> 6) & 31;
             let size = ((simm >> 11) & 31) + 1;
-            if id != 1 {
-                return Err(Fault::unsupported(format!(
-                    "s_getreg_b32 of hardware register {id} (only MODE is modelled)"
-                )));
-            }
-            let v = (w.mode >> offset) & if size >= 32 { u32::MAX } else { (1u32 << size) - 1 };
+            let value = match id {
+                HWREG_MODE => w.mode,
+                HWREG_FLAT_SCR_LO if w.gfx == Gfx::Gfx10_3 => w.flat_scratch as u32,
+                HWREG_FLAT_SCR_HI if w.gfx == Gfx::Gfx10_3 => (w.flat_scratch >> 32) as u32,
+                _ => {
+                    return Err(Fault::unsupported(format!(
+                        "s_getreg_b32 of hardware register {id} (only MODE and, on gfx10.3, FLAT_SCRATCH are modelled)"
+                    )))
+                }
+            };
+            let v = (value >> offset) & if size >= 32 { u32::MAX } else { (1u32 << size) - 1 };
             w.write_sgpr(sdst, v)?;
+        }
+        // gfx10.3 kernels set FLAT_SCRATCH themselves, from their flat-scratch-init SGPRs.
+        18 if w.gfx == Gfx::Gfx10_3
+            && matches!(simm & 63, HWREG_FLAT_SCR_LO | HWREG_FLAT_SCR_HI)
+            && simm >> 6 == 31 << 5 =>
+        {
+            let v = u64::from(w.read_sgpr(sdst));
+            w.flat_scratch = if simm & 63 == HWREG_FLAT_SCR_LO {
+                (w.flat_scratch & !0xffff_ffff) | v
+            } else {
+                (w.flat_scratch & 0xffff_ffff) | v << 32
+            };
         }
         18 | 19 => {
             return Err(Fault::unsupported(

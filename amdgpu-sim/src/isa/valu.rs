@@ -1,7 +1,9 @@
 //! Vector ALU instructions (VOP1, VOP2, VOP3 including the SDST forms) executed per lane.
 //! Compares live in `vcmp.rs`, packed math in `vop3p.rs`, dual issue in `vopd.rs`.
 
-use super::decode::Valu;
+use pm4::Gfx;
+
+use super::decode::{Valu, VOP1_BASE, VOP2_BASE};
 use super::division;
 use super::error::{ExecResult, Fault};
 use super::float::{f16_to_f32, f32_to_f16, f64_to_f16, med3_32, minmax32, minmax64};
@@ -185,17 +187,22 @@ fn out_d(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
     Ok(())
 }
 
-/// Writes 16-bit results to the low half (or the high half with opsel bit 3), keeping the other.
+/// Writes 16-bit results to the low half (or the high half with opsel bit 3), keeping the other
+/// — except on gfx10.3, where the operations that have a VOP1 or VOP2 form (in any encoding)
+/// zero the high half, as gfx9 did; only the VOP3-only ones keep it.
 fn out_half(w: &mut Wave, v: &Valu, r: &L<u32>) -> ExecResult {
     if v.omod != 0 {
         return Err(Fault::unsupported("omod on a 16-bit operation"));
     }
     let hi = v.opsel >> 3 & 1 != 0;
+    let zero_high = w.gfx == Gfx::Gfx10_3 && (VOP2_BASE..VOP1_BASE + 128).contains(&v.op);
     let old = w.vgpr[v.vdst as usize];
     let out: L<u32> = std::array::from_fn(|l| {
         let h = r[l] & 0xffff;
         if hi {
             (old[l] & 0xffff) | h << 16
+        } else if zero_high {
+            h
         } else {
             (old[l] & 0xffff_0000) | h
         }

@@ -2,8 +2,11 @@
 //! and its status. Lane masks (EXEC, VCC, compare results) are u64; a wave32 uses the low 32
 //! bits and the low SGPR of each pair.
 
+use pm4::Gfx;
+
 use super::error::{ExecResult, Fault};
 use super::operand::{Src, EXEC_HI, EXEC_LO, NULL, VCC_LO};
+use super::private::PrivateLane;
 
 /// Lanes of the widest wave (wave64); every per-lane array has this many entries, a wave32
 /// uses the first 32.
@@ -50,6 +53,13 @@ pub struct Wave {
     pub scratch_base: u64,
     /// Private segment bytes of each lane; 0 without scratch, and any private access faults.
     pub lane_scratch_bytes: u32,
+    /// The generation whose ISA the wave runs (a few results differ between them).
+    pub gfx: Gfx,
+    /// gfx10.3: FLAT_SCRATCH as the kernel set it (`s_setreg` of FLAT_SCR_LO/HI), the base its
+    /// private-aperture FLAT accesses are swizzled from.
+    pub flat_scratch: u64,
+    /// The selected sources of the SDWA instruction being executed.
+    pub(crate) sdwa_latch: [[u32; LANES]; 2],
 }
 
 impl std::fmt::Debug for Wave {
@@ -77,6 +87,9 @@ impl Wave {
             width: 32,
             scratch_base: 0,
             lane_scratch_bytes: 0,
+            gfx: Gfx::Gfx11,
+            flat_scratch: 0,
+            sdwa_latch: [[0; LANES]; 2],
         }
     }
 
@@ -88,6 +101,23 @@ impl Wave {
     /// Lanes of this wave.
     pub fn lanes(&self) -> usize {
         self.width as usize
+    }
+
+    /// Where lane `lane`'s private segment is for FLAT and SCRATCH accesses: its slice of the
+    /// wave's slot on gfx11, dword-interleaved from FLAT_SCRATCH on gfx10.3.
+    pub(crate) fn private_lane(&self, lane: usize) -> PrivateLane {
+        match self.gfx {
+            Gfx::Gfx11 => PrivateLane {
+                base: self.scratch_base + lane as u64 * u64::from(self.lane_scratch_bytes),
+                bytes: self.lane_scratch_bytes,
+                swizzle: None,
+            },
+            Gfx::Gfx10_3 => PrivateLane {
+                base: self.flat_scratch,
+                bytes: self.lane_scratch_bytes,
+                swizzle: Some((lane as u32, self.width)),
+            },
+        }
     }
 
     fn pair(&self, lo: u8) -> u64 {
@@ -179,6 +209,7 @@ impl Wave {
             Src::Vccz => Ok((self.vcc() == 0) as u32),
             Src::Execz => Ok((self.exec() == 0) as u32),
             Src::Vgpr(v) => Err(Fault::unsupported(format!("VGPR v{v} used as a scalar operand"))),
+            Src::SdwaLatch(_) => Err(Fault::unsupported("an SDWA source used as a scalar operand")),
             Src::Unsupported(f) => Err(unsupported_src(f)),
             // A 32-bit read of an aperture gives its high half (the low half is zero).
             Src::Aperture(a) => Ok((a.value() >> 32) as u32),
@@ -192,6 +223,7 @@ impl Wave {
             Src::Sgpr(i) => Ok(self.read_sgpr64(i)),
             Src::Scc | Src::Vccz | Src::Execz => Ok(self.scalar32(s)? as u64),
             Src::Vgpr(v) => Err(Fault::unsupported(format!("VGPR v{v} used as a scalar operand"))),
+            Src::SdwaLatch(_) => Err(Fault::unsupported("an SDWA source used as a 64-bit operand")),
             Src::Unsupported(f) => Err(unsupported_src(f)),
             Src::Aperture(a) => Ok(a.value()),
             c => Ok(c.const64(float).unwrap_or(0)),
@@ -202,6 +234,7 @@ impl Wave {
     pub(crate) fn src32(&self, s: &Src) -> ExecResult<[u32; LANES]> {
         match *s {
             Src::Vgpr(v) => Ok(self.vgpr[v as usize]),
+            Src::SdwaLatch(i) => Ok(self.sdwa_latch[usize::from(i & 1)]),
             _ => Ok([self.scalar32(s)?; LANES]),
         }
     }
