@@ -185,7 +185,9 @@ impl SubmissionEncoder {
         let wave_bytes = scratch_wave_bytes(program);
         let ring = scratch.filter(|_| wave_bytes > 0);
         let private_buffer = match (self.gfx, ring) {
-            (Gfx::Gfx10_3, Some(ring)) => private_segment_buffer(ring.address, program.descriptor.wave_size()),
+            (Gfx::Gfx10_3, Some(ring)) => {
+                private_segment_buffer(ring.address, program.descriptor.wave_size())
+            }
             _ => [0; 4],
         };
         let flat_scratch_init = match (self.gfx, ring) {

@@ -121,8 +121,11 @@ pub(crate) fn exec_mubuf(w: &mut Wave, global: &mut dyn GlobalMemory, m: &Mubuf,
         }
         let offset = if m.offen { w.vgpr[usize::from(m.vaddr)][l] } else { 0 };
         let offset = lane_offset + u64::from(offset) + u64::from(m.offset);
-        let lane =
-            PrivateLane { base: rsrc.base, bytes: w.lane_scratch_bytes, swizzle: Some((l as u32, interleave)) };
+        let lane = PrivateLane {
+            base: rsrc.base,
+            bytes: w.lane_scratch_bytes,
+            swizzle: Some((l as u32, interleave)),
+        };
         let mut view = SegmentView { mem: &mut *global, lane };
         let x = LaneOp {
             op: m.op,

@@ -167,14 +167,16 @@ pub(crate) fn exec_flat(
         let mem: &mut dyn GlobalMemory = if f.seg == 2 {
             &mut *global
         } else {
-            view = LaneView {
-                mem: &mut *global,
-                lds: &mut *lds,
-                private: w.private_lane(l),
-            };
+            view = LaneView { mem: &mut *global, lds: &mut *lds, private: w.private_lane(l) };
             &mut view
         };
-        lane_access(w, mem, LaneOp { op: f.op, addr: a, lane: l, vdst: dv, data: dd, glc: f.glc }, enc, word)?;
+        lane_access(
+            w,
+            mem,
+            LaneOp { op: f.op, addr: a, lane: l, vdst: dv, data: dd, glc: f.glc },
+            enc,
+            word,
+        )?;
     }
     Ok(())
 }
@@ -238,11 +240,8 @@ pub(crate) fn lane_access(
                 _ => u16::from_le_bytes(b),
             };
             let old = w.vgpr[dv][l];
-            w.vgpr[dv][l] = if x.op >= 33 {
-                (old & 0xffff) | (h as u32) << 16
-            } else {
-                (old & 0xffff_0000) | h as u32
-            };
+            w.vgpr[dv][l] =
+                if x.op >= 33 { (old & 0xffff) | (h as u32) << 16 } else { (old & 0xffff_0000) | h as u32 };
         }
         24 => mem.write(a, &[data(w, 0) as u8])?,
         25 => mem.write(a, &(data(w, 0) as u16).to_le_bytes())?,

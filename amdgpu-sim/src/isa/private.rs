@@ -21,7 +21,12 @@ pub(crate) struct PrivateLane {
 impl PrivateLane {
     /// The pieces (GPU address, offset in the access, length) that `len` bytes from segment
     /// offset `offset` occupy, or the fault of an access past the lane's bytes.
-    pub fn pieces(&self, offset: u64, len: usize, access: Access) -> Result<Vec<(u64, usize, usize)>, MemoryFault> {
+    pub fn pieces(
+        &self,
+        offset: u64,
+        len: usize,
+        access: Access,
+    ) -> Result<Vec<(u64, usize, usize)>, MemoryFault> {
         let end = offset.checked_add(len as u64);
         if end.is_none_or(|e| e > u64::from(self.bytes)) {
             // Name the address the hardware would have touched, for the fault message.
@@ -45,9 +50,9 @@ impl PrivateLane {
     fn address(&self, offset: u64) -> u64 {
         match self.swizzle {
             None => self.base.wrapping_add(offset),
-            Some((lane, lanes)) => self
-                .base
-                .wrapping_add((offset / 4) * 4 * u64::from(lanes) + u64::from(lane) * 4 + offset % 4),
+            Some((lane, lanes)) => {
+                self.base.wrapping_add((offset / 4) * 4 * u64::from(lanes) + u64::from(lane) * 4 + offset % 4)
+            }
         }
     }
 }
