@@ -42,12 +42,12 @@ pub const PRINTF_ALLOC: &str = "__printf_alloc";
 /// address >> 8).
 pub const CODE_ALIGNMENT: u64 = 256;
 
-/// The most private memory one work-item may use on `target` in a wave of `wave_size` lanes: a
-/// whole COMPUTE_TMPRING_SIZE.WAVESIZE slot (13 bits of 1 KiB units on gfx10.3, 15 bits of
-/// 256-byte units on gfx11) split over the lanes, less the 1 KiB the backend may round up by.
+/// The most private memory one work-item may use on `target` in a wave of `wave_size` lanes: the
+/// largest COMPUTE_TMPRING_SIZE.WAVESIZE slot (13 bits of 1 KiB units on gfx10.3, 15 bits of
+/// 256-byte units on gfx11) in the whole KiB the backend sizes slots in, split over the lanes.
 pub fn max_scratch_per_work_item(target: GfxTarget, wave_size: u32) -> u32 {
     let slot: u32 = if target.major >= 11 { ((1 << 15) - 1) * 256 } else { ((1 << 13) - 1) * 1024 };
-    (slot - 1024) / wave_size.max(1)
+    slot / 1024 * 1024 / wave_size.max(1)
 }
 
 /// What the device and backend can run, for [`CodeObject::check_runnable`].
