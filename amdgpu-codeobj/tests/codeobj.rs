@@ -232,7 +232,7 @@ kernel void spill(global float *out, uint idx) {
         let bytes = build(spill, "spill", target, Builtins::Libclc, &[]);
         let co = CodeObject::parse(&bytes).unwrap();
         co.check_runnable("spill", &RunLimits::backend_default(co.target())).unwrap();
-        let kd = co.kernel("spill").unwrap().descriptor.clone();
+        let kd = co.kernel("spill").unwrap().descriptor;
         assert!(kd.private_segment_fixed_size >= 2048, "{target}: {}", kd.private_segment_fixed_size);
         // A backend without scratch refuses it, naming the bytes and the target.
         let limits = RunLimits { scratch: false, ..RunLimits::backend_default(co.target()) };
