@@ -100,3 +100,25 @@ fn dispatch_from_compute_registers() {
         Dispatch::from_registers("k", Gfx::Gfx11, reg, [1, 1, 1], 1 | (1 << 1) | (1 << 15), 10).unwrap_err();
     assert!(err.to_string().contains("PARTIAL_TG_EN"), "{err}");
 }
+
+#[test]
+fn gfx10_3_waves_learn_their_scratch_slot_offset() {
+    // 4 user SGPRs (the private segment buffer), TGID_X, SCRATCH_EN; a 96-thread group is three
+    // wave32s. TMPRING_SIZE: 8 slots of 2 KiB (WAVESIZE counts 1 KiB on gfx10.3).
+    let rsrc2 = 1 | (4 << 1) | (1 << 7);
+    let mut d = dispatch(rsrc2, [96, 1, 1]);
+    d.gfx = Gfx::Gfx10_3;
+    d.scratch = ScratchRing { base: 0, tmpring_size: 8 | 2 << 12 };
+    assert_eq!(d.scratch.wave_bytes(Gfx::Gfx10_3), 2048);
+    assert_eq!(d.scratch.wave_bytes(Gfx::Gfx11), 512, "256-byte units on gfx11");
+    let waves = initial_waves(&d, [5, 0, 0]).unwrap();
+    assert_eq!(waves.len(), 3);
+    for (i, w) in waves.iter().enumerate() {
+        assert_eq!(&w.sgpr[..6], &[0x11, 0x22, 0x33, 0x44, 5, 2048 * i as u32], "wave {i}");
+        assert_eq!(w.lane_scratch_bytes, 64, "2 KiB over 32 lanes");
+        assert_eq!(w.gfx, Gfx::Gfx10_3);
+    }
+    // gfx11 needs the scratch base register; gfx10.3 kernels get the ring in their descriptors.
+    d.gfx = Gfx::Gfx11;
+    assert!(initial_waves(&d, [0, 0, 0]).unwrap_err().to_string().contains("without a scratch ring"));
+}
