@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds the ISA coverage corpus: every tests/fixtures/isa_corpus/*.cl compiled at -O2 with
 # libclc for gfx1100 and gfx1030 (clang is deterministic, so the outputs are committed), plus
-# LLVM's own disassembly of each gfx1100 object, which tests/sim_isa_corpus.rs and
+# LLVM's own disassembly of each object, which tests/sim_isa_corpus.rs and
 # amdgpu-sim/src/isa/objdump_check.rs check the simulator's decoder against. Run from the
 # repository root after changing a kernel or LLVM:
 #
@@ -20,8 +20,6 @@ for target in gfx1100 gfx1030; do
             -cl-kernel-arg-info -mcode-object-version=4 -Xclang -mlink-builtin-bitcode -Xclang "$LIBCLC" \
             -c "$source" -o "$tmp/$name.o"
         "$LLVM/ld.lld" -shared "$tmp/$name.o" -o "$DIR/$target/$name.co"
-        if [ $target = gfx1100 ]; then
-            "$LLVM/llvm-objdump" -d --mcpu=$target "$DIR/$target/$name.co" > "$DIR/$target/$name.dis"
-        fi
+        "$LLVM/llvm-objdump" -d --mcpu=$target "$DIR/$target/$name.co" > "$DIR/$target/$name.dis"
     done
 done

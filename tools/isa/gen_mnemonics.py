@@ -89,13 +89,13 @@ ENCODINGS = [
 ]
 
 
-def disassemble_one(words):
-    """The mnemonic LLVM decodes from the first dword(s) of `words`, or None when it does not
-    decode them as one instruction starting there."""
+def disassemble_one(words, mcpu="gfx1100"):
+    """The mnemonic LLVM decodes for `mcpu` from the first dword(s) of `words`, or None when it
+    does not decode them as one instruction starting there."""
     data = b"".join(w.to_bytes(4, "little") for w in words)
     line = ",".join(f"0x{b:02x}" for b in data)
     out = subprocess.run(
-        [MC, "--disassemble", "-show-encoding", "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx1100"],
+        [MC, "--disassemble", "-show-encoding", "-triple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}"],
         input=line + "\n",
         capture_output=True,
         text=True,
@@ -111,17 +111,17 @@ def disassemble_one(words):
     return None
 
 
-def first_decoded(candidates):
+def first_decoded(candidates, mcpu="gfx1100"):
     for words in candidates:
-        name = disassemble_one(words)
+        name = disassemble_one(words, mcpu)
         if name is not None:
             return name
     return None
 
 
-def disassemble(candidates_per_op):
+def disassemble(candidates_per_op, mcpu="gfx1100"):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        names = list(pool.map(first_decoded, candidates_per_op))
+        names = list(pool.map(lambda c: first_decoded(c, mcpu), candidates_per_op))
     return {op: name for op, name in enumerate(names) if name is not None}
 
 

@@ -140,11 +140,11 @@ pub struct Decoded {
     pub word: u32,
 }
 
-fn bits(w: u32, lo: u32, n: u32) -> u32 {
+pub(super) fn bits(w: u32, lo: u32, n: u32) -> u32 {
     (w >> lo) & ((1u32 << n) - 1)
 }
 
-fn sext(v: u32, n: u32) -> i32 {
+pub(super) fn sext(v: u32, n: u32) -> i32 {
     ((v << (32 - n)) as i32) >> (32 - n)
 }
 
@@ -290,7 +290,7 @@ pub(super) fn plain_valu(enc: ValuEnc, op: u16) -> Valu {
 }
 
 /// VOP3 opcodes whose bits 14:8 are a scalar destination instead of abs/opsel.
-fn has_sdst(op: u16) -> bool {
+pub(super) fn has_sdst(op: u16) -> bool {
     matches!(op, 288..=290 | 764..=770)
 }
 
@@ -333,7 +333,7 @@ fn true16_halves(v: &mut Valu) {
 }
 
 /// Fills in the implicit operands the VOP2 forms (and their VOP3 twins) read.
-fn fix_implicit(v: &mut Valu, short: bool) {
+pub(super) fn fix_implicit(v: &mut Valu, short: bool) {
     match v.op {
         // v_fmac_f32, v_fmac_f16, v_fmac_dx9_zero_f32, v_dot2acc_f32_f16, v_pk_fmac_f16: D accumulates.
         299 | 310 | 262 | 258 | 316 => {
@@ -460,10 +460,19 @@ fn decode_vopd(w: u32, word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResu
 /// when `code` is too short for it. Unknown encodings still have a size when their format is
 /// known; an unrecognised format gives None.
 pub fn instruction_size(gfx: Gfx, code: &[u32]) -> Option<usize> {
-    let d =
-        decode(gfx, &mut |i| code.get(i as usize).copied().ok_or_else(|| Fault::unsupported("truncated")));
-    match d {
+    let mut word = |i: u32| code.get(i as usize).copied().ok_or_else(|| Fault::unsupported("truncated"));
+    match decode(gfx, &mut word) {
         Ok(d) => Some(d.size as usize),
-        Err(_) => None,
+        Err(_) => undecoded_size(gfx, &mut word).map(usize::from),
+    }
+}
+
+/// The size of an instruction the decoder refuses, where its format alone says it: gfx10.3
+/// opcodes without a gfx11 twin are refused by the decoder, yet the code after them is still
+/// code. None for gfx11, whose decoder refuses only what it cannot take apart.
+pub(crate) fn undecoded_size(gfx: Gfx, word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> Option<u8> {
+    match gfx {
+        Gfx::Gfx11 => None,
+        Gfx::Gfx10_3 => super::decode_gfx10::size(word).ok(),
     }
 }

@@ -1,12 +1,33 @@
 //! Names for decoded instructions, as LLVM's disassembler spells them (the generated
-//! [`mnemonic_table`](super::mnemonic_table)), and the user-level feature an instruction belongs
+//! [`mnemonic_table`](super::mnemonic_table) for gfx11; gfx10.3 code, which is decoded into gfx11
+//! instructions, keeps its gfx10 names, looked up from its first dword in
+//! [`gfx10_table`](super::gfx10_table)), and the user-level feature an instruction belongs
 //! to, so that a refusal says "double precision" rather than "VOP3 opcode 765".
 
-use super::decode::{Inst, ValuEnc};
+use pm4::Gfx;
+
+use super::decode::{Decoded, Inst, ValuEnc};
 use super::mnemonic_table as table;
 
 fn lookup(table: &[(u16, &'static str)], op: u16) -> Option<&'static str> {
     table.binary_search_by_key(&op, |&(o, _)| o).ok().map(|i| table[i].1)
+}
+
+/// LLVM's name for the decoded instruction `d` of generation `gfx` (for gfx10.3 the gfx10 name,
+/// not that of the gfx11 instruction it was decoded into).
+pub(crate) fn name(gfx: Gfx, d: &Decoded) -> Option<&'static str> {
+    match gfx {
+        Gfx::Gfx11 => mnemonic(&d.inst),
+        Gfx::Gfx10_3 => super::decode_gfx10::mnemonic(d.word),
+    }
+}
+
+/// LLVM's name for the instruction whose first dword is `w`, where the decoder refused it.
+pub(crate) fn name_of_word(gfx: Gfx, w: u32) -> Option<&'static str> {
+    match gfx {
+        Gfx::Gfx11 => None,
+        Gfx::Gfx10_3 => super::decode_gfx10::mnemonic(w),
+    }
 }
 
 /// The mnemonic of `inst` (`v_div_scale_f64`), None for opcodes LLVM does not name on gfx11.

@@ -31,6 +31,7 @@ mod division;
 mod error;
 mod exec;
 mod float;
+mod gfx10_table;
 mod global;
 mod lds;
 mod memory;

@@ -1,5 +1,6 @@
 //! Checks the decoder's operand fields against LLVM's disassembly of the ISA coverage corpus
-//! (the workspace's `tests/fixtures/isa_corpus`): for every instruction whose first printed operand is a
+//! (the workspace's `tests/fixtures/isa_corpus`, gfx1100 and gfx1030 — the gfx1030 words decoded
+//! into gfx11 instructions, SDWA and VOP3b forms included): for every instruction whose first printed operand is a
 //! register — the destination of ALU, load and returning-atomic instructions, the address of
 //! stores — the decoder must have read the same register from the same field, and so for every
 //! register source of a VALU instruction (constants, literals and modifiers are not compared). The corpus test
@@ -7,7 +8,7 @@
 //! the operand fields those do not.
 
 use super::decode::{Decoded, Inst, ValuEnc};
-use super::mnemonic::mnemonic;
+use super::mnemonic::name;
 use super::operand::Src;
 use super::validate::decode_at;
 
@@ -67,7 +68,8 @@ fn first_register(d: &Decoded, name: &str) -> Option<Register> {
         Inst::Vopd(x) => v(x.x.vdst),
         Inst::Ds(x) => {
             let returns =
-                ["load", "_rtn", "permute", "swizzle", "storexchg"].iter().any(|k| name.contains(k));
+                // gfx10 spells loads `ds_read*`.
+                ["load", "read", "_rtn", "permute", "swizzle", "storexchg"].iter().any(|k| name.contains(k));
             if returns {
                 v(x.vdst)
             } else {
@@ -132,10 +134,20 @@ mod tests {
         image
     }
 
-    #[test]
-    fn the_decoder_reads_the_registers_llvm_objdump_prints() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/isa_corpus/gfx1100");
+    /// A printed operand reduced to its register: without the modifiers around it (`-|v1|`,
+    /// SDWA's `sext(v1)`) or after it (`v2 dst_sel:DWORD`).
+    fn operand_register(token: &str) -> Option<Register> {
+        let t = token.split_whitespace().next().unwrap_or("");
+        let t = t.strip_prefix("sext(").map(|r| r.trim_end_matches(')')).unwrap_or(t);
+        parse_register(t.trim_start_matches(['-', '|']).trim_end_matches('|'))
+    }
+
+    /// Compares the registers of every instruction of the corpus compiled for `target`; returns
+    /// (first operands compared, VALU sources compared).
+    fn check(target: &str, gfx: pm4::Gfx) -> (usize, usize) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/isa_corpus")
+            .join(target);
         let mut compared = 0usize;
         let mut sources_compared = 0usize;
         let mut wrong = Vec::new();
@@ -145,6 +157,7 @@ mod tests {
             .filter(|p| p.extension().is_some_and(|e| e == "dis"))
             .collect();
         paths.sort();
+        assert!(paths.len() >= 10, "the corpus listings are missing: {}", dir.display());
         for listing in paths {
             let image = &load_image(&std::fs::read(listing.with_extension("co")).unwrap())[..];
             for line in std::fs::read_to_string(&listing).unwrap().lines() {
@@ -156,12 +169,9 @@ mod tests {
                 let Some(printed) = operands.split(',').next().and_then(|t| parse_register(t.trim())) else {
                     continue;
                 };
-                let Ok(d) = decode_at(pm4::Gfx::Gfx11, image, at) else { continue };
-                let Some(name) = mnemonic(&d.inst) else { continue };
-                let printed_all: Vec<Option<Register>> = operands
-                    .split(',')
-                    .map(|t| parse_register(t.trim().trim_start_matches(['-', '|']).trim_end_matches('|')))
-                    .collect();
+                let Ok(d) = decode_at(gfx, image, at) else { continue };
+                let Some(name) = name(gfx, &d) else { continue };
+                let printed_all: Vec<Option<Register>> = operands.split(',').map(operand_register).collect();
                 if let Some((first, sources)) = valu_sources(&d, name) {
                     for (i, ours) in sources.iter().enumerate() {
                         if let (Some(ours), Some(Some(printed))) = (ours, printed_all.get(first + i)) {
@@ -186,8 +196,22 @@ mod tests {
                 }
             }
         }
-        eprintln!("first register operand compared on {compared} instructions, {sources_compared} VALU source registers");
-        assert!(wrong.is_empty(), "{} of {compared} disagree:\n{}", wrong.len(), wrong.join("\n"));
+        eprintln!(
+            "{target}: first register operand compared on {compared} instructions, {sources_compared} VALU source registers"
+        );
+        assert!(wrong.is_empty(), "{target}: {} of {compared} disagree:\n{}", wrong.len(), wrong.join("\n"));
+        (compared, sources_compared)
+    }
+
+    #[test]
+    fn the_decoder_reads_the_registers_llvm_objdump_prints() {
+        let (compared, sources_compared) = check("gfx1100", pm4::Gfx::Gfx11);
+        assert!(compared > 5000 && sources_compared > 5000, "only {compared} + {sources_compared} compared");
+    }
+
+    #[test]
+    fn the_gfx10_decoder_reads_the_registers_llvm_objdump_prints() {
+        let (compared, sources_compared) = check("gfx1030", pm4::Gfx::Gfx10_3);
         assert!(compared > 5000 && sources_compared > 5000, "only {compared} + {sources_compared} compared");
     }
 }

@@ -14,11 +14,11 @@ use std::ops::Range;
 
 use pm4::Gfx;
 
-use super::decode::{decode, Decoded, Inst};
+use super::decode::{decode, undecoded_size, Decoded, Inst};
 use super::error::{Fault, MemoryFault};
 use super::exec::execute;
 use super::memory::GlobalMemory;
-use super::mnemonic::{feature, mnemonic};
+use super::mnemonic::{feature, name, name_of_word};
 use super::wave::Wave;
 
 /// SOPP opcodes whose refusal depends on reaching them, not on their encoding: s_sethalt,
@@ -33,7 +33,7 @@ const SOPP_ENDPGM: u8 = 48;
 pub struct UnsupportedInstruction {
     /// Offset in the code object's load image.
     pub offset: u64,
-    /// LLVM's name for it, when the opcode has one on gfx11.
+    /// LLVM's name for it, when the opcode has one (on gfx10.3 code, the gfx10 name).
     pub mnemonic: Option<&'static str>,
     /// The user-level feature it belongs to ("double precision, cl_khr_fp64").
     pub feature: Option<&'static str>,
@@ -97,15 +97,18 @@ fn trial(d: &Decoded, blank: &Wave) -> Result<(), String> {
     }
 }
 
+/// The dword `i` of the instruction at image offset `at`.
+fn image_word(image: &[u8], at: u64, i: u32) -> Result<u32, Fault> {
+    let start = at as usize + 4 * i as usize;
+    image
+        .get(start..start + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .ok_or_else(|| Fault::unsupported(format!("the instruction at {at:#x} runs past the code")))
+}
+
 /// Decodes the instruction at image offset `at`.
 pub(crate) fn decode_at(gfx: Gfx, image: &[u8], at: u64) -> Result<Decoded, Fault> {
-    decode(gfx, &mut |i| {
-        let start = at as usize + 4 * i as usize;
-        image
-            .get(start..start + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .ok_or_else(|| Fault::unsupported(format!("the instruction at {at:#x} runs past the code")))
-    })
+    decode(gfx, &mut |i| image_word(image, at, i))
 }
 
 /// One instruction of a kernel's code, as the interpreter sees it.
@@ -113,8 +116,8 @@ pub(crate) fn decode_at(gfx: Gfx, image: &[u8], at: u64) -> Result<Decoded, Faul
 pub struct SurveyedInstruction {
     /// Offset in the code object's load image.
     pub offset: u64,
-    /// Bytes, literal included; 0 when the instruction could not be decoded (then the rest of
-    /// its range is not surveyed).
+    /// Bytes, literal included; 0 when the instruction's size is unknown (then the rest of its
+    /// range is not surveyed).
     pub size: u8,
     /// LLVM's name for it, when the decoder knows one.
     pub mnemonic: Option<&'static str>,
@@ -148,28 +151,25 @@ fn survey_ranges(
                 Ok(d) => d,
                 Err(f) => {
                     let detail = describe(f).unwrap_or_else(|| "undecodable".to_string());
-                    out.push(SurveyedInstruction {
-                        offset: at,
-                        size: 0,
-                        mnemonic: None,
-                        executable: Err(detail),
-                    });
+                    // A refused instruction whose size is known does not end the survey.
+                    let size = undecoded_size(gfx, &mut |i| image_word(image, at, i)).unwrap_or(0);
+                    let mnemonic = image_word(image, at, 0).ok().and_then(|w| name_of_word(gfx, w));
+                    out.push(SurveyedInstruction { offset: at, size, mnemonic, executable: Err(detail) });
                     if first_failure {
                         return out;
                     }
-                    break;
+                    if size == 0 {
+                        break;
+                    }
+                    at += size as u64;
+                    continue;
                 }
             };
             let bytes = image[at as usize..at as usize + d.size as usize].to_vec();
             // Trial-execute each distinct encoding once.
             let executable = verdicts.entry(bytes).or_insert_with(|| trial(&d, &blank)).clone();
             let failed = executable.is_err();
-            out.push(SurveyedInstruction {
-                offset: at,
-                size: d.size,
-                mnemonic: mnemonic(&d.inst),
-                executable,
-            });
+            out.push(SurveyedInstruction { offset: at, size: d.size, mnemonic: name(gfx, &d), executable });
             if failed && first_failure {
                 return out;
             }
