@@ -15,6 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimGpu, SimOptions, Simulated};
+use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
 use sparkle::cache::CacheConfig;
 use sparkle::hal::BufferUsage;
 use sparkle::kernel::{Access, KernelSpec};
@@ -152,24 +154,32 @@ fn the_gfx1030_decoder_agrees_with_llvm_objdump_and_the_unimplemented_opcodes_ar
     check_coverage("gfx1030", sparkle_amdgpu_sim::isa::Gfx::Gfx10_3, "unimplemented-gfx1030.txt");
 }
 
-/// The corpus kernel `name` as shipped for gfx1100, on the simulated GPU.
-fn corpus_program(rt: &Runtime, name: &str, storage: &[&str]) -> Program {
-    let bytes = std::fs::read(corpus().join("gfx1100").join(format!("{name}.co"))).unwrap();
-    let mut spec = KernelSpec::new(name, [64, 1, 1]).code_object(name, "gfx1100", &bytes);
+/// The corpus kernel `name` as built for `target`, on a simulated GPU of that target.
+fn corpus_program(rt: &Runtime, target: SimGpu, name: &str, storage: &[&str]) -> Program {
+    let dir = corpus().join(target.name());
+    let bytes = std::fs::read(dir.join(format!("{name}.co"))).unwrap();
+    let mut spec = KernelSpec::new(name, [64, 1, 1]).code_object(name, target.name(), &bytes);
     for s in storage {
         spec = spec.storage(*s, Access::ReadWrite);
     }
     rt.program(&spec).unwrap()
 }
 
-fn sim() -> Runtime {
-    Runtime::open_backend("amdgpu-sim", &CacheConfig::memory_only()).unwrap()
+fn sim(target: SimGpu) -> Runtime {
+    let driver = SimDriver::new(SimOptions { gpu: target, ..SimOptions::default() });
+    let device = AmdgpuDevice::<Simulated>::new(driver, DeviceOptions::default()).unwrap();
+    Runtime::from_device::<AmdgpuSim>(device, &CacheConfig::memory_only())
 }
 
 #[test]
 fn the_integer_corpus_kernel_matches_the_cpu() {
-    let rt = sim();
-    let program = corpus_program(&rt, "integer", &["x", "y", "o", "l"]);
+    integer_kernel_matches_the_cpu(SimGpu::Gfx1100);
+    integer_kernel_matches_the_cpu(SimGpu::Gfx1030);
+}
+
+fn integer_kernel_matches_the_cpu(target: SimGpu) {
+    let rt = sim(target);
+    let program = corpus_program(&rt, target, "integer", &["x", "y", "o", "l"]);
     let n = 128usize;
     let mut seed = 0x2545_f491u32;
     let mut next = || {
@@ -232,7 +242,7 @@ fn the_integer_corpus_kernel_matches_the_cpu() {
             if matches!(k, 3 | 20) && (s24(a) != a || s24(b) != b) {
                 continue;
             }
-            assert_eq!(o[24 * i + k], *w, "integer result {k} for ({a}, {b})");
+            assert_eq!(o[24 * i + k], *w, "{}: integer result {k} for ({a}, {b})", target.name());
         }
         let (la, lb) = (a as i64 * 1_000_003, b as i64);
         let wl = [
@@ -241,7 +251,7 @@ fn the_integer_corpus_kernel_matches_the_cpu() {
             ((la as i128 * lb as i128) >> 64) as i64,
             la.count_ones() as i64 + lb.leading_zeros() as i64,
         ];
-        assert_eq!(&l[4 * i..4 * i + 4], &wl, "64-bit integer results for ({a}, {b})");
+        assert_eq!(&l[4 * i..4 * i + 4], &wl, "{}: 64-bit integer results for ({a}, {b})", target.name());
     }
 }
 
@@ -280,8 +290,13 @@ fn f32_to_f16(x: f32) -> u16 {
 
 #[test]
 fn the_half_precision_corpus_kernel_matches_the_cpu() {
-    let rt = sim();
-    let program = corpus_program(&rt, "math_f16", &["x", "y", "o"]);
+    half_kernel_matches_the_cpu(SimGpu::Gfx1100);
+    half_kernel_matches_the_cpu(SimGpu::Gfx1030);
+}
+
+fn half_kernel_matches_the_cpu(target: SimGpu) {
+    let rt = sim(target);
+    let program = corpus_program(&rt, target, "math_f16", &["x", "y", "o"]);
     let n = 64usize;
     let values = [1.5f32, -2.25, 0.1, 1000.0, -0.0, 3.0e-5, 65000.0, 7.0, 0.333, -12.5, 2.0, 0.75];
     let x: Vec<u16> =
@@ -318,7 +333,8 @@ fn the_half_precision_corpus_kernel_matches_the_cpu() {
             let ulps = if matches!(k, 3 | 7) { 1 } else { 0 };
             assert!(
                 got.abs_diff(*w) <= ulps,
-                "half result {k} for ({a}, {b}): got {got:#06x}, want {w:#06x}"
+                "{}: half result {k} for ({a}, {b}): got {got:#06x}, want {w:#06x}",
+                target.name()
             );
         }
     }

@@ -661,3 +661,72 @@ fn lane_permutes_through_the_lds_crossbar() {
         assert_eq!(r[1][i], want_p, "permute lane {l}");
     }
 }
+
+#[test]
+fn gfx10_3_sixteen_bit_results_sdwa_and_the_private_segment_buffer() {
+    // 16-bit results: the VOP1/VOP2 operations zero the high half on gfx10.3 (as on gfx9), the
+    // VOP3-only ones keep it, and op_sel[3] writes the high half.
+    // SDWA: byte and word selections with sign extension, dst_sel with each dst_unused.
+    // MUBUF: a private segment buffer (swizzled, ADD_TID_ENABLE, 32 lanes) over the ring in
+    // s[2:3] plus the wave's offset (s5), written by each lane and read back through FLAT_SCRATCH
+    // in the private aperture.
+    let body = "
+        v_mov_b32 v10, 0xffff0000
+        v_mov_b32 v2, 0x3c00
+        v_add_f16 v10, v2, v2
+        v_mov_b32 v11, 0xffff0000
+        v_add_nc_u16 v11, v0, 5
+        v_mov_b32 v12, 0x1234abcd
+        v_fma_f16 v12, v2, v2, v2 op_sel:[0,0,0,1]
+        v_mov_b32 v3, 0x80ff7f01
+        v_mov_b32 v13, 0xaaaaaaaa
+        v_mov_b32_sdwa v13, v3 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_3
+        v_mov_b32 v14, 0xaaaaaaaa
+        v_mov_b32_sdwa v14, sext(v3) dst_sel:BYTE_1 dst_unused:UNUSED_SEXT src0_sel:BYTE_2
+        v_mov_b32 v15, 0xaaaaaaaa
+        v_add_nc_u32_sdwa v15, v3, v3 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1 src1_sel:BYTE_0
+        s_mov_b32 s8, s2
+        s_and_b32 s9, s3, 0xffff
+        s_or_b32 s9, s9, 0x80000000
+        s_mov_b32 s10, -1
+        s_mov_b32 s11, 0x31c16fac
+        s_add_u32 s8, s8, s5
+        s_addc_u32 s9, s9, 0
+        v_and_b32 v4, 7, v0
+        v_lshlrev_b32 v4, 2, v4
+        v_add_nc_u32 v5, 1000, v0
+        buffer_store_dword v5, v4, s[8:11], 0 offen offset:8
+        s_add_u32 s12, s2, s5
+        s_addc_u32 s13, s3, 0
+        s_setreg_b32 hwreg(HW_REG_FLAT_SCR_LO), s12
+        s_setreg_b32 hwreg(HW_REG_FLAT_SCR_HI), s13
+        s_mov_b64 s[14:15], src_private_base
+        v_add_nc_u32 v6, 8, v4
+        v_mov_b32 v7, s15
+        flat_load_dword v16, v[6:7]
+        s_waitcnt vmcnt(0) lgkmcnt(0)
+        v_mov_b32 v20, 0
+        v_lshlrev_b32 v21, 5, v0
+        v_add_co_u32 v22, vcc_lo, s0, v21
+        v_add_co_ci_u32_e32 v23, vcc_lo, s1, v20, vcc_lo
+        global_store_dwordx4 v[22:23], v[10:13], off
+        global_store_dwordx3 v[22:23], v[14:16], off offset:16
+        s_endpgm
+    ";
+    let threads = 64;
+    let mut mem = run_asm_gfx10(body, vec![0; threads * 32], threads as u32, 64).unwrap();
+    let out = mem.u32s(ASM_DATA, threads * 8);
+    for lane in 0..threads {
+        let row = &out[lane * 8..lane * 8 + 7];
+        let want = [
+            0x0000_4000,                     // 1 + 1 in the low half, high half zeroed
+            0xffff_0000 | (lane as u32 + 5), // v_add_nc_u16 keeps the high half
+            0x4000_abcd,                     // fma 1*1+1 = 2 (0x4000) into the high half
+            0x0080_aaaa,                     // byte 3 (0x80), zero-extended, into word 1
+            0xffff_ff00,        // byte 2 (0xff) sign-extended = -1, its byte 1 and the sign above
+            0x80ff + 0x01,      // word 1 + byte 0
+            1000 + lane as u32, // through the private segment buffer and back by FLAT
+        ];
+        assert_eq!(row, &want, "lane {lane}");
+    }
+}

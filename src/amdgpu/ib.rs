@@ -358,3 +358,20 @@ fn rename(err: AmdgpuError, kernel: &str) -> AmdgpuError {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::private_segment_buffer;
+
+    #[test]
+    fn the_private_segment_buffer_interleaves_the_wave_s_lanes() {
+        let v = private_segment_buffer(0x0001_2345_6789_a000, 32);
+        assert_eq!(v[0], 0x6789_a000);
+        assert_eq!(v[1], 0x8000_2345, "base bits 32..48, swizzled, stride 0");
+        assert_eq!(v[2], u32::MAX);
+        // X/Y/Z/W, 32-bit float format, 32-lane index stride, ADD_TID, resource level 1, no
+        // bounds check.
+        assert_eq!(v[3], 0x31c1_6fac);
+        assert_eq!(private_segment_buffer(0, 64)[3], 0x31e1_6fac, "64-lane index stride");
+    }
+}

@@ -165,7 +165,7 @@ def rename(name):
 
 
 def gfx11_tables():
-    """table name -> {mnemonic: opcode} from the generated gfx11 table."""
+    """table name -> {mnemonic: [opcodes]} from the generated gfx11 table."""
     tables, current = {}, None
     with open(GFX11_TABLE) as f:
         for line in f:
@@ -175,8 +175,25 @@ def gfx11_tables():
                 continue
             m = re.match(r'\s*\((\d+), "([^"]+)"\),', line)
             if m and current is not None:
-                current.setdefault(m.group(2), int(m.group(1)))
+                current.setdefault(m.group(2), []).append(int(m.group(1)))
     return tables
+
+
+def valu_class(op):
+    # VOPC, VOP2, VOP1, VOP3-only ranges of the VOP3 numbering (the same on both generations).
+    return 0 if op < 256 else 1 if op < 384 else 2 if op < 512 else 3
+
+
+def pick(candidates, op, table):
+    """The gfx11 opcode for gfx10 opcode `op`: where LLVM names one operation at several gfx11
+    opcodes (a VOP3 alias of a VOP1 operation), the one of the same VALU form."""
+    if not candidates:
+        return None
+    if table == "VALU":
+        same = [c for c in candidates if valu_class(c) == valu_class(op)]
+        if same:
+            return same[0]
+    return candidates[0]
 
 
 def strip(m):
@@ -199,7 +216,7 @@ def main():
         print(f"pub(crate) const {name}: &[(u16, &str, Option<u16>)] = &[")
         for op in sorted(table):
             m = strip(table[op])
-            twin = target.get(rename(m))
+            twin = pick(target.get(rename(m), []), op, g11name)
             if twin is None:
                 print(f"{name} {op}: {m} has no gfx11 twin", file=sys.stderr)
             print(f'    ({op}, "{m}", {"None" if twin is None else f"Some({twin})"}),')

@@ -26,8 +26,10 @@ def vop3(op):
     # Opcodes that only have a short form: VOPC, VOP2 (fmamk/fmaak carry a literal), VOP1.
     if op < 256:
         out.append([0x7C000000 | op << 17 | 2 << 9 | V0])
-    elif op < 384:
+    elif op < 384 - 2:
         out.append([(op - 256) << 25 | 4 << 17 | 2 << 9 | V0, 0x3F800000])
+    elif op < 384:
+        pass  # VOP2 opcodes 62 and 63 would be VOPC and VOP1 words: there are none.
     elif op < 512:
         out += [[0x7E000000 | 4 << 17 | (op - 384) << 9 | V0], [0x7E000000 | (op - 384) << 9]]
     return out
@@ -70,7 +72,8 @@ def one(make):
 
 # (table name, opcode count, function opcode -> candidate instruction words)
 ENCODINGS = [
-    ("SOP2", 128, one(lambda op: [0x80000000 | op << 23 | 4 << 16 | 2 << 8 | 0])),
+    # SOP2 opcodes from 96 on would be SOPK, SOP1, SOPC and SOPP words.
+    ("SOP2", 96, one(lambda op: [0x80000000 | op << 23 | 4 << 16 | 2 << 8 | 0])),
     ("SOPK", 32, lambda op: [[0xB0000000 | op << 23 | 4 << 16 | 0x10, 0], [0xB0000000 | op << 23 | 0x10, 0]]),
     ("SOP1", 256, lambda op: [[0xBE800000 | 4 << 16 | op << 8 | 2], [0xBE800000 | op << 8],
                               [0xBE800000 | 4 << 16 | op << 8 | 0x80]]),

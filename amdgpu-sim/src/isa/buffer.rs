@@ -92,14 +92,14 @@ pub(crate) fn exec_mubuf(w: &mut Wave, global: &mut dyn GlobalMemory, m: &Mubuf,
     }
     let rsrc = BufferResource::read(w, m.srsrc)?;
     let Some(interleave) = rsrc.add_tid else {
-        return Err(Fault::unsupported(format!(
+        return Err(Fault::UnmodelledOperands(format!(
             "MUBUF through a buffer resource without ADD_TID_ENABLE (base {:#x}): only the private \
              segment buffer is modelled",
             rsrc.base
         )));
     };
     if m.idxen || rsrc.stride != 0 || !rsrc.swizzle || interleave != w.width {
-        return Err(Fault::unsupported(format!(
+        return Err(Fault::UnmodelledOperands(format!(
             "MUBUF private segment buffer with index {}, stride {}, swizzle {} and {interleave}-lane \
              interleave: only the unindexed, swizzled form a wave{} kernel gets is modelled",
             m.idxen, rsrc.stride, rsrc.swizzle, w.width
@@ -109,7 +109,7 @@ pub(crate) fn exec_mubuf(w: &mut Wave, global: &mut dyn GlobalMemory, m: &Mubuf,
     let soffset = w.src32(&m.soffset)?[0];
     let row = 4 * interleave;
     if soffset % row != 0 {
-        return Err(Fault::unsupported(format!(
+        return Err(Fault::UnmodelledOperands(format!(
             "MUBUF private segment offset {soffset:#x} in an SGPR is not a multiple of a {row}-byte row"
         )));
     }

@@ -118,9 +118,20 @@ pub enum SimError {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Fault {
     Memory(MemoryFault),
-    Unknown { encoding: &'static str, opcode: u32, word: u32 },
+    Unknown {
+        encoding: &'static str,
+        opcode: u32,
+        word: u32,
+    },
     Unsupported(String),
-    LdsRange { addr: u64, size: u32, lds_bytes: u32 },
+    /// The instruction is modelled, but not with the operands this wave gave it (a buffer
+    /// resource of another kind): only execution can tell, so loading a kernel never refuses it.
+    UnmodelledOperands(String),
+    LdsRange {
+        addr: u64,
+        size: u32,
+        lds_bytes: u32,
+    },
 }
 
 impl From<MemoryFault> for Fault {
@@ -141,7 +152,9 @@ impl Fault {
             Fault::Unknown { encoding, opcode, word } => {
                 SimError::UnknownInstruction { encoding, opcode, word, kernel, pc }
             }
-            Fault::Unsupported(what) => SimError::Unsupported { what, kernel, pc },
+            Fault::Unsupported(what) | Fault::UnmodelledOperands(what) => {
+                SimError::Unsupported { what, kernel, pc }
+            }
             Fault::LdsRange { addr, size, lds_bytes } => {
                 SimError::LdsOutOfRange { addr, size, lds_bytes, kernel, pc }
             }

@@ -524,7 +524,7 @@ pub(crate) const VALU: &[(u16, &str, Option<u16>)] = &[
     (376, "v_xor3_b32", Some(576)),
     (384, "v_nop", Some(384)),
     (385, "v_mov_b32", Some(385)),
-    (386, "v_readfirstlane_b32", Some(319)),
+    (386, "v_readfirstlane_b32", Some(386)),
     (387, "v_cvt_i32_f64", Some(387)),
     (388, "v_cvt_f64_i32", Some(388)),
     (389, "v_cvt_f32_i32", Some(389)),

@@ -78,9 +78,10 @@ pub(crate) fn exec_sdwa(w: &mut Wave, v: &Valu, s: &Sdwa, word: u32) -> ExecResu
         return Ok(());
     }
     let exec = w.exec();
-    for l in 0..w.lanes() {
+    let lanes = w.lanes();
+    for (l, (out, old)) in w.vgpr[vdst].iter_mut().zip(before).enumerate().take(lanes) {
         if exec >> l & 1 != 0 {
-            w.vgpr[vdst][l] = place(w.vgpr[vdst][l], before[l], dst, s.dst_unused)?;
+            *out = place(*out, old, dst, s.dst_unused)?;
         }
     }
     Ok(())

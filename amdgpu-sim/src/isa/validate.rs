@@ -79,7 +79,7 @@ fn describe(fault: Fault) -> Option<String> {
             Some(format!("{encoding} opcode {opcode} (first dword {word:#010x})"))
         }
         Fault::Unsupported(what) => Some(what),
-        Fault::Memory(_) | Fault::LdsRange { .. } => None,
+        Fault::Memory(_) | Fault::LdsRange { .. } | Fault::UnmodelledOperands(_) => None,
     }
 }
 
@@ -138,6 +138,7 @@ fn survey_ranges(
 ) -> Vec<SurveyedInstruction> {
     let mut blank = Wave::with_width(0, if wave64 { 64 } else { 32 });
     blank.set_exec(u64::MAX);
+    blank.gfx = gfx;
     let mut verdicts: HashMap<Vec<u8>, Result<(), String>> = HashMap::new();
     let fallback = [Range { start: entry, end: image.len() as u64 }];
     let (ranges, until_endpgm) = if ranges.is_empty() { (&fallback[..], true) } else { (ranges, false) };

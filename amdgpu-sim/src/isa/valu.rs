@@ -1008,6 +1008,30 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             let r = map2(&ops.u16(0)?, &ops.u16(1)?, |a, b| (a as u16).wrapping_mul(b as u16) as u32);
             out_half(w, v, &r)
         }
+        785 => {
+            // v_pack_b32_f16: the two halves side by side, bits moved as they are (abs and neg
+            // act on each half's sign; no rounding or quieting).
+            if v.opsel & 8 != 0 || v.clamp || v.omod != 0 {
+                return Err(Fault::unsupported("opsel, clamp or omod on the destination of v_pack_b32_f16"));
+            }
+            let half = |i: usize| -> ExecResult<L<u32>> {
+                let (abs, neg) = ops.mods(i);
+                let hi = v.opsel >> i & 1 != 0;
+                Ok(map(&w.src16(&v.src[i])?, |x| {
+                    let x = if hi { x >> 16 } else { x } & 0xffff;
+                    let x = if abs { x & 0x7fff } else { x };
+                    if neg {
+                        x ^ 0x8000
+                    } else {
+                        x
+                    }
+                }))
+            };
+            let r = map2(&half(0)?, &half(1)?, |lo, hi| lo | hi << 16);
+            let exec = w.exec();
+            w.write_vgpr(v.vdst as usize, &r, exec);
+            Ok(())
+        }
         796 => {
             let r = map2(&ops.f(0)?, &ops.u(1)?, |a, b| ldexp32(a, b as i32));
             out_f(w, v, r)

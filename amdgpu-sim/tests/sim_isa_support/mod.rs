@@ -112,20 +112,19 @@ fn tempdir() -> tempfile::TempDir {
 
 /// Assembles gfx1100 assembly and returns the bytes of its .text section.
 pub fn assemble(asm: &str) -> Vec<u8> {
+    assemble_for("gfx1100", asm)
+}
+
+/// Assembles assembly for `mcpu` and returns the bytes of its .text section.
+pub fn assemble_for(mcpu: &str, asm: &str) -> Vec<u8> {
+    let mcpu = format!("-mcpu={mcpu}");
     let dir = tempdir();
     let src = dir.path().join("k.s");
     let obj = dir.path().join("k.o");
     std::fs::write(&src, asm).unwrap();
     tool(
         "llvm-mc-22",
-        &[
-            "-arch=amdgcn",
-            "-mcpu=gfx1100",
-            "-filetype=obj",
-            src.to_str().unwrap(),
-            "-o",
-            obj.to_str().unwrap(),
-        ],
+        &["-arch=amdgcn", &mcpu, "-filetype=obj", src.to_str().unwrap(), "-o", obj.to_str().unwrap()],
     );
     let data = std::fs::read(&obj).unwrap();
     let file = object::File::parse(&*data).unwrap();
@@ -436,6 +435,35 @@ pub fn run_asm(
     mem.map(ASM_CODE, code, false, true);
     mem.map(ASM_DATA, data, true, false);
     let d = asm_dispatch(ASM_CODE, ASM_DATA, threads, groups, lds_bytes);
+    sparkle_amdgpu_sim::isa::run_dispatch(&d, &mut mem)?;
+    Ok(mem)
+}
+
+/// `run_asm` for gfx10.3 assembly, one workgroup of `threads`; `scratch` (bytes per lane, a
+/// multiple of 32) adds SCRATCH_EN and a ring of one 1 KiB-granular slot per wave right after
+/// the data buffer: s[0:1] the data, s[2:3] the ring, s4 the group id, s5 the wave's offset.
+pub fn run_asm_gfx10(
+    body: &str,
+    data: Vec<u8>,
+    threads: u32,
+    scratch: u32,
+) -> Result<TestMemory, sparkle_amdgpu_sim::isa::SimError> {
+    let code = assemble_for("gfx1030", body);
+    let mut mem = TestMemory::default();
+    mem.map(ASM_CODE, code, false, true);
+    let ring = ASM_DATA + (data.len() as u64).next_multiple_of(4096);
+    mem.map(ASM_DATA, data, true, false);
+    let mut d = asm_dispatch(ASM_CODE, ASM_DATA, threads, 1, 0);
+    d.gfx = sparkle_amdgpu_sim::isa::Gfx::Gfx10_3;
+    if scratch > 0 {
+        let waves = threads.div_ceil(32);
+        let kib = (scratch * 32).div_ceil(1024);
+        mem.map(ring, vec![0; (waves * kib * 1024) as usize], true, false);
+        // 4 user SGPRs: data address, ring address; then the group id, the wave's offset.
+        d.user_data = vec![ASM_DATA as u32, (ASM_DATA >> 32) as u32, ring as u32, (ring >> 32) as u32];
+        d.rsrc2 = 1 | (4 << 1) | (1 << 7);
+        d.scratch = sparkle_amdgpu_sim::isa::ScratchRing { base: 0, tmpring_size: waves | kib << 12 };
+    }
     sparkle_amdgpu_sim::isa::run_dispatch(&d, &mut mem)?;
     Ok(mem)
 }
