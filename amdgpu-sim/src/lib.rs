@@ -1,9 +1,10 @@
-//! A simulated amdgpu kernel driver that runs the real gfx1100 ISA on the CPU, for Sparkle's
+//! A simulated amdgpu kernel driver that runs the real gfx1100 or gfx1030 ISA on the CPU, for Sparkle's
 //! tests and its `amdgpu-sim` backend: [`SimDriver`] implements
 //! [`KernelDriver`](sparkle_amdgpu_kmd::kmd::KernelDriver) with host memory (`buffers`), a GPU
 //! VA space enforcing its mappings (`vm`), a PM4 command processor (`cp`) that names the kernels
 //! it runs (`kernel_names`), contexts and fences on a worker thread (`queue`), the device
-//! identity it reports ([`identity`]), and the RDNA3 (wave32 and wave64) interpreter ([`isa`]).
+//! identity it reports ([`identity`], [`SimGpu`]), and the RDNA3/RDNA2 (wave32 and wave64)
+//! interpreter ([`isa`]).
 //!
 //! Public are what the library and the tests use: the driver and its options, the identity's
 //! constants, and the interpreter's entry points (decode, check, run a dispatch against a

@@ -1,6 +1,9 @@
-//! An interpreter for the RDNA3 (gfx1100) ISA, wave32 and wave64, written from AMD's "RDNA3
-//! Instruction Set Architecture" reference guide and LLVM's AMDGPU documentation (encodings,
-//! initial kernel execution state).
+//! An interpreter for the RDNA3 (gfx1100) and RDNA2 (gfx1030) ISAs, wave32 and wave64, written
+//! from AMD's "RDNA3 Instruction Set Architecture" reference guide and LLVM's AMDGPU
+//! documentation (encodings, initial kernel execution state). gfx10.3 words are decoded into the
+//! gfx11 instruction doing the same operation (`decode_gfx10`); the few results that differ
+//! between the generations (16-bit results of VOP1/VOP2 operations, SDWA, scratch) follow the
+//! wave's [`Gfx`].
 //!
 //! The simulated driver describes a DISPATCH_DIRECT with a [`Dispatch`] (program address, the
 //! PGM_RSRC registers, user data, group size and count) and runs it with [`run_dispatch`]
@@ -16,9 +19,12 @@
 //! no-ops; the division helpers scale extreme operands so that f32 and f64 quotients come out
 //! correctly rounded over the whole range; private memory through gfx11 architected flat scratch
 //! (SCRATCH instructions and FLAT addresses in the private aperture, each lane confined to its
-//! slice of its wave's slot) and FLAT addresses in the shared aperture (LDS). Not modelled
-//! (refused when a kernel is loaded, or for what only execution shows, when used): GDS, buffer
-//! resources (MUBUF/MTBUF loads and stores), images, DPP, traps, TG_SIZE. Transcendentals
+//! slice of its wave's slot) and through gfx10.3's private segment buffer (MUBUF with a swizzled
+//! descriptor) and FLAT_SCRATCH (lanes interleaved by dword, as the hardware lays them out, each
+//! lane confined to its own bytes); FLAT addresses in the shared aperture (LDS). Not modelled
+//! (refused when a kernel is loaded, or for what only execution shows, when used): GDS, other
+//! buffer resources (MUBUF/MTBUF through typed, structured or raw descriptors), images, DPP,
+//! traps, TG_SIZE. Transcendentals
 //! (v_rcp, v_rsq, v_sqrt, v_exp, v_log, v_sin, v_cos) are correctly rounded here, whereas the
 //! hardware approximates them to about one ulp. No timing, caches or scheduling fairness.
 
