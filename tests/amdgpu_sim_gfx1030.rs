@@ -107,4 +107,5 @@ fn a_work_item_leaving_its_private_segment_faults_naming_the_kernel() {
         .expect_err("a store past the private segment faults");
     let message = err.to_string();
     assert!(message.contains("page fault") && message.contains("wild"), "{message}");
+    assert!(message.contains("private segment"), "{message}");
 }

@@ -6,6 +6,7 @@
 //! the same layout from FLAT_SCRATCH. Either way a lane reaching past its own bytes is a fault.
 
 use super::error::{Access, MemoryFault};
+use super::operand::PRIVATE_APERTURE_HI;
 
 /// One lane's private segment.
 #[derive(Debug, Clone, Copy)]
@@ -29,8 +30,9 @@ impl PrivateLane {
     ) -> Result<Vec<(u64, usize, usize)>, MemoryFault> {
         let end = offset.checked_add(len as u64);
         if end.is_none_or(|e| e > u64::from(self.bytes)) {
-            // Name the address the hardware would have touched, for the fault message.
-            let addr = self.address(offset.min(u64::from(u32::MAX)));
+            // The lane's view of the address: its offset in the private aperture, which the
+            // fault message recognises ("past the work-item's private segment").
+            let addr = u64::from(PRIVATE_APERTURE_HI) << 32 | offset.min(u64::from(u32::MAX));
             return Err(MemoryFault { addr, access });
         }
         let Some((_, _)) = self.swizzle else {
