@@ -689,7 +689,7 @@ fn gfx10_3_sixteen_bit_results_sdwa_and_the_private_segment_buffer() {
         s_and_b32 s9, s3, 0xffff
         s_or_b32 s9, s9, 0x80000000
         s_mov_b32 s10, -1
-        s_mov_b32 s11, 0x31c16fac
+        s_mov_b32 s11, 0x21c14fac
         s_add_u32 s8, s8, s5
         s_addc_u32 s9, s9, 0
         v_and_b32 v4, 7, v0

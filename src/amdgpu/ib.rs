@@ -38,19 +38,22 @@ pub const KERNARG_ALIGNMENT: u64 = 64;
 /// gfx10.3 (256 bytes on gfx11, of which this is a multiple).
 const SCRATCH_WAVE_GRANULE: u64 = 1024;
 
-/// The private segment buffer a gfx10.3 kernel addresses its scratch through: the ring from
-/// `address`, lanes interleaved by dword (SWIZZLE_ENABLE, ADD_TID_ENABLE, INDEX_STRIDE = the
-/// wave size), 32-bit elements, no range check (each lane stays in its own bytes by
-/// construction). The kernel adds its wave's slot offset to the base itself.
-fn private_segment_buffer(address: u64, wave_size: u32) -> [u32; 4] {
+/// The private segment buffer a gfx10.3 kernel addresses its scratch through: the ring of
+/// `bytes` from `address`, lanes interleaved by dword (SWIZZLE_ENABLE, ADD_TID_ENABLE,
+/// INDEX_STRIDE = the wave size, which an AQL queue's packet processor would fill in), 32-bit
+/// elements, the raw out-of-bounds mode, which does not check swizzled accesses. The kernel adds
+/// its wave's slot offset to the base itself. The fields are those ROCm's runtime sets for its
+/// queues on gfx10.
+fn private_segment_buffer(address: u64, bytes: u64, wave_size: u32) -> [u32; 4] {
     const SWIZZLE_ENABLE: u32 = 1 << 31;
-    // DST_SEL X, Y, Z, W; BUF_FMT_32_FLOAT; INDEX_STRIDE 32 (2) or 64 (3) lanes; ADD_TID_ENABLE;
-    // RESOURCE_LEVEL 1 (required on gfx10); OOB_SELECT 3 (no bounds check).
+    // DST_SEL X, Y, Z, W; BUF_FMT_32_UINT; INDEX_STRIDE 32 (2) or 64 (3) lanes; ADD_TID_ENABLE;
+    // RESOURCE_LEVEL 1 (required on gfx10); OOB_SELECT 2 (raw).
     let dst_sel = 4 | 5 << 3 | 6 << 6 | 7 << 9;
-    let format = 22 << 12;
+    let format = 20 << 12;
     let index_stride = if wave_size == 64 { 3 } else { 2 } << 21;
-    let word3 = dst_sel | format | index_stride | 1 << 23 | 1 << 24 | 3 << 28;
-    [address as u32, (address >> 32) as u32 & 0xffff | SWIZZLE_ENABLE, u32::MAX, word3]
+    let word3 = dst_sel | format | index_stride | 1 << 23 | 1 << 24 | 2 << 28;
+    let records = u32::try_from(bytes).unwrap_or(u32::MAX);
+    [address as u32, (address >> 32) as u32 & 0xffff | SWIZZLE_ENABLE, records, word3]
 }
 
 /// The queue's scratch buffer as dispatches see it: `bytes` from `address`, cut into slots of
@@ -186,7 +189,7 @@ impl SubmissionEncoder {
         let ring = scratch.filter(|_| wave_bytes > 0);
         let private_buffer = match (self.gfx, ring) {
             (Gfx::Gfx10_3, Some(ring)) => {
-                private_segment_buffer(ring.address, program.descriptor.wave_size())
+                private_segment_buffer(ring.address, ring.bytes, program.descriptor.wave_size())
             }
             _ => [0; 4],
         };
@@ -365,13 +368,14 @@ mod tests {
 
     #[test]
     fn the_private_segment_buffer_interleaves_the_wave_s_lanes() {
-        let v = private_segment_buffer(0x0001_2345_6789_a000, 32);
+        let v = private_segment_buffer(0x0001_2345_6789_a000, 1 << 20, 32);
         assert_eq!(v[0], 0x6789_a000);
         assert_eq!(v[1], 0x8000_2345, "base bits 32..48, swizzled, stride 0");
-        assert_eq!(v[2], u32::MAX);
-        // X/Y/Z/W, 32-bit float format, 32-lane index stride, ADD_TID, resource level 1, no
-        // bounds check.
-        assert_eq!(v[3], 0x31c1_6fac);
-        assert_eq!(private_segment_buffer(0, 64)[3], 0x31e1_6fac, "64-lane index stride");
+        assert_eq!(v[2], 1 << 20, "the ring's bytes");
+        // X/Y/Z/W, 32-bit uint format, 32-lane index stride, ADD_TID, resource level 1, raw
+        // bounds mode.
+        assert_eq!(v[3], 0x21c1_4fac);
+        assert_eq!(private_segment_buffer(0, 1 << 40, 64)[3], 0x21e1_4fac, "64-lane index stride");
+        assert_eq!(private_segment_buffer(0, 1 << 40, 64)[2], u32::MAX, "a ring past 4 GiB says all");
     }
 }

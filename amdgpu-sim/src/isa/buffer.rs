@@ -6,6 +6,8 @@
 //! own private bytes (a page fault past them). Other descriptors (typed, structured or raw
 //! buffers) are refused as not modelled, and the cache invalidates are no-ops.
 
+use pm4::Gfx;
+
 use super::decode::Mubuf;
 use super::error::{Access, ExecResult, Fault, MemoryFault};
 use super::global::{lane_access, LaneOp};
@@ -35,7 +37,11 @@ impl BufferResource {
         Ok(BufferResource {
             base: u64::from(d[0]) | u64::from(d[1] & 0xffff) << 32,
             stride: (d[1] >> 16) & 0x3fff,
-            swizzle: d[1] >> 30 != 0,
+            // SWIZZLE_ENABLE: bit 31 on gfx10.3 (bit 30 is CACHE_SWIZZLE), bits 30-31 on gfx11.
+            swizzle: match w.gfx {
+                Gfx::Gfx10_3 => d[1] >> 31 != 0,
+                Gfx::Gfx11 => d[1] >> 30 != 0,
+            },
             add_tid: (d[3] >> 23 & 1 != 0).then(|| 8 << ((d[3] >> 21) & 3)),
         })
     }
