@@ -281,6 +281,37 @@ fn compares_branches_and_exec_masking() {
     }
 }
 
+/// V_CMP_CLASS classifies a value in its own format: the smallest subnormal of each width is a
+/// denormal, though it would widen to a normal.
+#[test]
+fn compare_class_sees_the_subnormals_of_every_width() {
+    let body = "
+        v_mov_b32 v1, 1
+        v_cmp_class_f32 s8, v1, 0x80
+        v_cmp_class_f32 s9, v1, 0x100
+        v_mov_b32 v2, 0x8001
+        v_cmp_class_f16_e64 s10, v2, 0x10
+        v_cmp_class_f16_e64 s11, v2, 0x8
+        v_mov_b32 v3, 1
+        v_mov_b32 v4, 0
+        v_cmp_class_f64 s12, v[3:4], 0x80
+        v_cmp_class_f64 s13, v[3:4], 0x100
+        v_mov_b32 v10, s8
+        v_mov_b32 v11, s9
+        v_mov_b32 v12, s10
+        v_mov_b32 v13, s11
+        v_mov_b32 v14, s12
+        v_mov_b32 v15, s13
+    ";
+    let r = valu_results(body, 6);
+    let names =
+        ["f32 +denormal", "f32 +normal", "f16 -denormal", "f16 -normal", "f64 +denormal", "f64 +normal"];
+    for (k, name) in names.iter().enumerate() {
+        let want = if name.ends_with("denormal") { u32::MAX } else { 0 };
+        assert_eq!(r[k][0], want, "{name}");
+    }
+}
+
 #[test]
 fn vopd_reads_all_sources_before_writing() {
     let body = "

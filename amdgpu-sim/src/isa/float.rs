@@ -153,18 +153,27 @@ pub fn f16_to_f32(h: u16) -> f32 {
 }
 
 /// V_CMP_CLASS mask bits: 0 sNaN, 1 qNaN, 2 -inf, 3 -normal, 4 -denormal, 5 -0, 6 +0,
-/// 7 +denormal, 8 +normal, 9 +inf.
-pub fn class64(x: f64, quiet_bit: bool) -> u32 {
-    use std::num::FpCategory::*;
-    let neg = x.is_sign_negative();
-    let bit = match x.classify() {
-        Nan => return if quiet_bit { 1 } else { 0 },
-        Infinite => 2,
-        Normal => 3,
-        Subnormal => 4,
-        Zero => 5,
+/// 7 +denormal, 8 +normal, 9 +inf. The class of the float whose raw `bits` hold a sign, then
+/// `exponent_bits` of exponent, then `mantissa_bits` of fraction (f16 5/10, f32 8/23, f64 11/52):
+/// classified in its own format, since a denormal of a narrow type widens to a normal.
+pub fn class_bit(bits: u64, exponent_bits: u32, mantissa_bits: u32) -> u32 {
+    let mantissa = bits & ((1 << mantissa_bits) - 1);
+    let exponent = (bits >> mantissa_bits) & ((1 << exponent_bits) - 1);
+    let negative = (bits >> (mantissa_bits + exponent_bits)) & 1 != 0;
+    let bit = if exponent == (1 << exponent_bits) - 1 {
+        if mantissa != 0 {
+            // NaN: the fraction's top bit tells quiet from signalling.
+            return ((mantissa >> (mantissa_bits - 1)) & 1) as u32;
+        }
+        2
+    } else if exponent != 0 {
+        3
+    } else if mantissa != 0 {
+        4
+    } else {
+        5
     };
-    if neg {
+    if negative {
         bit
     } else {
         11 - bit

@@ -3,7 +3,7 @@
 
 use super::decode::Valu;
 use super::error::{ExecResult, Fault};
-use super::float::class64;
+use super::float::class_bit;
 use super::operand::NULL;
 use super::valu::{enc_name, Ops};
 use super::wave::{Wave, LANES};
@@ -81,16 +81,18 @@ pub(crate) fn exec_vcmp(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         }
         125 => {
             let (a, m) = (ops.h(0)?, ops.u(1)?);
+            // The raw half, for its fraction; the sign as the modifiers left it.
             let raw = ops.w.src16(&v.src[0])?;
-            std::array::from_fn(|l| m[l] >> class64(a[l] as f64, raw[l] & 0x200 != 0) & 1 != 0)
+            let bits = |l: usize| (raw[l] as u64 & 0x7fff) | (a[l].is_sign_negative() as u64) << 15;
+            std::array::from_fn(|l| m[l] >> class_bit(bits(l), 5, 10) & 1 != 0)
         }
         126 => {
             let (a, m) = (ops.f(0)?, ops.u(1)?);
-            std::array::from_fn(|l| m[l] >> class64(a[l] as f64, a[l].to_bits() & 0x0040_0000 != 0) & 1 != 0)
+            std::array::from_fn(|l| m[l] >> class_bit(a[l].to_bits() as u64, 8, 23) & 1 != 0)
         }
         127 => {
             let (a, m) = (ops.d(0)?, ops.u(1)?);
-            std::array::from_fn(|l| m[l] >> class64(a[l], a[l].to_bits() & (1 << 51) != 0) & 1 != 0)
+            std::array::from_fn(|l| m[l] >> class_bit(a[l].to_bits(), 11, 52) & 1 != 0)
         }
         _ => return Err(Fault::Unknown { encoding: enc_name(v), opcode: v.op as u32, word }),
     };
