@@ -6,28 +6,23 @@
 //! kernel (offset, size and mnemonic; gfx1030 code is decoded into gfx11 instructions but keeps
 //! its gfx10 names), and the opcodes the interpreter cannot execute are exactly those listed in
 //! `unimplemented.txt` (gfx1100) and `unimplemented-gfx1030.txt`, so that the lists only ever
-//! shrink on purpose. The integer and half-precision gfx1100 kernels, whose opcodes were the last
-//! implemented, also run against the CPU.
+//! shrink on purpose. The integer and half-precision kernels, whose opcodes were the last
+//! implemented, also run here against the CPU on both targets; `sim_isa_corpus_cpu.rs` runs the
+//! other eight against CPU references within OpenCL's error bounds.
 
 #![cfg(feature = "amdgpu-sim")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::time::Duration;
 
-use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimGpu, SimOptions, Simulated};
-use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
-use sparkle::cache::CacheConfig;
+use sparkle::amdgpu::sim::SimGpu;
 use sparkle::hal::BufferUsage;
-use sparkle::kernel::{Access, KernelSpec};
-use sparkle::runtime::{Arg, Program};
-use sparkle::Runtime;
+use sparkle::runtime::Arg;
 use sparkle_amdgpu_codeobj::codeobj::CodeObject;
 use sparkle_amdgpu_sim::isa::survey_code;
 
-fn corpus() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/isa_corpus")
-}
+mod sim_isa_corpus_support;
+use sim_isa_corpus_support::{corpus, corpus_program, dispatch, f16_to_f32, f32_to_f16, sim, Random};
 
 /// LLVM's spelling reduced to the decoder's: no encoding suffix, one name for dual issue.
 fn normalise(mnemonic: &str) -> String {
@@ -154,23 +149,6 @@ fn the_gfx1030_decoder_agrees_with_llvm_objdump_and_the_unimplemented_opcodes_ar
     check_coverage("gfx1030", sparkle_amdgpu_sim::isa::Gfx::Gfx10_3, "unimplemented-gfx1030.txt");
 }
 
-/// The corpus kernel `name` as built for `target`, on a simulated GPU of that target.
-fn corpus_program(rt: &Runtime, target: SimGpu, name: &str, storage: &[&str]) -> Program {
-    let dir = corpus().join(target.name());
-    let bytes = std::fs::read(dir.join(format!("{name}.co"))).unwrap();
-    let mut spec = KernelSpec::new(name, [64, 1, 1]).code_object(name, target.name(), &bytes);
-    for s in storage {
-        spec = spec.storage(*s, Access::ReadWrite);
-    }
-    rt.program(&spec).unwrap()
-}
-
-fn sim(target: SimGpu) -> Runtime {
-    let driver = SimDriver::new(SimOptions { gpu: target, ..SimOptions::default() });
-    let device = AmdgpuDevice::<Simulated>::new(driver, DeviceOptions::default()).unwrap();
-    Runtime::from_device::<AmdgpuSim>(device, &CacheConfig::memory_only())
-}
-
 #[test]
 fn the_integer_corpus_kernel_matches_the_cpu() {
     integer_kernel_matches_the_cpu(SimGpu::Gfx1100);
@@ -179,32 +157,19 @@ fn the_integer_corpus_kernel_matches_the_cpu() {
 
 fn integer_kernel_matches_the_cpu(target: SimGpu) {
     let rt = sim(target);
-    let program = corpus_program(&rt, target, "integer", &["x", "y", "o", "l"]);
+    let program = corpus_program(&rt, target, "integer", 64, &["x", "y", "o", "l"]);
     let n = 128usize;
-    let mut seed = 0x2545_f491u32;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed
-    };
+    let mut random = Random(0x2545_f491);
     // Extremes for the saturating operations, 24-bit values where mad24/mul24 need them.
-    let mut x: Vec<i32> = (0..n).map(|_| next() as i32).collect();
-    let mut y: Vec<i32> = (0..n).map(|_| next() as i32).collect();
+    let mut x: Vec<i32> = (0..n).map(|_| random.next() as i32).collect();
+    let mut y: Vec<i32> = (0..n).map(|_| random.next() as i32).collect();
     x[..4].copy_from_slice(&[i32::MAX, i32::MIN, -1, 0]);
     y[..4].copy_from_slice(&[1, -1, i32::MIN, i32::MAX]);
     let xb = rt.upload(&x, BufferUsage::Input).unwrap();
     let yb = rt.upload(&y, BufferUsage::Input).unwrap();
     let ob = rt.create_buffer((n * 24 * 4) as u64, BufferUsage::Output).unwrap();
     let lb = rt.create_buffer((n * 4 * 8) as u64, BufferUsage::Output).unwrap();
-    rt.dispatch(
-        &program,
-        &[Arg::Buffer(&xb), Arg::Buffer(&yb), Arg::Buffer(&ob), Arg::Buffer(&lb)],
-        [2, 1, 1],
-    )
-    .unwrap()
-    .wait(Duration::from_secs(120))
-    .unwrap();
+    dispatch(&rt, &program, &[Arg::Buffer(&xb), Arg::Buffer(&yb), Arg::Buffer(&ob), Arg::Buffer(&lb)], 2);
     let o: Vec<i32> = rt.download(&ob).unwrap();
     let l: Vec<i64> = rt.download(&lb).unwrap();
     let s24 = |v: i32| (v << 8) >> 8;
@@ -255,39 +220,6 @@ fn integer_kernel_matches_the_cpu(target: SimGpu) {
     }
 }
 
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = if h >> 15 != 0 { -1.0 } else { 1.0 };
-    let (e, m) = ((h >> 10) & 0x1f, (h & 0x3ff) as f32);
-    sign * match e {
-        0 => m * 2f32.powi(-24),
-        31 if m == 0.0 => f32::INFINITY,
-        31 => f32::NAN,
-        e => (1.0 + m / 1024.0) * 2f32.powi(e as i32 - 15),
-    }
-}
-
-/// Rounds to the nearest f16 (ties to even) by search: exact, if slow, and independent of the
-/// simulator's own conversion.
-fn f32_to_f16(x: f32) -> u16 {
-    if x.is_nan() {
-        return 0x7e00;
-    }
-    let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
-    let a = x.abs() as f64;
-    // Past the largest half (65504) plus half an ulp (16), rounding goes to infinity.
-    if a >= 65520.0 {
-        return sign | 0x7c00;
-    }
-    let mut best = 0u16;
-    for h in 0..=0x7c00u16 {
-        let (d, db) = ((f16_to_f32(h) as f64 - a).abs(), (f16_to_f32(best) as f64 - a).abs());
-        if d < db || (d == db && h % 2 == 0 && best % 2 == 1) {
-            best = h;
-        }
-    }
-    sign | best
-}
-
 #[test]
 fn the_half_precision_corpus_kernel_matches_the_cpu() {
     half_kernel_matches_the_cpu(SimGpu::Gfx1100);
@@ -296,7 +228,7 @@ fn the_half_precision_corpus_kernel_matches_the_cpu() {
 
 fn half_kernel_matches_the_cpu(target: SimGpu) {
     let rt = sim(target);
-    let program = corpus_program(&rt, target, "math_f16", &["x", "y", "o"]);
+    let program = corpus_program(&rt, target, "math_f16", 64, &["x", "y", "o"]);
     let n = 64usize;
     let values = [1.5f32, -2.25, 0.1, 1000.0, -0.0, 3.0e-5, 65000.0, 7.0, 0.333, -12.5, 2.0, 0.75];
     let x: Vec<u16> =
@@ -305,10 +237,7 @@ fn half_kernel_matches_the_cpu(target: SimGpu) {
     let xb = rt.upload(&x, BufferUsage::Input).unwrap();
     let yb = rt.upload(&y, BufferUsage::Input).unwrap();
     let ob = rt.create_buffer((n * 12 * 2) as u64, BufferUsage::Output).unwrap();
-    rt.dispatch(&program, &[Arg::Buffer(&xb), Arg::Buffer(&yb), Arg::Buffer(&ob)], [1, 1, 1])
-        .unwrap()
-        .wait(Duration::from_secs(120))
-        .unwrap();
+    dispatch(&rt, &program, &[Arg::Buffer(&xb), Arg::Buffer(&yb), Arg::Buffer(&ob)], 1);
     let o: Vec<u16> = rt.download(&ob).unwrap();
     for i in 0..n {
         let (a, b) = (f16_to_f32(x[i]) as f64, f16_to_f32(y[i]) as f64);
