@@ -3,12 +3,13 @@
 //! conversions, vector loads and stores, barriers — compiled for gfx1100 and gfx1030 at -O2,
 //! committed with LLVM's own disassembly; `tools/isa/build_corpus.sh` rebuilds it): for each
 //! target, the simulator's decoder agrees with `llvm-objdump` on every instruction word of every
-//! kernel (offset, size and mnemonic; gfx1030 code is decoded into gfx11 instructions but keeps
-//! its gfx10 names), and the opcodes the interpreter cannot execute are exactly those listed in
-//! `unimplemented.txt` (gfx1100) and `unimplemented-gfx1030.txt`, so that the lists only ever
-//! shrink on purpose. The integer and half-precision kernels, whose opcodes were the last
-//! implemented, also run here against the CPU on both targets; `sim_isa_corpus_cpu.rs` runs the
-//! other eight against CPU references within OpenCL's error bounds.
+//! kernel (offset, size and mnemonic here, every operand in amdgpu-sim's `objdump_check`; gfx1030
+//! code is decoded into gfx11 instructions but keeps its gfx10 names), and the opcodes the
+//! interpreter cannot execute are exactly those listed in `unimplemented.txt` (gfx1100) and
+//! `unimplemented-gfx1030.txt`, so that the lists only ever shrink on purpose. The integer and
+//! half-precision kernels, whose opcodes were the last implemented, also run here against the CPU
+//! on both targets; `sim_isa_corpus_cpu.rs` runs the other eight against CPU references within
+//! OpenCL's error bounds.
 
 #![cfg(feature = "amdgpu-sim")]
 

@@ -66,7 +66,11 @@ pub struct Mubuf {
     pub offen: bool,
     /// VADDR holds an index.
     pub idxen: bool,
+    /// Cache policy (globally coherent, system level coherent, device level coherent): the
+    /// interpreter's memory is coherent, so they only matter to the disassembly.
     pub glc: bool,
+    pub slc: bool,
+    pub dlc: bool,
     pub vaddr: u8,
     pub vdata: u8,
     /// First of the four SGPRs holding the V#.
@@ -112,18 +116,51 @@ pub struct Flat {
     pub saddr: u8,
     pub vdst: u8,
     pub offset: i32,
+    /// Cache policy; GLC also makes an atomic return the old value.
     pub glc: bool,
+    pub slc: bool,
+    pub dlc: bool,
     pub sve: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inst {
-    Sop2 { op: u8, sdst: u8, s0: Src, s1: Src },
-    Sop1 { op: u8, sdst: u8, s0: Src },
-    Sopk { op: u8, sdst: u8, simm: u16, literal: u32 },
-    Sopc { op: u8, s0: Src, s1: Src },
-    Sopp { op: u8, simm: u16 },
-    Smem { op: u8, sdata: u8, sbase: u8, offset: i32, soffset: u8 },
+    Sop2 {
+        op: u8,
+        sdst: u8,
+        s0: Src,
+        s1: Src,
+    },
+    Sop1 {
+        op: u8,
+        sdst: u8,
+        s0: Src,
+    },
+    Sopk {
+        op: u8,
+        sdst: u8,
+        simm: u16,
+        literal: u32,
+    },
+    Sopc {
+        op: u8,
+        s0: Src,
+        s1: Src,
+    },
+    Sopp {
+        op: u8,
+        simm: u16,
+    },
+    /// Scalar memory; `glc` and `dlc` are cache policy, which coherent memory ignores.
+    Smem {
+        op: u8,
+        sdata: u8,
+        sbase: u8,
+        offset: i32,
+        soffset: u8,
+        glc: bool,
+        dlc: bool,
+    },
     Valu(Box<Valu>),
     Vopd(Box<Vopd>),
     Ds(Ds),
@@ -187,10 +224,14 @@ fn decode_gfx11(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult<Deco
         }
         0x37 => {
             let w1 = word(1)?;
+            let seg = bits(w, 16, 2) as u8;
             let flat = Flat {
-                offset: sext(bits(w, 0, 13), 13),
+                // Signed for scratch and global; the FLAT segment's offset is unsigned.
+                offset: if seg == 0 { bits(w, 0, 13) as i32 } else { sext(bits(w, 0, 13), 13) },
+                dlc: bits(w, 13, 1) != 0,
                 glc: bits(w, 14, 1) != 0,
-                seg: bits(w, 16, 2) as u8,
+                slc: bits(w, 15, 1) != 0,
+                seg,
                 op: bits(w, 18, 7) as u8,
                 addr: bits(w1, 0, 8) as u8,
                 data: bits(w1, 8, 8) as u8,
@@ -205,6 +246,8 @@ fn decode_gfx11(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult<Deco
             let inst = Inst::Smem {
                 sbase: (bits(w, 0, 6) * 2) as u8,
                 sdata: bits(w, 6, 7) as u8,
+                dlc: bits(w, 13, 1) != 0,
+                glc: bits(w, 14, 1) != 0,
                 op: bits(w, 18, 8) as u8,
                 offset: sext(bits(w1, 0, 21), 21),
                 soffset: bits(w1, 25, 7) as u8,
@@ -217,6 +260,8 @@ fn decode_gfx11(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult<Deco
                 offset: bits(w, 0, 12) as u16,
                 soffset: Src::decode(bits(w1, 24, 8) as u16, 0),
                 op: bits(w, 18, 8) as u8,
+                slc: bits(w, 12, 1) != 0,
+                dlc: bits(w, 13, 1) != 0,
                 glc: bits(w, 14, 1) != 0,
                 vaddr: bits(w1, 0, 8) as u8,
                 vdata: bits(w1, 8, 8) as u8,
@@ -361,7 +406,9 @@ fn decode_vop_short(w: u32, word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> Exe
     } else {
         (ValuEnc::Vop2, VOP2_BASE + bits(w, 25, 6) as u16)
     };
-    if src0_field == 0xfa || src0_field == 0xe9 {
+    // DPP16 (0xfa) and DPP8 (0xe9, or 0xea with fetch-inactive) put their controls in a second
+    // dword.
+    if matches!(src0_field, 0xfa | 0xe9 | 0xea) {
         return Err(Fault::unsupported(format!(
             "DPP operand (src0 {src0_field:#x}) on VALU opcode {op} is not modelled"
         )));
@@ -474,5 +521,18 @@ pub(crate) fn undecoded_size(gfx: Gfx, word: &mut dyn FnMut(u32) -> ExecResult<u
     match gfx {
         Gfx::Gfx11 => None,
         Gfx::Gfx10_3 => super::decode_gfx10::size(word).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dpp8_with_fetch_inactive_is_refused() {
+        // v_add_f32_dpp v1, v136, v2 dpp8:[6,0,3,5,7,7,7,7] fi:1: src0 0xea is no register.
+        let words = [0x060204ea_u32, 0xfffac688];
+        let result = decode(Gfx::Gfx11, &mut |i| Ok(words[i as usize]));
+        assert!(matches!(result, Err(Fault::Unsupported(m)) if m.contains("DPP")));
     }
 }

@@ -23,6 +23,10 @@ const SCRATCH_NO_SADDR: u32 = 127;
 const SDWA: u32 = 0xf9;
 const DPP16: u32 = 0xfa;
 const DPP8: u32 = 0xe9;
+/// DPP8 with FI (fetch inactive lanes).
+const DPP8_FI: u32 = 0xea;
+/// FLAT's LDS bit: the data goes to LDS, not to VGPRs.
+const FLAT_LDS_BIT: u32 = 13;
 /// The VOP2 forms that carry a constant after the instruction: fmamk and fmaak, f32 and f16.
 const VOP2_WITH_K: [&str; 4] = ["v_fmamk_f32", "v_fmaak_f32", "v_fmamk_f16", "v_fmaak_f16"];
 
@@ -169,7 +173,7 @@ pub(crate) fn size(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult<u
             let src0 = bits(w, 0, 9);
             let with_k = format == Format::Vop2 && mnemonic(w).is_some_and(|m| VOP2_WITH_K.contains(&m));
             // SDWA and DPP put their controls in a second dword.
-            if src0 == LITERAL as u32 || src0 == SDWA || src0 == DPP16 || src0 == DPP8 || with_k {
+            if src0 == LITERAL as u32 || [SDWA, DPP16, DPP8, DPP8_FI].contains(&src0) || with_k {
                 8
             } else {
                 4
@@ -225,6 +229,8 @@ pub(crate) fn decode(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult
             done(Inst::Smem {
                 sbase: (bits(w, 0, 6) * 2) as u8,
                 sdata: sreg(bits(w, 6, 7)),
+                dlc: bits(w, 14, 1) != 0,
+                glc: bits(w, 16, 1) != 0,
                 op: op as u8,
                 offset: sext(bits(w1, 0, 21), 21),
                 soffset: sreg(bits(w1, 25, 7)),
@@ -251,6 +257,9 @@ pub(crate) fn decode(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult
         }
         Format::Flat => {
             let w1 = word(1)?;
+            if bits(w, FLAT_LDS_BIT, 1) != 0 {
+                return Err(Fault::unsupported("FLAT loads into LDS (the LDS bit) are not modelled"));
+            }
             let seg = bits(w, 14, 2) as u8;
             let saddr = bits(w1, 16, 7);
             // gfx11 says whether scratch has a VGPR address with a bit (SVE); gfx10 with SADDR:
@@ -258,8 +267,11 @@ pub(crate) fn decode(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult
             let sve = seg == 1 && saddr == NULL_GFX10;
             let saddr = if seg == 1 && saddr == SCRATCH_NO_SADDR { NULL } else { sreg(saddr) };
             done(Inst::Flat(Flat {
-                offset: sext(bits(w, 0, 12), 12),
+                // Signed for scratch and global; the FLAT segment's offset is unsigned.
+                offset: if seg == 0 { bits(w, 0, 12) as i32 } else { sext(bits(w, 0, 12), 12) },
+                dlc: bits(w, 12, 1) != 0,
                 glc: bits(w, 16, 1) != 0,
+                slc: bits(w, 17, 1) != 0,
                 seg,
                 op: op as u8,
                 addr: bits(w1, 0, 8) as u8,
@@ -282,6 +294,8 @@ pub(crate) fn decode(word: &mut dyn FnMut(u32) -> ExecResult<u32>) -> ExecResult
                 offen: bits(w, 12, 1) != 0,
                 idxen: bits(w, 13, 1) != 0,
                 glc: bits(w, 14, 1) != 0,
+                dlc: bits(w, 15, 1) != 0,
+                slc: bits(w1, 22, 1) != 0,
                 op: op as u8,
                 vaddr: bits(w1, 0, 8) as u8,
                 vdata: bits(w1, 8, 8) as u8,
@@ -349,7 +363,7 @@ fn decode_vop_short(
     word: &mut dyn FnMut(u32) -> ExecResult<u32>,
 ) -> ExecResult<Decoded> {
     let src0_field = bits(w, 0, 9);
-    if src0_field == DPP16 || src0_field == DPP8 {
+    if [DPP16, DPP8, DPP8_FI].contains(&src0_field) {
         return Err(Fault::unsupported(format!(
             "DPP operand (src0 {src0_field:#x}) on VALU opcode {op} is not modelled"
         )));
@@ -424,4 +438,29 @@ fn decode_sdwa(v: &mut Valu, w1: u32, vsrc1: u32) -> ExecResult<()> {
     }
     v.sdwa = Some(sdwa);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_words(words: &[u32]) -> ExecResult<Decoded> {
+        decode(&mut |i| words.get(i as usize).copied().ok_or_else(|| Fault::unsupported("past the words")))
+    }
+
+    #[test]
+    fn dpp8_with_fetch_inactive_is_refused_and_sized_with_its_second_dword() {
+        // v_add_f32_dpp v1, v136, v2 dpp8:[6,0,3,5,7,7,7,7] fi:1
+        let words = [0x060204ea, 0xfffac688];
+        assert!(decode_words(&words).is_err());
+        assert_eq!(size(&mut |i| Ok(words[i as usize])).unwrap(), 8);
+    }
+
+    #[test]
+    fn flat_loads_into_lds_are_refused() {
+        // global_load_dword v[0:1], off lds: the data goes to LDS, not to a VGPR.
+        assert!(decode_words(&[0xdc30a000, 0x0b7d0000]).is_err());
+        // Without the LDS bit it is an ordinary load into v11.
+        assert!(decode_words(&[0xdc308000, 0x0b7d0000]).is_ok());
+    }
 }

@@ -22,7 +22,7 @@ pub(crate) fn execute(w: &mut Wave, d: &Decoded, mem: &mut dyn GlobalMemory, lds
         Inst::Sopk { op, sdst, simm, .. } => exec_sopk(w, *op, *sdst, *simm, d.word),
         Inst::Sopc { op, s0, s1 } => exec_sopc(w, *op, s0, s1, d.word),
         Inst::Sopp { op, simm } => exec_sopp(w, *op, *simm, d.word),
-        Inst::Smem { op, sdata, sbase, offset, soffset } => {
+        Inst::Smem { op, sdata, sbase, offset, soffset, .. } => {
             exec_smem(w, mem, *op, *sdata, *sbase, *offset, *soffset, d.word)
         }
         Inst::Valu(v) => match (&v.sdwa, v.enc) {

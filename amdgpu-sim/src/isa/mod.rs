@@ -40,6 +40,8 @@ mod float;
 mod gfx10_table;
 mod global;
 mod lds;
+#[cfg(test)]
+mod llvm_syntax;
 mod memory;
 mod mnemonic;
 mod mnemonic_table;
