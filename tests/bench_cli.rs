@@ -59,7 +59,19 @@ fn the_overhead_bench_reports_every_measurement_and_checks_both_sides() {
     // Each side's steps: the dispatch-read side has no separate wait, the others do.
     let steps = trip["steps"].as_array().unwrap();
     let step_sides: Vec<&str> = steps.iter().map(|s| s["side"].as_str().unwrap()).collect();
-    assert_eq!(step_sides, ["sparkle: dispatch, read", "sparkle: dispatch, wait, read", "plain glow loop"]);
+    assert_eq!(
+        step_sides,
+        [
+            "sparkle: dispatch, read",
+            "sparkle: dispatch, wait, read",
+            "sparkle: dispatch, read (y in a staging buffer)",
+            "plain glow loop"
+        ]
+    );
+    assert!(
+        positive(&trip["sparkle_staging_median_us"]) && positive(&trip["sparkle_staging_p90_us"]),
+        "{trip}"
+    );
     for step in steps {
         assert!(positive(&step["submit_us"]) && positive(&step["read_us"]), "{step}");
         assert!(step["wait_us"].as_f64().is_some_and(|w| w >= 0.0), "{step}");

@@ -31,6 +31,7 @@ const A: f32 = 2.0;
 
 const SPARKLE_READ_WAITS: &str = "sparkle: dispatch, read";
 const SPARKLE_WAITS: &str = "sparkle: dispatch, wait, read";
+const SPARKLE_STAGED: &str = "sparkle: dispatch, read (y in a staging buffer)";
 
 /// Most dispatches one loop may run: `y` must stay below 2²⁴ to be exact in f32.
 pub const MAX_DISPATCHES: usize = 500_000;
@@ -112,6 +113,12 @@ pub struct RoundTrip {
     /// That over plain.
     #[serde(default)]
     pub waiting_ratio: f64,
+    /// Sparkle's `dispatch`, `read_buffer` with `y` in a [`BufferUsage::Staging`] buffer: the
+    /// kernel writes host-visible memory and the read is a copy after the wait.
+    #[serde(default)]
+    pub sparkle_staging_median_us: f64,
+    #[serde(default)]
+    pub sparkle_staging_p90_us: f64,
     pub runs: usize,
     /// Where each side's time goes (medians of each step).
     #[serde(default)]
@@ -394,9 +401,13 @@ struct Side<'a> {
 
 impl Side<'_> {
     fn buffers(&self) -> CliResult<[Buffer; 2]> {
+        self.buffers_with_y(BufferUsage::InOut)
+    }
+
+    fn buffers_with_y(&self, y_usage: BufferUsage) -> CliResult<[Buffer; 2]> {
         Ok([
             self.runtime.upload(&self.inputs.x, BufferUsage::Input)?,
-            self.runtime.upload(&self.inputs.y, BufferUsage::InOut)?,
+            self.runtime.upload(&self.inputs.y, y_usage)?,
         ])
     }
 
@@ -481,30 +492,30 @@ fn round_trips(
     runs: usize,
     check: &mut Check,
 ) -> CliResult<RoundTrip> {
-    let buffers = [sparkle.buffers()?, sparkle.buffers()?];
-    let mut ours = Vec::with_capacity(runs);
-    let mut waiting = Vec::with_capacity(runs);
+    let buffers = [sparkle.buffers()?, sparkle.buffers()?, sparkle.buffers_with_y(BufferUsage::Staging)?];
+    // Sparkle's ways: (buffers, wait before the read, what the check calls it).
+    let ways = [
+        (0, false, "sparkle round trip"),
+        (1, true, "sparkle round trip with a wait"),
+        (2, false, "sparkle round trip into a staging buffer"),
+    ];
+    let mut timed_runs: [Vec<RoundTripSteps>; 3] = Default::default();
     let mut plain = Vec::with_capacity(runs);
-    // Round trips done on each of Sparkle's two buffers, timed or not: what their results hold.
-    let mut done = [0usize; 2];
-    while ours.len() < runs {
-        let block = ROUND_TRIP_BLOCK.min(runs - ours.len());
+    // Round trips done on each of Sparkle's buffers, timed or not: what their results hold.
+    let mut done = [0usize; 3];
+    while timed_runs[0].len() < runs {
+        let block = ROUND_TRIP_BLOCK.min(runs - timed_runs[0].len());
         // Each side's block starts after the other side's has run on another context: a few
         // untimed round trips first, so that neither side's first ones pay for the switch.
-        for (index, wait) in [(0, false), (1, true)] {
+        for (index, wait, what) in ways {
             for timed in
                 std::iter::repeat_n(false, WARM_UP_ROUND_TRIPS).chain(std::iter::repeat_n(true, block))
             {
                 let (steps, y) = sparkle.round_trip(&buffers[index], wait)?;
                 done[index] += 1;
-                let what = if wait { "sparkle round trip with a wait" } else { "sparkle round trip" };
                 check.compare(what, &y, sparkle.inputs, done[index]);
                 if timed {
-                    if wait {
-                        waiting.push(steps)
-                    } else {
-                        ours.push(steps)
-                    }
+                    timed_runs[index].push(steps);
                 }
             }
         }
@@ -518,6 +529,7 @@ fn round_trips(
         }
         plain.extend(timed.times);
     }
+    let [ours, waiting, staged] = timed_runs;
     let totals = |runs: &[RoundTripSteps]| runs.iter().map(|r| r.total).collect::<Vec<_>>();
     let sparkle_median_us = median_us(totals(&ours));
     let sparkle_waiting_median_us = median_us(totals(&waiting));
@@ -531,10 +543,13 @@ fn round_trips(
         sparkle_waiting_median_us,
         sparkle_waiting_p90_us: quantile_us(totals(&waiting), 0.9),
         waiting_ratio: sparkle_waiting_median_us / plain_median_us,
+        sparkle_staging_median_us: median_us(totals(&staged)),
+        sparkle_staging_p90_us: quantile_us(totals(&staged), 0.9),
         runs,
         steps: vec![
             RoundTripStepTimes::of(SPARKLE_READ_WAITS, &ours),
             RoundTripStepTimes::of(SPARKLE_WAITS, &waiting),
+            RoundTripStepTimes::of(SPARKLE_STAGED, &staged),
             RoundTripStepTimes::of("plain glow loop", &plain),
         ],
     })
@@ -586,6 +601,11 @@ pub fn render(report: &OverheadReport) -> String {
                 SPARKLE_WAITS.into(),
                 format!("{:.1}", r.sparkle_waiting_median_us),
                 format!("{:.1}", r.sparkle_waiting_p90_us),
+            ],
+            vec![
+                SPARKLE_STAGED.into(),
+                format!("{:.1}", r.sparkle_staging_median_us),
+                format!("{:.1}", r.sparkle_staging_p90_us),
             ],
             vec![
                 "plain glow loop".into(),

@@ -377,6 +377,12 @@ impl Buffers {
         Ok(buffers)
     }
 
+    /// The same `x` with `y` in another buffer of the same size (the study's mapped `y`); the
+    /// view owns nothing and is never deleted itself.
+    pub(super) fn with_y(&self, y: glow::NativeBuffer) -> Buffers {
+        Buffers { y, ..*self }
+    }
+
     pub(super) fn read_y(&self, gl: &glow::Context) -> Vec<f32> {
         let mut y = vec![0f32; self.elements as usize];
         // SAFETY: the context is current on the baseline thread; `y` holds exactly the buffer's

@@ -244,25 +244,41 @@ fn round_trips(
     let bytes = buffers.y_bytes as usize;
     let mut host = vec![0u8; bytes];
     let (pool, ptr) = mapped(gl, bytes, STAGING[2].bits | glow::MAP_READ_BIT)?;
+    // `y` itself in a persistently mapped buffer: the kernel writes host-visible memory, and the
+    // read is a memcpy after the fence (what a `BufferUsage::Staging` result is in Sparkle).
+    let (mapped_y, mapped_y_ptr) = mapped(gl, bytes, STAGING[0].bits)?;
+    // SAFETY: the context is current; both buffers hold `bytes` bytes.
+    unsafe { copy(gl, buffers.y, mapped_y, bytes) };
+    let kernel_writes_mapped = buffers.with_y(mapped_y);
     let _ = writeln!(out, "\nround trip, dispatch + read of {bytes} bytes (µs; median / p90 of {RUNS}):");
     for way in [
         "fence, wait, glGetBufferSubData",
         "fence, poll, glGetBufferSubData",
         "copy to mapped, fence, poll, memcpy",
         "copy to mapped, fence, wait, memcpy",
+        "y mapped, fence, poll, memcpy",
+        "y mapped, fence, wait, memcpy",
+        "y mapped, barriers around, fence, poll, memcpy",
     ] {
+        let y_mapped = way.starts_with("y mapped");
+        let dispatched = if y_mapped { &kernel_writes_mapped } else { buffers };
         let mut times = Vec::with_capacity(RUNS);
         for _ in 0..RUNS {
             let started = Instant::now();
             // SAFETY: the context is current on the baseline thread; program, buffers and the
             // pool are its own; `ptr` maps `bytes` bytes of the pool.
             unsafe {
-                baseline::dispatch(gl, program, buffers, a, groups);
+                if way.contains("barriers around") {
+                    gl.memory_barrier(glow::CLIENT_MAPPED_BUFFER_BARRIER_BIT);
+                }
+                baseline::dispatch(gl, program, dispatched, a, groups);
                 let _ = gl.get_error();
                 gl.memory_barrier(ALL_BARRIERS);
-                let mapped_read = way.starts_with("copy");
-                if mapped_read {
+                let copied = way.starts_with("copy");
+                if copied {
                     copy(gl, buffers.y, pool, bytes);
+                }
+                if copied || y_mapped {
                     gl.memory_barrier(glow::CLIENT_MAPPED_BUFFER_BARRIER_BIT);
                 }
                 let sync = baseline::fence_and_flush(gl)?;
@@ -271,8 +287,10 @@ fn round_trips(
                 } else {
                     baseline::wait_and_delete(gl, sync)?;
                 }
-                if mapped_read {
+                if copied {
                     std::ptr::copy_nonoverlapping(ptr, host.as_mut_ptr(), bytes);
+                } else if y_mapped {
+                    std::ptr::copy_nonoverlapping(mapped_y_ptr, host.as_mut_ptr(), bytes);
                 } else {
                     gl.bind_buffer(glow::COPY_READ_BUFFER, Some(buffers.y));
                     gl.get_buffer_sub_data(glow::COPY_READ_BUFFER, 0, &mut host);
@@ -284,8 +302,12 @@ fn round_trips(
         let (median, p90) = (quantile(times.clone(), 0.5), quantile(times, 0.9));
         let _ = writeln!(out, "  {way:40} {:7.1} / {:7.1}", us(median), us(p90));
     }
-    // SAFETY: the context is current; the pool is deleted once (which unmaps it).
-    unsafe { gl.delete_buffer(pool) };
+    // SAFETY: the context is current; the pool and the mapped `y` are deleted once (which
+    // unmaps them), after the last round trip's fence.
+    unsafe {
+        gl.delete_buffer(pool);
+        gl.delete_buffer(mapped_y);
+    }
     driver_error(gl, "the study's round trips")
 }
 
