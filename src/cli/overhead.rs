@@ -3,7 +3,8 @@
 //! in one process:
 //! - per-dispatch cost of many small dispatches issued without waiting (Sparkle: one submission
 //!   per dispatch, and all of them recorded into one submission; plain: the calls in a loop);
-//! - dispatch → result round trip: one small saxpy, wait, read back (median);
+//! - dispatch → result round trip: one small saxpy, wait, read back (median), with `y` a device
+//!   buffer and with `y` a `BufferUsage::Staging` buffer;
 //! - program switch: the one-submission loop alternating two programs against the same loop with
 //!   one program, per switch;
 //! - with `--peers`, PyTorch on the same GPU: its tiny-op stream (`x.add_(1.0)`, one synchronize
