@@ -6,13 +6,13 @@
 //! signalled.
 //!
 //! A fence (`glFenceSync` + `glFlush`) and the wait for it cost the driver several times what a
-//! small dispatch does, so a submission with another submission queued right behind it leaves
-//! its fence to that one: one context's work completes in order, so the later fence covers
-//! both. Runs of such submissions are bounded (`MAX_UNFENCED`); the price is that a waiter on
-//! a submission inside a run sees it complete when the run's fence signals, after the GPU has
-//! also run the submissions queued behind it (at most 32). A submission followed by anything
-//! else — a read, an upload, nothing — is fenced at once, which keeps a lone round trip and a
-//! pipeline's overlap as they were (a pipeline's feeder uploads between its submissions).
+//! small dispatch does, so a submission of dispatches with another submission queued right
+//! behind it leaves its fence to that one: one context's work completes in order, so the later
+//! fence covers both. Runs of such submissions are bounded (`MAX_UNFENCED`); the price is that
+//! a waiter on a submission inside a run sees it complete when the run's fence signals, after
+//! the GPU has also run the submissions queued behind it (at most 32). A submission that copies
+//! (a pipeline's batch), or one followed by anything else — a read, an upload, nothing — is
+//! fenced at once, which keeps a lone round trip and a pipeline's overlap.
 
 use std::time::Duration;
 
@@ -72,7 +72,12 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, timed: 
             unsafe { state.gl().memory_barrier(ALL_BARRIERS) };
             let unfenced = state.unfenced;
             let streaming = state.next_is_submission();
-            if query.is_none() && unfenced.count < MAX_UNFENCED && streaming {
+            // Only dispatches share a fence. A submission that copies is a pipeline's batch,
+            // whose consumer waits for it alone: sharing its fence with the batches queued
+            // behind it (they queue while the driver runs the copy on this thread) made the
+            // consumer wait for all of them, and a pipeline of depth 3 completed in threes.
+            let dispatches_only = steps.iter().all(|step| !matches!(step, Step::Copy { .. }));
+            if query.is_none() && dispatches_only && unfenced.count < MAX_UNFENCED && streaming {
                 state.unfenced = Unfenced { newest: Some(fence), count: unfenced.count + 1 };
             } else {
                 fence_through(state, fence, query);

@@ -829,6 +829,48 @@ mod tests {
         assert_eq!(thread.call(|state| state.unfenced.count).unwrap(), 0, "nothing is left unfenced");
     }
 
+    /// Submissions that copy get a fence each, even queued back to back: a pipeline's batch
+    /// is waited for alone, so a fence shared with the batches behind it would hold its
+    /// consumer until they all completed.
+    #[test]
+    fn queued_copies_are_fenced_one_by_one() {
+        use super::super::buffer::GlBuffer;
+        use super::super::submit::{self, Step};
+        use crate::hal::BufferUsage;
+
+        // A thread of its own: the fences other tests make on the shared one are not counted.
+        let (thread, _, _) = GlThread::spawn(None, FenceWaits::OwnThread).expect("a GL context");
+        let buffer = GlBuffer::create(&thread, 64, BufferUsage::InOut, false).unwrap();
+        let id = buffer.id;
+        let timeline = thread.timeline().clone();
+        let made_before = thread.call(|state| state.fences_made).unwrap();
+        // Holds the GL thread so that every submission below is queued before the first runs.
+        let (release, hold) = mpsc::channel::<()>();
+        thread.post(move |_| {
+            let _ = hold.recv();
+        });
+        const COUNT: u64 = 5;
+        let fences: Vec<u64> = (0..COUNT)
+            .map(|_| {
+                let steps = vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 32, size: 16 }];
+                let timeline = timeline.clone();
+                thread
+                    .post_submission(
+                        move || timeline.issue(),
+                        move |state, fence| submit::execute(state, fence, steps, false),
+                        false,
+                    )
+                    .unwrap()
+            })
+            .collect();
+        release.send(()).unwrap();
+        for (i, &fence) in fences.iter().enumerate() {
+            assert!(timeline.wait(fence, Duration::from_secs(30)).unwrap(), "copy {i} completes");
+        }
+        let made = thread.call(|state| state.fences_made).unwrap() - made_before;
+        assert_eq!(made, COUNT, "one fence per queued submission that copies");
+    }
+
     #[test]
     fn queued_submissions_share_fences_on_both_kinds_of_waits() {
         let (thread, _) = GlThread::shared().expect("a GL context (Mesa's llvmpipe is enough)");
