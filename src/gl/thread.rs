@@ -774,34 +774,25 @@ mod tests {
         assert_eq!(thread.shared.unsettled.load(Ordering::Acquire), 0);
     }
 
-    /// Submissions queued back to back share fences, in bounded runs; a refused one in the
-    /// middle of a run fails alone and the ones before it still complete.
-    fn queued_submissions_share_fences(thread: &GlThread) {
-        use super::super::buffer::GlBuffer;
-        use super::super::submit::{self, Step};
-        use crate::hal::BufferUsage;
+    /// Queues one submission per element of `steps` while the GL thread is held, so that all
+    /// are queued before the first runs; their fences. `quick`: whether the submission of those
+    /// steps only queues dispatches (the others hand pending fences to the fence thread).
+    fn queue_behind_a_held_thread(
+        thread: &GlThread,
+        steps: Vec<Vec<super::super::submit::Step>>,
+        quick: impl Fn(&[super::super::submit::Step]) -> bool,
+    ) -> Vec<u64> {
+        use super::super::submit;
 
-        let buffer = GlBuffer::create(thread, 16, BufferUsage::Input, false).unwrap();
-        let id = buffer.id;
-        let timeline = thread.timeline().clone();
-        let made_before = thread.call(|state| state.fences_made).unwrap();
-        // Holds the GL thread so that every submission below is queued before the first runs.
         let (release, hold) = mpsc::channel::<()>();
         thread.post(move |_| {
             let _ = hold.recv();
         });
-        const COUNT: u64 = 100;
-        const REFUSED: u64 = 60;
-        let fences: Vec<u64> = (0..COUNT)
-            .map(|i| {
-                let steps = if i == REFUSED {
-                    vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 0, size: 64 }]
-                } else {
-                    vec![Step::Barrier]
-                };
-                let timeline = timeline.clone();
-                // Only the copy is not quick (it hands pending fences to the fence thread).
-                let quick = i != REFUSED;
+        let fences = steps
+            .into_iter()
+            .map(|steps| {
+                let timeline = thread.timeline().clone();
+                let quick = quick(&steps);
                 thread
                     .post_submission(
                         move || timeline.issue(),
@@ -812,6 +803,35 @@ mod tests {
             })
             .collect();
         release.send(()).unwrap();
+        fences
+    }
+
+    /// Submissions queued back to back share fences, in bounded runs; a refused one in the
+    /// middle of a run fails alone and the ones before it still complete.
+    fn queued_submissions_share_fences(thread: &GlThread) {
+        use super::super::buffer::GlBuffer;
+        use super::super::submit::Step;
+        use crate::hal::BufferUsage;
+
+        let buffer = GlBuffer::create(thread, 16, BufferUsage::Input, false).unwrap();
+        let id = buffer.id;
+        let timeline = thread.timeline().clone();
+        let made_before = thread.call(|state| state.fences_made).unwrap();
+        const COUNT: u64 = 100;
+        const REFUSED: u64 = 60;
+        let steps = (0..COUNT)
+            .map(|i| {
+                if i == REFUSED {
+                    vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 0, size: 64 }]
+                } else {
+                    vec![Step::Barrier]
+                }
+            })
+            .collect();
+        // Only the copy is not quick.
+        let fences = queue_behind_a_held_thread(thread, steps, |steps| {
+            !steps.iter().any(|step| matches!(step, Step::Copy { .. }))
+        });
         for (i, &fence) in fences.iter().enumerate() {
             let outcome = timeline.wait(fence, Duration::from_secs(30));
             if i as u64 == REFUSED {
@@ -835,37 +855,19 @@ mod tests {
     #[test]
     fn queued_copies_are_fenced_one_by_one() {
         use super::super::buffer::GlBuffer;
-        use super::super::submit::{self, Step};
+        use super::super::submit::Step;
         use crate::hal::BufferUsage;
 
         // A thread of its own: the fences other tests make on the shared one are not counted.
         let (thread, _, _) = GlThread::spawn(None, FenceWaits::OwnThread).expect("a GL context");
         let buffer = GlBuffer::create(&thread, 64, BufferUsage::InOut, false).unwrap();
         let id = buffer.id;
-        let timeline = thread.timeline().clone();
         let made_before = thread.call(|state| state.fences_made).unwrap();
-        // Holds the GL thread so that every submission below is queued before the first runs.
-        let (release, hold) = mpsc::channel::<()>();
-        thread.post(move |_| {
-            let _ = hold.recv();
-        });
         const COUNT: u64 = 5;
-        let fences: Vec<u64> = (0..COUNT)
-            .map(|_| {
-                let steps = vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 32, size: 16 }];
-                let timeline = timeline.clone();
-                thread
-                    .post_submission(
-                        move || timeline.issue(),
-                        move |state, fence| submit::execute(state, fence, steps, false),
-                        false,
-                    )
-                    .unwrap()
-            })
-            .collect();
-        release.send(()).unwrap();
+        let copy = || vec![Step::Copy { src: id, src_offset: 0, dst: id, dst_offset: 32, size: 16 }];
+        let fences = queue_behind_a_held_thread(&thread, (0..COUNT).map(|_| copy()).collect(), |_| false);
         for (i, &fence) in fences.iter().enumerate() {
-            assert!(timeline.wait(fence, Duration::from_secs(30)).unwrap(), "copy {i} completes");
+            assert!(thread.timeline().wait(fence, Duration::from_secs(30)).unwrap(), "copy {i} completes");
         }
         let made = thread.call(|state| state.fences_made).unwrap() - made_before;
         assert_eq!(made, COUNT, "one fence per queued submission that copies");
