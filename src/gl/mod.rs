@@ -112,7 +112,7 @@ impl GlDevice {
             steps.insert(0, Step::ClientMappedBarrier);
             steps.push(Step::ClientMappedBarrier);
         }
-        let quick = !timed && steps.iter().all(|step| !matches!(step, Step::Copy { .. }));
+        let quick = !timed && !submit::copies(&steps);
         let timeline = self.thread().timeline().clone();
         let fence = self.thread().post_submission(
             || timeline.issue(),

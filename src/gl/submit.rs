@@ -55,6 +55,13 @@ pub(crate) enum Step {
     ClientMappedBarrier,
 }
 
+/// Whether `steps` copy between buffers: such a submission is a transfer or a pipeline's batch,
+/// waited for on its own, so it never leaves its fence to the next one, and it may hold the GL
+/// thread while the driver copies.
+pub(crate) fn copies(steps: &[Step]) -> bool {
+    steps.iter().any(|step| matches!(step, Step::Copy { .. }))
+}
+
 /// Runs a submission's steps and fences it (or leaves the fence to the submission queued
 /// behind it); `timed` wraps them in a timer query.
 pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, timed: bool) {
@@ -76,8 +83,7 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, timed: 
             // whose consumer waits for it alone: sharing its fence with the batches queued
             // behind it (they queue while the driver runs the copy on this thread) made the
             // consumer wait for all of them, and a pipeline of depth 3 completed in threes.
-            let dispatches_only = steps.iter().all(|step| !matches!(step, Step::Copy { .. }));
-            if query.is_none() && dispatches_only && unfenced.count < MAX_UNFENCED && streaming {
+            if query.is_none() && !copies(&steps) && unfenced.count < MAX_UNFENCED && streaming {
                 state.unfenced = Unfenced { newest: Some(fence), count: unfenced.count + 1 };
             } else {
                 fence_through(state, fence, query);

@@ -829,9 +829,7 @@ mod tests {
             })
             .collect();
         // Only the copy is not quick.
-        let fences = queue_behind_a_held_thread(thread, steps, |steps| {
-            !steps.iter().any(|step| matches!(step, Step::Copy { .. }))
-        });
+        let fences = queue_behind_a_held_thread(thread, steps, |steps| !super::super::submit::copies(steps));
         for (i, &fence) in fences.iter().enumerate() {
             let outcome = timeline.wait(fence, Duration::from_secs(30));
             if i as u64 == REFUSED {
