@@ -5,7 +5,7 @@
 //! copies on its own thread instead of GL calls queued on the GL thread.
 
 use std::ptr::NonNull;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use glow::HasContext;
@@ -105,14 +105,7 @@ const PARALLEL_MIN: usize = 1 << 20;
 /// copies, else on a few scoped threads (a single core's memory copies are the slow part of a
 /// large transfer).
 fn in_pieces(len: usize, copy: impl Fn(usize, usize) + Sync) {
-    // Asked once, and only for large copies: `available_parallelism` reads the cgroup's CPU
-    // quota from files, which costs far more than a small copy itself.
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    let threads = if len < PARALLEL_MIN {
-        1
-    } else {
-        *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 4)))
-    };
+    let threads = if len < PARALLEL_MIN { 1 } else { (crate::hal::spin::host_cores() / 2).clamp(1, 4) };
     in_pieces_on(len, threads, copy);
 }
 

@@ -239,7 +239,7 @@ fn serve(
             Some(at) => batch[at]
                 .sync
                 .take()
-                .map(|sync| wait_and_delete(&context.gl, control, sync, hooks.timeline.spin_window())),
+                .map(|sync| wait_and_delete(&context.gl, control, sync, hooks.timeline.idle_window())),
             None => None,
         };
         for (at, watch) in batch.into_iter().enumerate() {
@@ -250,7 +250,7 @@ fn serve(
                     // Older than a fence that signalled: complete; only its object is left.
                     (Some(sync), Some(Ok(()))) => delete(&context.gl, control, sync),
                     (Some(sync), _) => {
-                        wait_and_delete(&context.gl, control, sync, hooks.timeline.spin_window())
+                        wait_and_delete(&context.gl, control, sync, hooks.timeline.idle_window())
                     }
                     // Failed while being recorded: its error is on the timeline already.
                     (None, _) => Ok(()),

@@ -139,10 +139,10 @@ impl GlState {
     }
 
     /// From inside a job: polls this thread's fences until submission `fence` has settled
-    /// (`true`), for at most the polling window and only while no other job waits (`false`:
-    /// still running; the caller waits on the timeline instead).
+    /// (`true`), for at most the wait window (a caller waits for this job) and only while no
+    /// other job waits (`false`: still running; the caller waits on the timeline instead).
     pub fn settle_briefly(&mut self, fence: u64) -> bool {
-        crate::hal::spin::poll_within(self.timeline.spin_window(), || {
+        crate::hal::spin::poll_within(self.timeline.wait_window(), || {
             super::submit::poll(self, Duration::ZERO);
             self.timeline.reached(fence) || self.queued.load(Ordering::Acquire) > 0
         });
@@ -392,7 +392,9 @@ impl GlThread {
                 };
                 // Polling for the end of work that runs on this machine's own cores would take
                 // a core from it (`spin`).
-                thread_shared.timeline.set_spin_window(crate::hal::spin::window_for(probe.is_cpu_renderer()));
+                let windows =
+                    crate::hal::spin::windows_for(probe.is_cpu_renderer(), crate::hal::spin::host_cores());
+                thread_shared.timeline.set_spin_windows(windows);
                 // Before `spawn` returns, so the first submission already has its waiter.
                 let waits = FenceWaits::from_env().unwrap_or(waits);
                 let fences = match waits {
@@ -501,9 +503,10 @@ impl GlThread {
             let _ = reply.send(outcome);
         });
         self.post_queued(Queued { job, keeps_fences, submission: false, quick: false });
-        // Most jobs take microseconds: poll for the reply before sleeping on it.
+        // Most jobs take microseconds, and the caller waits for this one: poll for the reply
+        // before sleeping on it.
         let mut early = None;
-        crate::hal::spin::poll_within(self.shared.timeline.spin_window(), || match result.try_recv() {
+        crate::hal::spin::poll_within(self.shared.timeline.wait_window(), || match result.try_recv() {
             Err(mpsc::TryRecvError::Empty) => false,
             reply => {
                 early = Some(reply.map_err(|_| mpsc::RecvError));
@@ -580,7 +583,7 @@ fn serve(shared: &Shared, mut state: GlState) {
                     // submission): look for it briefly before sleeping.
                     polled = true;
                     drop(queue);
-                    let window = shared.timeline.spin_window();
+                    let window = shared.timeline.idle_window();
                     crate::hal::spin::poll_within(window, || shared.queued.load(Ordering::Acquire) > 0);
                     queue = shared.lock();
                     continue;
@@ -598,14 +601,19 @@ fn serve(shared: &Shared, mut state: GlState) {
                 }
             }
             None => {
-                // Short work completes within the polling window, and a wait in the driver
-                // wakes up late: poll (no waiting) first, once per oldest fence.
+                // Short work completes within the idle window, and a wait in the driver wakes
+                // up late: poll (no waiting) first, once per oldest fence — for as long as the
+                // wait window while a caller waits for a result, who then sees it at once.
                 let oldest = state.fences.oldest_polled();
                 if oldest != state.spun_for {
                     state.spun_for = oldest;
-                    crate::hal::spin::poll_within(shared.timeline.spin_window(), || {
+                    let (idle, wait) = (shared.timeline.idle_window(), shared.timeline.wait_window());
+                    let started = Instant::now();
+                    crate::hal::spin::poll_within(idle.max(wait), || {
                         super::submit::poll(&mut state, Duration::ZERO);
-                        !state.fences.polls_pending() || shared.queued.load(Ordering::Acquire) > 0
+                        !state.fences.polls_pending()
+                            || shared.queued.load(Ordering::Acquire) > 0
+                            || (started.elapsed() >= idle && !shared.timeline.has_waiters())
                     });
                 } else if state.fences.has_thread() {
                     // Longer work: the fence thread waits for it in the driver, while this

@@ -2,15 +2,24 @@
 //! blocking wait runs again tens of microseconds after the event (more in a virtual machine); a
 //! dispatch → result round trip passes through several such hand-offs (submission to the GL
 //! thread, fence to the waiter, read-back to the GL thread and back), so each one first polls
-//! for a short window and only then sleeps. Longer waits — a kernel that runs for
-//! milliseconds — cost the window's CPU time once and then sleep as before.
+//! and only then sleeps.
+//!
+//! Two windows. A thread that only might get work soon (the GL thread between jobs) polls for
+//! the short *idle* window, 50 µs. A thread that waits for a result someone asked for — a caller
+//! in `wait` or a read, and the GL thread watching fences while such a caller exists — polls for
+//! the *wait* window, 10 ms, as CUDA's default synchronisation spins while a host has more cores
+//! than busy GPU contexts. Sleeping there cost a single call of 0.1–4 ms of GPU work 20–60 µs
+//! more than polling did (H100, `sparkle bench`); a wait that outlasts the window polls for it
+//! once and then sleeps, and a host with fewer than [`CORES_FOR_LONG_WAITS`] cores keeps the idle
+//! window for waits too, so that two polling threads never hold most of its cores.
 //!
 //! Polling pays only where the work runs elsewhere. A CPU renderer (Mesa's llvmpipe) runs kernels
 //! on the host's own cores, and a thread polling for their end takes a core from them: on two
 //! cores it made a round trip 1.7× slower than sleeping at once. So a device that computes on the
 //! host polls for no time unless the user asked for a window.
 //!
-//! `SPARKLE_SPIN_US` sets the window in microseconds (0: never poll, always sleep at once).
+//! `SPARKLE_SPIN_US` sets the wait window in microseconds (0: never poll, always sleep at once);
+//! the idle window is the smaller of it and 50 µs.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -18,24 +27,54 @@ use std::time::{Duration, Instant};
 /// The environment variable that sets the polling window.
 pub const SPIN_ENV: &str = "SPARKLE_SPIN_US";
 
-/// The window when `SPARKLE_SPIN_US` is unset or not a number.
+/// The idle window, and the wait window where waits do not poll long.
 const DEFAULT_WINDOW: Duration = Duration::from_micros(50);
+
+/// The wait window for a GPU on a host with enough cores, when `SPARKLE_SPIN_US` is unset.
+const DEFAULT_WAIT_WINDOW: Duration = Duration::from_millis(10);
+
+/// Logical CPUs a host needs before waits poll for [`DEFAULT_WAIT_WINDOW`]: a waiter and the GL
+/// thread may both poll, which should leave most of the cores to the application.
+pub const CORES_FOR_LONG_WAITS: usize = 4;
+
+/// Polling spins without yielding for this long; past it, each round offers the core to other
+/// threads first, which costs a long wait about a microsecond of latency.
+const TIGHT_SPIN: Duration = Duration::from_micros(50);
 
 /// Longest window accepted: polling longer than this only burns a core.
 const MAX_WINDOW: Duration = Duration::from_millis(10);
 
-/// How long waits for a device that computes elsewhere (a GPU) poll before they block.
+/// Both windows of a device that sets none of its own: `SPARKLE_SPIN_US`, else 50 µs.
 pub fn window() -> Duration {
     asked().unwrap_or(DEFAULT_WINDOW)
 }
 
-/// The window for a device; `on_host`: it computes on the host's cores (a CPU renderer).
-pub fn window_for(on_host: bool) -> Duration {
-    match asked() {
+/// The (idle, wait) windows for a device; `on_host`: it computes on the host's cores (a CPU
+/// renderer); `cores`: the host's logical CPUs.
+pub fn windows_for(on_host: bool, cores: usize) -> Windows {
+    let wait = match asked() {
         Some(window) => window,
         None if on_host => Duration::ZERO,
-        None => DEFAULT_WINDOW,
-    }
+        None if cores < CORES_FOR_LONG_WAITS => DEFAULT_WINDOW,
+        None => DEFAULT_WAIT_WINDOW,
+    };
+    Windows { idle: wait.min(DEFAULT_WINDOW), wait }
+}
+
+/// How long threads poll before they sleep (see the module's documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Windows {
+    /// A thread that may get work soon but that nobody waits for.
+    pub idle: Duration,
+    /// A thread that waits for a result someone asked for.
+    pub wait: Duration,
+}
+
+/// The host's logical CPUs, asked once: `available_parallelism` reads the cgroup's CPU quota from
+/// files on each call, which costs far more than a small copy or a short wait.
+pub fn host_cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The window `SPARKLE_SPIN_US` asks for, if set.
@@ -66,15 +105,20 @@ pub fn poll_within(window: Duration, mut ready: impl FnMut() -> bool) -> bool {
     if window.is_zero() {
         return ready();
     }
-    let deadline = Instant::now() + window;
+    let started = Instant::now();
     loop {
         if ready() {
             return true;
         }
-        if Instant::now() >= deadline {
+        let elapsed = started.elapsed();
+        if elapsed >= window {
             return false;
         }
-        std::hint::spin_loop();
+        if elapsed < TIGHT_SPIN {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
@@ -91,8 +135,12 @@ mod tests {
         assert_eq!(parse_window(Some("99999999")), Some(MAX_WINDOW));
         assert_eq!(parse_window(Some("fast")), None);
         if std::env::var_os(SPIN_ENV).is_none() {
-            assert_eq!(window_for(true), Duration::ZERO, "a CPU renderer does not poll");
-            assert_eq!(window_for(false), DEFAULT_WINDOW);
+            let zero = Windows { idle: Duration::ZERO, wait: Duration::ZERO };
+            assert_eq!(windows_for(true, 64), zero, "a CPU renderer does not poll");
+            let short = Windows { idle: DEFAULT_WINDOW, wait: DEFAULT_WINDOW };
+            assert_eq!(windows_for(false, CORES_FOR_LONG_WAITS - 1), short, "few cores: short waits");
+            let long = Windows { idle: DEFAULT_WINDOW, wait: DEFAULT_WAIT_WINDOW };
+            assert_eq!(windows_for(false, CORES_FOR_LONG_WAITS), long);
         }
     }
 

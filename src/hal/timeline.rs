@@ -3,7 +3,7 @@
 //! busy inside a long kernel.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -29,8 +29,13 @@ pub struct Timeline {
     /// `state.completed` (or `u64::MAX` once lost), readable without the lock while a waiter
     /// polls (see `spin`).
     settled: AtomicU64,
-    /// How long a waiter polls `settled` before sleeping, in nanoseconds.
-    spin_ns: AtomicU64,
+    /// How long the worker polls for more work when nobody waits, in nanoseconds (`spin`).
+    idle_ns: AtomicU64,
+    /// How long a waiter polls `settled` before sleeping, in nanoseconds (`spin`).
+    wait_ns: AtomicU64,
+    /// Threads inside [`Timeline::wait`], polling or asleep: while there are some, the worker
+    /// polls for the wait window too (`spin`).
+    waiters: AtomicUsize,
 }
 
 impl Default for Timeline {
@@ -39,9 +44,31 @@ impl Default for Timeline {
             state: Mutex::default(),
             changed: Condvar::new(),
             settled: AtomicU64::new(0),
-            spin_ns: AtomicU64::new(super::spin::window().as_nanos() as u64),
+            idle_ns: AtomicU64::new(nanos(super::spin::window())),
+            wait_ns: AtomicU64::new(nanos(super::spin::window())),
+            waiters: AtomicUsize::new(0),
         }
     }
+}
+
+/// One thread counted in [`Timeline::waiters`] while it lives.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn enter(waiters: &'a AtomicUsize) -> Self {
+        waiters.fetch_add(1, Ordering::AcqRel);
+        Waiting(waiters)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn nanos(window: Duration) -> u64 {
+    window.as_nanos().min(u128::from(u64::MAX)) as u64
 }
 
 /// Failures kept for waiters that have not asked yet; older ones are dropped first.
@@ -57,15 +84,26 @@ impl Timeline {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sets how long waiters poll before sleeping (see `spin`: zero for a device that computes
+    /// Sets how long threads poll before sleeping (see `spin`: zero for a device that computes
     /// on the host's cores).
-    pub fn set_spin_window(&self, window: Duration) {
-        self.spin_ns.store(window.as_nanos().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+    pub fn set_spin_windows(&self, windows: super::spin::Windows) {
+        self.idle_ns.store(nanos(windows.idle), Ordering::Relaxed);
+        self.wait_ns.store(nanos(windows.wait), Ordering::Relaxed);
     }
 
-    /// How long waiters poll before sleeping.
-    pub fn spin_window(&self) -> Duration {
-        Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed))
+    /// How long a thread that nobody waits for polls for more work before sleeping.
+    pub fn idle_window(&self) -> Duration {
+        Duration::from_nanos(self.idle_ns.load(Ordering::Relaxed))
+    }
+
+    /// How long a thread that waits for a result polls before sleeping.
+    pub fn wait_window(&self) -> Duration {
+        Duration::from_nanos(self.wait_ns.load(Ordering::Relaxed))
+    }
+
+    /// Whether a thread is inside [`wait`](Self::wait) now.
+    pub fn has_waiters(&self) -> bool {
+        self.waiters.load(Ordering::Acquire) > 0
     }
 
     /// The next fence value; call once per submission, in submission order.
@@ -121,8 +159,16 @@ impl Timeline {
 
     /// Waits for `fence`: `Ok(true)` once it completed, `Ok(false)` after `timeout`.
     pub fn wait(&self, fence: u64, timeout: Duration) -> Result<bool> {
+        if timeout.is_zero() {
+            return self.wait_counted(fence, timeout);
+        }
+        let _counted = Waiting::enter(&self.waiters);
+        self.wait_counted(fence, timeout)
+    }
+
+    fn wait_counted(&self, fence: u64, timeout: Duration) -> Result<bool> {
         if !timeout.is_zero() {
-            super::spin::poll_within(self.spin_window(), || self.reached(fence));
+            super::spin::poll_within(self.wait_window().min(timeout), || self.reached(fence));
         }
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.lock();
@@ -174,5 +220,28 @@ mod tests {
         let c = timeline.issue();
         timeline.lose(Error::new(ErrorKind::DeviceLost, "gone"));
         assert!(timeline.wait(c, Duration::from_secs(1)).is_err());
+    }
+
+    #[test]
+    fn a_waiter_is_counted_while_it_waits_and_only_then() {
+        let timeline = std::sync::Arc::new(Timeline::new());
+        let fence = timeline.issue();
+        assert!(!timeline.has_waiters());
+        assert!(!timeline.wait(fence, Duration::ZERO).unwrap(), "a zero timeout only asks");
+        assert!(!timeline.has_waiters(), "asking is not waiting");
+        let waiter = {
+            let timeline = timeline.clone();
+            std::thread::spawn(move || timeline.wait(fence, Duration::from_secs(30)))
+        };
+        let seen = Instant::now();
+        while !timeline.has_waiters() {
+            assert!(seen.elapsed() < Duration::from_secs(30), "the waiter was never counted");
+            std::thread::yield_now();
+        }
+        timeline.signal(fence);
+        assert!(waiter.join().unwrap().unwrap());
+        assert!(!timeline.has_waiters(), "a waiter that returned is not counted");
+        assert!(!timeline.wait(timeline.issue(), Duration::from_millis(1)).unwrap());
+        assert!(!timeline.has_waiters(), "nor one that timed out");
     }
 }
