@@ -114,6 +114,7 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
         unroll: get("UNROLL", 1)?,
         frag: get("FRAG", 0)?,
         split: get("SPLIT", 1)?,
+        store_always: get("STORE_ALWAYS", 0)?,
     };
     if !variant.well_formed() {
         return Err(format!("{variant} is not a well-formed variant").into());

@@ -40,6 +40,9 @@ pub struct GemmVariant {
     /// Split-K: parts of the shared dimension run by separate workgroups, added atomically
     /// (needs float atomics: `GL_NV_shader_atomic_float`); 1: no split.
     pub split: u32,
+    /// 1: store the next slice to shared memory without a branch around the store (also after
+    /// the last slice, uselessly), which NVIDIA's compiler schedules better on 8×8 tiles.
+    pub store_always: u32,
 }
 
 /// The problem a variant runs: `gm`×`gn` outputs, `gk` deep. `vec_a`/`vec_b` say whether the
@@ -58,7 +61,8 @@ pub struct GemmShape {
     pub vec_b: bool,
 }
 
-const DEFINES: [&str; 11] = ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG"];
+const DEFINES: [&str; 12] =
+    ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG", "STORE_ALWAYS"];
 
 impl GemmVariant {
     /// Invocations per workgroup.
@@ -74,7 +78,7 @@ impl GemmVariant {
     /// Whether the shader's index arithmetic holds for these numbers (every invocation loads
     /// whole chunks, tiles split evenly).
     pub fn well_formed(&self) -> bool {
-        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, frag, split } = *self;
+        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, frag, split, store_always } = *self;
         let threads = self.threads();
         let warp_ok = match warp {
             0 => true,
@@ -95,6 +99,7 @@ impl GemmVariant {
             && warp_ok
             && unroll <= 1
             && frag <= 1
+            && store_always <= 1
             && (1..=16).contains(&split)
     }
 
@@ -124,6 +129,7 @@ impl GemmVariant {
             self.unroll,
             self.split,
             self.frag,
+            self.store_always,
         ];
         let mut spec = KernelSpec::new(name, [self.threads(), 1, 1]).glsl(SOURCE);
         for (define, value) in DEFINES.iter().zip(values) {
@@ -149,6 +155,8 @@ impl GemmVariant {
             unroll: value("UNROLL")?,
             frag: value("FRAG")?,
             split: value("SPLIT")?,
+            // Specs from before the define existed stored behind a branch.
+            store_always: value("STORE_ALWAYS").unwrap_or(0),
         };
         (variant.well_formed() && spec.workgroup_size == [variant.threads(), 1, 1]).then_some(variant)
     }
@@ -212,13 +220,30 @@ impl GemmVariant {
             let eight_by_eight = tm * tn == 64 && bk == 8;
             let layouts: &[(u32, u32)] =
                 if eight_by_eight { &[(0, 0), (1, 0), (0, 1), (1, 1)] } else { &[(0, 0)] };
+            // The branchless store helped 8×8 tiles and cost the 4×4 ones (H100).
+            let stores: &[u32] = if tm * tn == 64 { &[0, 1] } else { &[0] };
             for va in [1, 4] {
                 for &(warp, frag) in layouts {
                     for &split in &splits {
-                        let variant = Self { bm, bn, bk, tm, tn, va, vb: 1, warp, unroll: 1, frag, split };
-                        let variant = Self { va, ..variant.widest(shape) };
-                        if variant.fits(limits, shape) {
-                            out.push(variant);
+                        for &store_always in stores {
+                            let variant = Self {
+                                bm,
+                                bn,
+                                bk,
+                                tm,
+                                tn,
+                                va,
+                                vb: 1,
+                                warp,
+                                unroll: 1,
+                                frag,
+                                split,
+                                store_always,
+                            };
+                            let variant = Self { va, ..variant.widest(shape) };
+                            if variant.fits(limits, shape) {
+                                out.push(variant);
+                            }
                         }
                     }
                 }
@@ -253,12 +278,36 @@ impl GemmVariant {
     }
 
     /// Fits every GL 4.3 device (64 invocations, 8.5 KiB of shared memory) and any problem.
-    pub const SAFE: Self =
-        Self { bm: 32, bn: 32, bk: 16, tm: 4, tn: 4, va: 1, vb: 1, warp: 0, unroll: 1, frag: 0, split: 1 };
+    pub const SAFE: Self = Self {
+        bm: 32,
+        bn: 32,
+        bk: 16,
+        tm: 4,
+        tn: 4,
+        va: 1,
+        vb: 1,
+        warp: 0,
+        unroll: 1,
+        frag: 0,
+        split: 1,
+        store_always: 0,
+    };
     /// 128×128 tiles, 8×8 outputs per invocation, subgroup-shaped layout: big problems on big
     /// GPUs.
-    pub const BIG: Self =
-        Self { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8, va: 4, vb: 4, warp: 1, unroll: 1, frag: 0, split: 1 };
+    pub const BIG: Self = Self {
+        bm: 128,
+        bn: 128,
+        bk: 8,
+        tm: 8,
+        tn: 8,
+        va: 4,
+        vb: 4,
+        warp: 1,
+        unroll: 1,
+        frag: 0,
+        split: 1,
+        store_always: 0,
+    };
     /// 128×64 tiles with 128 invocations, 8×8 outputs each.
     pub const MEDIUM: Self = Self { bn: 64, warp: 0, ..Self::BIG };
 }
@@ -282,6 +331,9 @@ impl fmt::Display for GemmVariant {
         }
         if self.split > 1 {
             write!(f, " split{}", self.split)?;
+        }
+        if self.store_always == 1 {
+            write!(f, " store-always")?;
         }
         Ok(())
     }

@@ -125,11 +125,27 @@ impl WinogradVariant {
         let vb = if product.vec_b { 4 } else { 1 };
         let mut out = Vec::new();
         for (bm, bn, bk, tm, tn, warp, frag) in shapes {
+            let stores: &[u32] = if tm * tn == 64 { &[0, 1] } else { &[0] };
             for va in [1, 4] {
-                let gemm = GemmVariant { bm, bn, bk, tm, tn, va, vb, warp, unroll: 1, frag, split: 1 };
-                let variant = Self { gemm };
-                if variant.fits(limits, shape) {
-                    out.push(variant);
+                for &store_always in stores {
+                    let gemm = GemmVariant {
+                        bm,
+                        bn,
+                        bk,
+                        tm,
+                        tn,
+                        va,
+                        vb,
+                        warp,
+                        unroll: 1,
+                        frag,
+                        split: 1,
+                        store_always,
+                    };
+                    let variant = Self { gemm };
+                    if variant.fits(limits, shape) {
+                        out.push(variant);
+                    }
                 }
             }
         }
