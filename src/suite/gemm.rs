@@ -187,8 +187,9 @@ impl GemmVariant {
     /// (driver 580): what decides is that a variant stays within 128 registers per invocation
     /// (two 256-invocation workgroups per multiprocessor) and the loads and stores around the
     /// product, not the tile shape, so the list is a few shapes that do, each with both kinds of
-    /// left-matrix loads, subgroup layouts and fragment double buffering on the 8×8 ones, and
-    /// split-K where the problem has too few tiles for the GPU.
+    /// left-matrix loads, subgroup layouts, fragment double buffering and both kinds of slice
+    /// stores ([`store_choices`](Self::store_choices)) on the 8×8 ones, and split-K where the
+    /// problem has too few tiles for the GPU.
     pub fn candidates(limits: &Limits, shape: &GemmShape) -> Vec<Self> {
         // (bm, bn, bk, tm, tn)
         let shapes = [
@@ -220,12 +221,10 @@ impl GemmVariant {
             let eight_by_eight = tm * tn == 64 && bk == 8;
             let layouts: &[(u32, u32)] =
                 if eight_by_eight { &[(0, 0), (1, 0), (0, 1), (1, 1)] } else { &[(0, 0)] };
-            // The branchless store helped 8×8 tiles and cost the 4×4 ones (H100).
-            let stores: &[u32] = if tm * tn == 64 { &[0, 1] } else { &[0] };
             for va in [1, 4] {
                 for &(warp, frag) in layouts {
                     for &split in &splits {
-                        for &store_always in stores {
+                        for &store_always in Self::store_choices(tm, tn) {
                             let variant = Self {
                                 bm,
                                 bn,
@@ -250,6 +249,16 @@ impl GemmVariant {
             }
         }
         out
+    }
+
+    /// The `store_always` values worth timing for `tm`×`tn` outputs per invocation: storing
+    /// without a branch helped 8×8 tiles and cost the 4×4 ones (H100, driver 580).
+    pub fn store_choices(tm: u32, tn: u32) -> &'static [u32] {
+        if tm * tn == 64 {
+            &[0, 1]
+        } else {
+            &[0]
+        }
     }
 
     /// The variant to run without tuning: large tiles when they still give every multiprocessor
@@ -383,6 +392,21 @@ mod tests {
             GemmVariant::candidates(&limits, &big).iter().all(|v| v.split == 1),
             "4096² has enough tiles"
         );
+        for stores in [0, 1] {
+            assert!(
+                candidates.iter().any(|v| v.tm * v.tn == 64 && v.store_always == stores),
+                "8×8 tiles are offered with store_always = {stores}"
+            );
+        }
+        assert!(
+            candidates.iter().all(|v| v.tm * v.tn == 64 || v.store_always == 0),
+            "4×4 tiles store in a branch"
+        );
+        // A choice stored before the define existed still names its variant.
+        let without = GemmVariant::BIG.spec("sgemm", false);
+        let mut old = without.clone();
+        old.defines.retain(|(name, _)| name != "STORE_ALWAYS");
+        assert_eq!(GemmVariant::from_spec(&old), Some(GemmVariant::BIG));
         for shape in [(1024, 1024, 1024), (4096, 4096, 4096), (128, 25088, 1152), (64, 3136, 576)] {
             let shape = GemmShape { gm: shape.0, gn: shape.1, gk: shape.2, vec_a: true, vec_b: true };
             eprintln!("{shape:?}: {} candidates", GemmVariant::candidates(&limits, &shape).len());

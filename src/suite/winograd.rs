@@ -107,8 +107,9 @@ impl WinogradVariant {
     }
 
     /// Every variant worth timing for `shape`: a few tile shapes of the core that stay within
-    /// 128 registers per invocation, each with both kinds of left-matrix loads, the widest
-    /// right-matrix loads the tile count allows.
+    /// 128 registers per invocation, each with both kinds of left-matrix loads (and of slice
+    /// stores on 8×8 tiles, [`GemmVariant::store_choices`]), the widest right-matrix loads the
+    /// tile count allows.
     pub fn candidates(limits: &Limits, shape: Shape) -> Vec<Self> {
         let product = gemm_shape(shape);
         // (bm, bn, bk, tm, tn, warp, frag)
@@ -125,9 +126,8 @@ impl WinogradVariant {
         let vb = if product.vec_b { 4 } else { 1 };
         let mut out = Vec::new();
         for (bm, bn, bk, tm, tn, warp, frag) in shapes {
-            let stores: &[u32] = if tm * tn == 64 { &[0, 1] } else { &[0] };
             for va in [1, 4] {
-                for &store_always in stores {
+                for &store_always in GemmVariant::store_choices(tm, tn) {
                     let gemm = GemmVariant {
                         bm,
                         bn,
