@@ -20,8 +20,12 @@ struct Row {
     /// `tuned` now, or `stored` (kept from an earlier tune).
     source: &'static str,
     rejected: Vec<(String, String)>,
-    /// (variant, median ms) of every variant timed now, fastest first; empty when stored.
+    /// (variant, median ms) of every variant timed now, one dispatch at a time, fastest first;
+    /// empty when stored.
     timings: Vec<(String, f64)>,
+    /// (variant, GPU ms per dispatch back to back) of the leaders of `timings`, timed again
+    /// before the choice, fastest first; empty when stored or not timed back to back.
+    leaders: Vec<(String, f64)>,
 }
 
 pub fn run(
@@ -66,6 +70,7 @@ pub fn run(
                 source: "stored",
                 rejected: Vec::new(),
                 timings: Vec::new(),
+                leaders: Vec::new(),
             });
             continue;
         }
@@ -85,6 +90,12 @@ pub fn run(
         for (label, ms) in outcome.timings.iter().take(5) {
             eprintln!("    {label:<24} {ms:.3} ms");
         }
+        if !outcome.leaders.is_empty() {
+            eprintln!("  the leaders timed again, back to back:");
+            for (label, ms) in &outcome.leaders {
+                eprintln!("    {label:<24} {ms:.4} ms");
+            }
+        }
         rows.push(Row {
             problem: key,
             variant: outcome.choice.variant.clone(),
@@ -94,6 +105,7 @@ pub fn run(
             source: "tuned",
             rejected: outcome.rejected,
             timings: outcome.timings,
+            leaders: outcome.leaders,
         });
     }
     if json {
