@@ -131,7 +131,8 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
     let program = runtime.program(&spec)?;
     let fresh = case.upload_for(runtime, &program)?;
     case.dispatch(runtime, &program, &fresh)?.wait(DISPATCH_TIMEOUT)?;
-    let verdict = suite::verify_sampled(case.as_ref(), &case.download(runtime, &fresh)?, 4096);
+    let verdict =
+        suite::verify_sampled(case.as_ref(), program.spec(), &case.download(runtime, &fresh)?, 4096);
     drop(fresh);
     if !verdict.passed() {
         return Err(verdict.to_string().into());

@@ -1,20 +1,26 @@
-// Winograd F(2x2, 3x3) conv2d: 3x3 kernel, stride 1, zero padding 1, NCHW input, KCRS weights,
-// bias. Compiled appended to shaders/gemm.comp with WINOGRAD defined (the core's `main` becomes
-// `gemm_main`, batched over workgroup z); one program, three dispatches told apart by `stage`:
+// Winograd F(m×m, 3×3) conv2d, m = WINO_M (2 or 4; 2 when undefined): 3x3 kernel, stride 1,
+// zero padding 1, NCHW input, KCRS weights, bias. With a = m + 2, each a×a input tile (stride m)
+// gives an m×m block of outputs. Compiled appended to shaders/gemm.comp with WINOGRAD defined
+// (the core's `main` becomes `gemm_main`, batched over workgroup z); one program, three
+// dispatches told apart by `stage`:
 //   0  U[xi][k][c] = (G g Gᵀ)[xi]    per output channel k and input channel c (the weights),
-//      V[xi][c][t] = (Bᵀ d B)[xi]    then per input channel c and 4x4 input tile t (stride 2,
-//                                    the input's ragged right and bottom edges read as zero):
+//      V[xi][c][t] = (Bᵀ d B)[xi]    then per input channel c and a×a input tile t (the
+//                                    input's ragged right and bottom edges read as zero):
 //                                    the first workgroups take the weights, the others the input
-//   1  M[xi] = U[xi] · V[xi]         16 products (K x C)·(C x tiles) on the GEMM core
-//   2  Y = Aᵀ M A + bias             per k and tile: its 2x2 outputs, clipped at the edges
-// xi = 4·row + column of an element of the 4x4 transformed tile. The tiles of all images are
-// numbered t = (n·TH + ty)·TW + tx with TH = ceil(height / 2), TW = ceil(width / 2); the core's
+//   1  M[xi] = U[xi] · V[xi]         a² products (K x C)·(C x tiles) on the GEMM core
+//   2  Y = Aᵀ M A + bias             per k and tile: its m×m outputs, clipped at the edges
+// xi = a·row + column of an element of the a×a transformed tile. The tiles of all images are
+// numbered t = (n·TH + ty)·TW + tx with TH = ceil(height / m), TW = ceil(width / m); the core's
 // M, N, K are the output channels, the tiles and the input channels.
 //
 // Each invocation of the transforms takes VA (weights) or VB (input, output) neighbouring input
 // channels or tiles, so that U, V and M are read and written with the core's vector widths; VB
 // = 4 needs the tile count to be a multiple of 4 and VA = 4 the input channels. Every stage runs
 // with the core's workgroup size, over a grid of (x, y) workgroups numbered row by row.
+
+#ifndef WINO_M
+#define WINO_M 2
+#endif
 
 layout(std430, binding = 3) restrict readonly buffer WinoIn { float inp[]; };
 layout(std430, binding = 4) restrict readonly buffer WinoW { float w[]; };
@@ -41,6 +47,14 @@ uniform uint stage;
 #endif
 
 // Invocations of stage 0 that transform the weights (whole workgroups).
+// Tiles down and across an image.
+uint tiles_down() {
+    return (height + uint(WINO_M) - 1u) / uint(WINO_M);
+}
+uint tiles_across() {
+    return (width + uint(WINO_M) - 1u) / uint(WINO_M);
+}
+
 uint weight_items() {
     uint items = OUT_CHANNELS * (IN_CHANNELS / uint(VA));
     return (items + uint(THREADS) - 1u) / uint(THREADS) * uint(THREADS);
@@ -50,6 +64,194 @@ uint item_index() {
     return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * uint(THREADS) + gl_LocalInvocationIndex;
 }
 
+#if WINO_M == 4
+// F(4×4, 3×3) (Lavin and Gray): G (6×3), Bᵀ (6×6) and Aᵀ (4×6), row-major. The loops below
+// run over constant indices and are unrolled, so the zero entries are skipped at compile time.
+const float G4[18] = float[18](
+    0.25, 0.0, 0.0,
+    -1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0,
+    -1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0,
+    1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0,
+    1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0,
+    0.0, 0.0, 1.0);
+const float BT4[36] = float[36](
+    4.0, 0.0, -5.0, 0.0, 1.0, 0.0,
+    0.0, -4.0, -4.0, 1.0, 1.0, 0.0,
+    0.0, 4.0, -4.0, -1.0, 1.0, 0.0,
+    0.0, -2.0, -1.0, 2.0, 1.0, 0.0,
+    0.0, 2.0, -1.0, -2.0, 1.0, 0.0,
+    0.0, 4.0, 0.0, -5.0, 0.0, 1.0);
+const float AT4[24] = float[24](
+    1.0, 1.0, 1.0, 1.0, 1.0, 0.0,
+    0.0, 1.0, -1.0, 2.0, -2.0, 0.0,
+    0.0, 1.0, 1.0, 4.0, 4.0, 0.0,
+    0.0, 1.0, -1.0, 8.0, -8.0, 1.0);
+
+void weight_transform(uint item) {
+    uint groups = IN_CHANNELS / uint(VA);
+    if (item >= OUT_CHANNELS * groups) {
+        return;
+    }
+    uint k = item / groups;
+    uint c0 = (item - k * groups) * uint(VA);
+    uint first = (k * IN_CHANNELS + c0) * 9u;
+    // One row p of the 6×6 result at a time, for all VA lanes: 6 values of VA lanes.
+    for (int p = 0; p < 6; ++p) {
+        A_ELEM row[6];
+        for (int lane = 0; lane < VA; ++lane) {
+            uint base = first + uint(lane) * 9u;
+            // Row p of G g.
+            float t[3];
+            for (int j = 0; j < 3; ++j) {
+                t[j] = 0.0;
+                for (int r = 0; r < 3; ++r) {
+                    if (G4[p * 3 + r] != 0.0) {
+                        t[j] += G4[p * 3 + r] * w[base + uint(r * 3 + j)];
+                    }
+                }
+            }
+            // The same combination along the row: (G g Gᵀ)[p].
+            for (int q = 0; q < 6; ++q) {
+                float v = 0.0;
+                for (int j = 0; j < 3; ++j) {
+                    if (G4[q * 3 + j] != 0.0) {
+                        v += G4[q * 3 + j] * t[j];
+                    }
+                }
+                LANE_A(row[q], lane) = v;
+            }
+        }
+        for (int q = 0; q < 6; ++q) {
+            uint xi = uint(p * 6 + q);
+            a[(xi * OUT_CHANNELS * IN_CHANNELS + k * IN_CHANNELS + c0) / uint(VA)] = row[q];
+        }
+    }
+}
+
+void input_transform(uint item) {
+    uint th = tiles_down();
+    uint tw = tiles_across();
+    uint groups = TILES / uint(VB);
+    if (item >= IN_CHANNELS * groups) {
+        return;
+    }
+    uint ch = item / groups;
+    uint t0 = (item - ch * groups) * uint(VB);
+    // One lane (tile) at a time: its 6×6 patch in registers, its 36 transformed values stored
+    // as that lane of V's vectors (a constant component: a plain 4-byte store).
+    for (int lane = 0; lane < VB; ++lane) {
+        uint t = t0 + uint(lane);
+        uint n = t / (th * tw);
+        uint rest = t - n * th * tw;
+        uint ty = rest / tw;
+        // The patch's top-left input pixel, one up and left of its outputs.
+        int y0 = int(ty * 4u) - 1;
+        int x0 = int((rest - ty * tw) * 4u) - 1;
+        uint plane = (n * IN_CHANNELS + ch) * height * width;
+        float d[36];
+        for (int i = 0; i < 6; ++i) {
+            int y = y0 + i;
+            bool row = y >= 0 && y < int(height);
+            for (int j = 0; j < 6; ++j) {
+                int x = x0 + j;
+                bool inside = row && x >= 0 && x < int(width);
+                float v = inp[inside ? plane + uint(y) * width + uint(x) : 0u];
+                d[i * 6 + j] = inside ? v : 0.0;
+            }
+        }
+        for (int p = 0; p < 6; ++p) {
+            // Row p of Bᵀ d.
+            float r[6];
+            for (int j = 0; j < 6; ++j) {
+                r[j] = 0.0;
+                for (int i = 0; i < 6; ++i) {
+                    if (BT4[p * 6 + i] != 0.0) {
+                        r[j] += BT4[p * 6 + i] * d[i * 6 + j];
+                    }
+                }
+            }
+            // The same combination along the row: (Bᵀ d B)[p].
+            for (int q = 0; q < 6; ++q) {
+                float v = 0.0;
+                for (int j = 0; j < 6; ++j) {
+                    if (BT4[q * 6 + j] != 0.0) {
+                        v += BT4[q * 6 + j] * r[j];
+                    }
+                }
+                uint xi = uint(p * 6 + q);
+                LANE_B(b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)], lane) = v;
+            }
+        }
+    }
+}
+
+void output_transform() {
+    uint th = tiles_down();
+    uint tw = tiles_across();
+    uint groups = TILES / uint(VB);
+    uint item = item_index();
+    if (item >= OUT_CHANNELS * groups) {
+        return;
+    }
+    uint k = item / groups;
+    uint t0 = (item - k * groups) * uint(VB);
+    float offset = bias[k];
+    // Two output rows at a time (Aᵀ m for rows 2·pair and 2·pair + 1, 12 values of VB lanes),
+    // reading M twice rather than holding all four rows.
+    for (int pair = 0; pair < 2; ++pair) {
+        C_ELEM s[2][6];
+        for (int i = 0; i < 2; ++i) {
+            for (int q = 0; q < 6; ++q) {
+                s[i][q] = C_ELEM(0.0);
+            }
+        }
+        for (int p = 0; p < 6; ++p) {
+            float a0 = AT4[(pair * 2) * 6 + p];
+            float a1 = AT4[(pair * 2 + 1) * 6 + p];
+            if (a0 == 0.0 && a1 == 0.0) {
+                continue;
+            }
+            for (int q = 0; q < 6; ++q) {
+                uint xi = uint(p * 6 + q);
+                C_ELEM m = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
+                if (a0 != 0.0) {
+                    s[0][q] += a0 * m;
+                }
+                if (a1 != 0.0) {
+                    s[1][q] += a1 * m;
+                }
+            }
+        }
+        for (int lane = 0; lane < VB; ++lane) {
+            uint t = t0 + uint(lane);
+            uint n = t / (th * tw);
+            uint rest = t - n * th * tw;
+            uint ty = rest / tw;
+            uint x0 = (rest - ty * tw) * 4u;
+            uint plane = (n * OUT_CHANNELS + k) * height * width;
+            for (int i = 0; i < 2; ++i) {
+                uint y = ty * 4u + uint(pair * 2 + i);
+                if (y >= height) {
+                    continue;
+                }
+                for (int col = 0; col < 4; ++col) {
+                    float v = 0.0;
+                    for (int q = 0; q < 6; ++q) {
+                        if (AT4[col * 6 + q] != 0.0) {
+                            v += AT4[col * 6 + q] * LANE_B(s[i][q], lane);
+                        }
+                    }
+                    uint x = x0 + uint(col);
+                    if (x < width) {
+                        outp[plane + y * width + x] = v + offset;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#else
 // Each transform goes one row of its 4x4 (or 2x2) result at a time, so that an invocation holds
 // one row of its VA or VB lanes rather than all 16 elements: the program's register count is the
 // largest of its stages', and the product's tiles need all of theirs.
@@ -101,8 +303,8 @@ const int ROW_B[4] = int[4](2, 2, 1, 3);
 const float ROW_SIGN[4] = float[4](-1.0, 1.0, -1.0, -1.0);
 
 void input_transform(uint item) {
-    uint th = (height + 1u) / 2u;
-    uint tw = (width + 1u) / 2u;
+    uint th = tiles_down();
+    uint tw = tiles_across();
     uint groups = TILES / uint(VB);
     if (item >= IN_CHANNELS * groups) {
         return;
@@ -153,8 +355,8 @@ void input_transform(uint item) {
 }
 
 void output_transform() {
-    uint th = (height + 1u) / 2u;
-    uint tw = (width + 1u) / 2u;
+    uint th = tiles_down();
+    uint tw = tiles_across();
     uint groups = TILES / uint(VB);
     uint item = item_index();
     if (item >= OUT_CHANNELS * groups) {
@@ -206,6 +408,8 @@ void output_transform() {
         }
     }
 }
+
+#endif
 
 void main() {
     if (stage == 0u) {

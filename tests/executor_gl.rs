@@ -65,7 +65,7 @@ fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
                 "depth {depth}, {transfers:?}, batch {i}"
             );
             if depth == 1 {
-                let (want, tolerance) = case.reference();
+                let (want, tolerance) = case.reference(&case.spec());
                 let verdict = suite::verify(output, &want, &tolerance);
                 assert!(verdict.passed() && verdict.checked > 0, "batch {i}: {verdict}");
             }

@@ -1,8 +1,8 @@
-//! Winograd F(2×2, 3×3) conv2d on the gl backend (llvmpipe in CI): every layout of its
-//! variants matches the CPU reference at ragged shapes (odd H and W, channels off the tile
-//! sizes, several images); a broken variant is caught by the same tolerance; the tuner offers
-//! Winograd beside the implicit GEMM, and a stored Winograd choice selects it again in a fresh
-//! runtime.
+//! Winograd F(2×2, 3×3) and F(4×4, 3×3) conv2d on the gl backend (llvmpipe in CI): every
+//! layout of their variants matches the CPU reference at ragged shapes (odd H and W, channels
+//! off the tile sizes, several images); a broken variant of either is caught by its tolerance;
+//! the tuner offers both beside the implicit GEMM, and a stored Winograd choice selects it again
+//! in a fresh runtime.
 
 #![cfg(feature = "gl")]
 
@@ -17,13 +17,18 @@ fn backend() -> Runtime {
     Runtime::open_backend("gl", &CacheConfig::memory_only()).expect("a GL 4.3 context (llvmpipe is enough)")
 }
 
-fn verdict(backend: &Runtime, case: &dyn Case, spec: &KernelSpec) -> suite::Verdict {
+fn verdict_of(backend: &Runtime, case: &dyn Case, spec: &KernelSpec) -> suite::Verdict {
     let program = backend.program(spec).unwrap_or_else(|e| panic!("{} compiles: {e}", spec.name));
     suite::run_and_verify(backend, &program, case).expect("the dispatch runs")
 }
 
 fn variant(bm: u32, bn: u32, bk: u32, tm: u32, tn: u32, va: u32, vb: u32) -> WinogradVariant {
-    WinogradVariant { gemm: GemmVariant { bm, bn, bk, tm, tn, va, vb, ..GemmVariant::SAFE } }
+    WinogradVariant { gemm: GemmVariant { bm, bn, bk, tm, tn, va, vb, ..GemmVariant::SAFE }, tile: 2 }
+}
+
+/// The same product on F(4×4).
+fn f4(variant: WinogradVariant) -> WinogradVariant {
+    WinogradVariant { tile: 4, ..variant }
 }
 
 #[test]
@@ -42,27 +47,41 @@ fn winograd_variants_match_the_reference_at_ragged_shapes() {
         Shape { n: 4, c: 5, h: 3, w: 5, k: 9 },
     ] {
         let case = Conv2d::random(shape, (shape.h * 31 + shape.w) as u64);
-        let tiles = winograd::tiles(shape);
-        let vb = if tiles % 4 == 0 { 4 } else { 1 };
         let va = if shape.c % 4 == 0 { 4 } else { 1 };
-        let mut variants = vec![
-            variant(32, 32, 16, 4, 4, 1, vb),
-            variant(32, 32, 16, 4, 4, va, vb),
-            variant(64, 32, 16, 8, 4, va, vb),
-            WinogradVariant {
-                gemm: GemmVariant { warp: 1, frag: 1, ..variant(32, 64, 8, 4, 8, va, vb).gemm },
-            },
-            // The big tiles a GPU picks: 8x8 per invocation, subgroup layout or fragments.
-            WinogradVariant { gemm: GemmVariant { va, vb, ..GemmVariant::BIG } },
-            WinogradVariant { gemm: GemmVariant { frag: 1, ..variant(128, 64, 8, 8, 8, va, vb).gemm } },
-        ];
-        if vb == 4 {
-            // The scalar paths also run where vectors could.
-            variants.push(variant(32, 32, 16, 4, 4, 1, 1));
+        let mut variants = Vec::new();
+        for tile in winograd::OUTPUT_TILES {
+            let vb = if winograd::tiles(shape, tile) % 4 == 0 { 4 } else { 1 };
+            let of_tile = |v: WinogradVariant| WinogradVariant { tile, ..v };
+            variants.extend(
+                [
+                    variant(32, 32, 16, 4, 4, 1, vb),
+                    variant(32, 32, 16, 4, 4, va, vb),
+                    variant(64, 32, 16, 8, 4, va, vb),
+                    WinogradVariant {
+                        gemm: GemmVariant { warp: 1, frag: 1, ..variant(32, 64, 8, 4, 8, va, vb).gemm },
+                        tile,
+                    },
+                    // The big tiles a GPU picks: 8x8 per invocation, subgroup layout or fragments.
+                    WinogradVariant { gemm: GemmVariant { va, vb, ..GemmVariant::BIG }, tile },
+                    WinogradVariant {
+                        gemm: GemmVariant {
+                            frag: 1,
+                            store_always: 1,
+                            ..variant(128, 64, 8, 8, 8, va, vb).gemm
+                        },
+                        tile,
+                    },
+                ]
+                .map(of_tile),
+            );
+            if vb == 4 {
+                // The scalar paths also run where vectors could.
+                variants.push(of_tile(variant(32, 32, 16, 4, 4, 1, 1)));
+            }
         }
         for v in variants {
             assert!(v.fits(&backend.info().limits, shape), "{v} fits {shape:?}");
-            let verdict = verdict(&backend, &case, &v.spec());
+            let verdict = verdict_of(&backend, &case, &v.spec());
             assert!(verdict.passed(), "{} with {v}: {verdict}", case.describe());
         }
     }
@@ -76,14 +95,26 @@ fn the_tolerance_catches_a_winograd_variant_that_drops_one_tap() {
     let shape = Shape { n: 1, c: 4, h: 5, w: 5, k: 3 };
     let case = Conv2d::random(shape, 5);
     let good = variant(32, 32, 16, 4, 4, 4, 1);
-    assert!(verdict(&backend, &case, &good.spec()).passed());
+    assert!(verdict_of(&backend, &case, &good.spec()).passed());
     let mut broken = good.spec();
     let sparkle::KernelSource::Glsl(source) = &mut broken.sources[0] else { panic!("a GLSL source") };
     let centre = "float g1 = w[base + 3u + uint(j)];";
     assert!(source.contains(centre));
     *source = source.replace(centre, "float g1 = j == 1 ? 0.0 : w[base + 3u + uint(j)];");
-    let verdict = verdict(&backend, &case, &broken);
+    let verdict = verdict_of(&backend, &case, &broken);
     assert!(!verdict.passed(), "a conv2d without its centre tap passed: {verdict}");
+
+    // F(4×4): its looser bound (larger transform coefficients) still sees the missing tap.
+    let good = f4(good);
+    assert!(verdict_of(&backend, &case, &good.spec()).passed());
+    let mut broken = good.spec();
+    let sparkle::KernelSource::Glsl(source) = &mut broken.sources[0] else { panic!("a GLSL source") };
+    let term = "t[j] += G4[p * 3 + r] * w[base + uint(r * 3 + j)];";
+    assert!(source.contains(term));
+    *source =
+        source.replace(term, "t[j] += r == 1 && j == 1 ? 0.0 : G4[p * 3 + r] * w[base + uint(r * 3 + j)];");
+    let verdict = verdict_of(&backend, &case, &broken);
+    assert!(!verdict.passed(), "an F(4×4) conv2d without its centre tap passed: {verdict}");
 }
 
 #[test]
@@ -96,8 +127,13 @@ fn the_tuner_offers_winograd_and_a_stored_winograd_choice_is_selected_again() {
     let variants = suite::variants_for(&first, &case);
     let implicit = variants.iter().filter(|(l, _)| !l.starts_with("winograd")).count();
     let offered: Vec<&(String, KernelSpec)> =
-        variants.iter().filter(|(l, _)| l.starts_with("winograd f2x2 ")).collect();
-    assert!(implicit > 0 && !offered.is_empty(), "{:?}", variants.iter().map(|v| &v.0).collect::<Vec<_>>());
+        variants.iter().filter(|(l, _)| l.starts_with("winograd f4x4 ")).collect();
+    let f2 = variants.iter().filter(|(l, _)| l.starts_with("winograd f2x2 ")).count();
+    assert!(
+        implicit > 0 && f2 > 0 && !offered.is_empty(),
+        "{:?}",
+        variants.iter().map(|v| &v.0).collect::<Vec<_>>()
+    );
     // The default stays the implicit GEMM.
     assert!(WinogradVariant::from_spec(&case.default_spec(first.info())).is_none());
 
@@ -138,4 +174,16 @@ fn winograd_buffers_are_made_only_for_a_winograd_variant() {
     let mut commands = backend.commands();
     let err = case.record(&mut commands, &winograd, &lean).unwrap_err();
     assert!(err.to_string().contains("upload_for"), "{err}");
+
+    // F(4×4)'s intermediate buffers are smaller than F(2×2)'s here: an F(2×2) program over them
+    // is refused before anything runs, and the buffers made for any variant serve both.
+    let larger = backend.program(&f4(variant(32, 32, 16, 4, 4, 1, 1)).spec()).unwrap();
+    let small = case.upload_for(&backend, &larger).unwrap();
+    let err = case.record(&mut backend.commands(), &winograd, &small).unwrap_err();
+    assert!(err.to_string().contains("bytes for its"), "{err}");
+    assert!(suite::run_and_verify(&backend, &larger, &case).unwrap().passed());
+    let any = case.upload(&backend).unwrap();
+    for program in [&winograd, &larger] {
+        case.record(&mut backend.commands(), program, &any).unwrap();
+    }
 }

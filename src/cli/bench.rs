@@ -69,7 +69,7 @@ pub(super) struct ChildReport {
 /// One child run: opens the backend, then times programs + first results of the whole suite.
 pub fn child(no_cache: bool) -> CliResult<ExitCode> {
     let cases = first_result_cases();
-    let references: Vec<_> = cases.iter().map(|c| c.reference()).collect();
+    let references: Vec<_> = cases.iter().map(|c| c.reference(&c.spec())).collect();
     let started = Instant::now();
     let config = if no_cache { CacheConfig::memory_only() } else { CacheConfig::from_env()? };
     let backend = Runtime::open(BackendChoice::from_env()?, &config)?;
@@ -564,7 +564,7 @@ fn measure_throughput(backend: &Runtime, case: &dyn Case) -> CliResult<Throughpu
     let program = backend.program(&spec)?;
     let fresh = case.upload_for(backend, &program)?;
     case.dispatch(backend, &program, &fresh)?.wait(suite::DISPATCH_TIMEOUT)?;
-    let verdict = suite::verify_sampled(case, &case.download(backend, &fresh)?, 20_000);
+    let verdict = suite::verify_sampled(case, program.spec(), &case.download(backend, &fresh)?, 20_000);
     drop(fresh);
     let copies = timing::copies_for(case);
     let sets = timing::upload_copies(backend, case, Some(&program), copies)?;
@@ -629,7 +629,7 @@ fn default_figure(
     let program = backend.program(&spec)?;
     let fresh = case.upload_for(backend, &program)?;
     case.dispatch(backend, &program, &fresh)?.wait(suite::DISPATCH_TIMEOUT)?;
-    let verdict = suite::verify_sampled(case, &case.download(backend, &fresh)?, 20_000);
+    let verdict = suite::verify_sampled(case, program.spec(), &case.download(backend, &fresh)?, 20_000);
     drop(fresh);
     let sets = timing::upload_copies(backend, case, Some(&program), copies)?;
     timing::warm(backend, &program, case, &sets, Duration::from_millis(200))?;

@@ -209,7 +209,7 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
     let stage = pipeline.stage();
     let first_image = batches[0][..stage.image_len()].to_vec();
     let case = stage.case(first_image);
-    let (want, tolerance) = case.reference();
+    let (want, tolerance) = case.reference(stage.spec());
     let verdict = suite::verify(&first_output[..want.len()], &want, &tolerance);
     let correct = match (same, verdict.passed()) {
         (true, true) => "yes".to_owned(),

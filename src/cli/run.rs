@@ -40,7 +40,7 @@ pub fn run(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
     let got = case.download(&runtime, &buffers)?;
     let first_result = started.elapsed();
     let run_time = dispatched.elapsed();
-    let (want, tolerance) = case.reference();
+    let (want, tolerance) = case.reference(program.spec());
     let verdict = suite::verify(&got, &want, &tolerance);
 
     println!("  program: {} ms ({origin})", ms(program_time));

@@ -2,21 +2,23 @@
 //! [`Window`]) at stride 1 or more, zero padding of half the window — an implicit GEMM on the
 //! register-blocked core ([`super::gemm`]): the weights are the K×(C·R²) left matrix, the input
 //! is gathered as the (C·R²)×(N·OH·OW) right matrix without being copied. For the default 3×3
-//! window at stride 1, Winograd F(2×2, 3×3) variants ([`super::winograd`]) are offered beside
+//! window at stride 1, Winograd F(2×2, 3×3) and F(4×4, 3×3) variants ([`super::winograd`]) are offered beside
 //! it, and `sparkle tune` keeps whichever wins. The portable (OpenCL) form and the pipelined
 //! stage take the default window only.
 //!
 //! For another window, read `9` below as `R²`; the Winograd bound does not apply.
 //!
-//! Tolerance, against an f64 reference: the larger of two bounds, since any variant may run.
-//! Direct (implicit GEMM): each output is a dot product of up to `9·C` terms plus the bias, so
-//! as for sgemm we allow `(9·C + 1)·ε·(|bias| + Σ|in·w|)`. Winograd: the output is
-//! `Aᵀ(Σ_c U_c ⊙ V_c)A + bias` with `U = G g Gᵀ`, `V = Bᵀ d B`; to first order, the transforms
-//! of g and d err by at most 4ε and 2ε relative to `Ū = |G||g||G|ᵀ` and `V̄ = |Bᵀ||d||B|`, the
-//! product adds ε, the C-term sum `(C − 1)·ε`, the output transform 4ε and the bias ε, all
-//! relative to `S = Σ_c (|Aᵀ|(Ū ⊙ V̄)|A|)_ij`, so we allow `(C + 16)·ε·S + 2ε·|bias|`. `S` is
-//! at least `Σ|in·w|` and at most 64/9 of it per unit inputs, so the two bounds are of the same
-//! size (the direct one `9·C`, the Winograd one up to about `7·C` times `ε·Σ|in·w|`). Plus 1e-30.
+//! Tolerance, against an f64 reference, for the variant that ran (`Case::reference` takes its
+//! spec). Direct (implicit GEMM): each output is a dot product of up to `9·C` terms plus the
+//! bias, so as for sgemm we allow `(9·C + 1)·ε·(|bias| + Σ|in·w|)`. Winograd, the larger of
+//! that and its own bound: the output is `Aᵀ(Σ_c U_c ⊙ V_c)A + bias` with `U = G g Gᵀ`,
+//! `V = Bᵀ d B`; to first order, the transforms of g and d err by a few ε relative to
+//! `Ū = |G||g||G|ᵀ` and `V̄ = |Bᵀ||d||B|`, the product adds ε, the C-term sum `(C − 1)·ε`, the
+//! output transform a few ε and the bias ε, all relative to `S = Σ_c (|Aᵀ|(Ū ⊙ V̄)|A|)_ij`, so
+//! we allow `(C + s)·ε·S + 2ε·|bias|`, with s counted per form in [`super::winograd`] (16 for
+//! F(2×2), 32 for F(4×4)). For F(2×2), `S` is at least `Σ|in·w|` and at most 64/9 of it per
+//! unit inputs, so its bound is of the direct one's size; F(4×4)'s coefficients (up to 8 in
+//! Aᵀ, 5 in Bᵀ) make `S`, and its bound, larger. Plus 1e-30.
 
 use crate::hal::BufferUsage;
 use crate::kernel::{Access, KernelSpec, ScalarType, SourceLanguage};
@@ -189,16 +191,17 @@ impl Conv2d {
         self.window == Window::SAME_3X3
     }
 
-    /// The input, weights, bias and output, and with `winograd` Winograd's intermediate buffers.
-    fn upload_with(&self, backend: &Runtime, winograd: bool) -> Result<Vec<Buffer>> {
+    /// The input, weights, bias and output, then Winograd's intermediate buffers of `winograd`
+    /// bytes, if any.
+    fn upload_with(&self, backend: &Runtime, winograd: Option<[u64; 3]>) -> Result<Vec<Buffer>> {
         let mut buffers = vec![
             backend.upload(&self.input, BufferUsage::Input)?,
             backend.upload(&self.weights, BufferUsage::Input)?,
             backend.upload(&self.bias, BufferUsage::Input)?,
             backend.create_buffer((self.outputs() * 4) as u64, BufferUsage::Output)?,
         ];
-        if winograd {
-            for bytes in winograd::intermediate_bytes(self.shape) {
+        if let Some(intermediate) = winograd {
+            for bytes in intermediate {
                 buffers.push(backend.create_buffer(bytes, BufferUsage::InOut)?);
             }
         }
@@ -207,8 +210,10 @@ impl Conv2d {
 }
 
 impl Conv2d {
-    /// One output element of the f64 reference and its tolerance (see the module's doc).
-    fn reference_at(&self, index: usize) -> (f64, f64) {
+    /// One output element of the f64 reference and its tolerance (see the module's doc): the
+    /// direct bound, and for a Winograd variant (`winograd`: its error bound) the larger of that
+    /// and its own.
+    fn reference_at(&self, index: usize, winograd: Option<&winograd::ErrorBound>) -> (f64, f64) {
         let Shape { c, h, w, k, .. } = self.shape;
         let Window { size, stride } = self.window;
         let (oh, ow) = self.output_size();
@@ -219,9 +224,10 @@ impl Conv2d {
         let bias = f64::from(self.bias[o]);
         let (mut sum, mut magnitude) = (bias, bias.abs());
         let mut winograd_magnitude = 0.0;
-        // The Winograd tile holding (y, x): its 4×4 input patch starts one above and left of
-        // its 2×2 outputs.
-        let (y0, x0) = ((y / 2 * 2) as isize - 1, (x / 2 * 2) as isize - 1);
+        // The Winograd tile holding (y, x): its a×a input patch starts one above and left of
+        // its m×m outputs.
+        let (m, a) = winograd.map_or((1, 0), |bound| (bound.tile(), bound.patch()));
+        let (y0, x0) = ((y / m * m) as isize - 1, (x / m * m) as isize - 1);
         let at = |ci: usize, iy: isize, ix: isize| {
             if iy < 0 || ix < 0 || iy as usize >= h || ix as usize >= w {
                 0.0
@@ -244,16 +250,28 @@ impl Conv2d {
                     magnitude += (input * weight).abs();
                 }
             }
-            if self.takes_winograd() {
+            if let Some(bound) = winograd {
                 let g: [f64; 9] = std::array::from_fn(|t| f64::from(g[t]));
-                let patch: [f64; 16] =
-                    std::array::from_fn(|t| at(ci, y0 + (t / 4) as isize, x0 + (t % 4) as isize));
-                winograd_magnitude += winograd::magnitude(&g, &patch, y % 2, x % 2);
+                let patch: Vec<f64> =
+                    (0..a * a).map(|t| at(ci, y0 + (t / a) as isize, x0 + (t % a) as isize)).collect();
+                winograd_magnitude += bound.magnitude(&g, &patch, y % m, x % m);
             }
         }
         let direct = gamma * magnitude;
-        let winograd = winograd::gamma(c) * winograd_magnitude + 2.0 * eps * bias.abs();
+        let winograd =
+            winograd.map_or(0.0, |bound| bound.gamma(c) * winograd_magnitude + 2.0 * eps * bias.abs());
         (sum, direct.max(winograd) + 1e-30)
+    }
+
+    /// The error bound of the Winograd variant `spec` builds, if it is one (and this problem
+    /// takes it; otherwise its record refuses to run).
+    fn winograd_bound(&self, spec: &KernelSpec) -> Option<&'static winograd::ErrorBound> {
+        let variant = WinogradVariant::from_spec(spec)?;
+        if self.takes_winograd() {
+            winograd::error_bound(variant.tile)
+        } else {
+            None
+        }
     }
 
     /// The GEMM-core variant of `program`, refused unless it was built for this problem's
@@ -323,8 +341,9 @@ impl Case for Conv2d {
         }
     }
 
-    fn reference_sample(&self, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
-        indices.iter().map(|&i| self.reference_at(i)).unzip()
+    fn reference_sample(&self, spec: &KernelSpec, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
+        let bound = self.winograd_bound(spec);
+        indices.iter().map(|&i| self.reference_at(i, bound)).unzip()
     }
 
     fn outputs(&self) -> usize {
@@ -348,18 +367,18 @@ impl Case for Conv2d {
     /// weights, transformed input, products), so that any variant runs over the same buffers.
     fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>> {
         let glsl = backend.info().languages.contains(&SourceLanguage::Glsl);
-        self.upload_with(
-            backend,
-            glsl && self.takes_winograd() && winograd::fits(&backend.info().limits, self.shape),
-        )
+        let winograd = (glsl && self.takes_winograd())
+            .then(|| winograd::buffers_for_any(&backend.info().limits, self.shape))
+            .flatten();
+        self.upload_with(backend, winograd)
     }
 
     /// Winograd's intermediate buffers (3–4× the input and output) only for a Winograd variant.
     fn upload_for(&self, backend: &Runtime, program: &Program) -> Result<Vec<Buffer>> {
-        self.upload_with(
-            backend,
-            self.takes_winograd() && WinogradVariant::from_spec(program.spec()).is_some(),
-        )
+        let winograd = WinogradVariant::from_spec(program.spec())
+            .filter(|_| self.takes_winograd())
+            .map(|variant| winograd::intermediate_bytes(self.shape, variant.tile));
+        self.upload_with(backend, winograd)
     }
 
     fn record(&self, commands: &mut Commands, program: &Program, buffers: &[Buffer]) -> Result<()> {
@@ -369,7 +388,7 @@ impl Case for Conv2d {
                 return Err(crate::Error::new(
                     crate::ErrorKind::InvalidArgument,
                     format!(
-                        "program `{}` is a Winograd F(2×2, 3×3) variant, which computes 3×3 windows at stride 1 \
+                        "program `{}` is a Winograd variant ({variant}), which computes 3×3 windows at stride 1 \
                          only; this conv2d's window is {}×{} at stride {}",
                         program.name(),
                         self.window.size,
@@ -404,8 +423,9 @@ impl Case for Conv2d {
         backend.download(&buffers[3])
     }
 
-    fn reference(&self) -> (Vec<f64>, Vec<f64>) {
-        (0..self.outputs()).map(|i| self.reference_at(i)).unzip()
+    fn reference(&self, spec: &KernelSpec) -> (Vec<f64>, Vec<f64>) {
+        let bound = self.winograd_bound(spec);
+        (0..self.outputs()).map(|i| self.reference_at(i, bound)).unzip()
     }
 
     fn work(&self) -> Work {
@@ -503,6 +523,11 @@ impl Conv2dStage {
     /// The largest batch's shape.
     pub fn shape(&self) -> Shape {
         self.shape
+    }
+
+    /// The spec of the program the stage runs (what its results are checked as).
+    pub fn spec(&self) -> &KernelSpec {
+        self.program.spec()
     }
 
     /// Floats in one image of the input.

@@ -150,7 +150,7 @@ impl Case for Saxpy {
         self.x.len().to_string()
     }
 
-    fn reference_sample(&self, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
+    fn reference_sample(&self, _spec: &KernelSpec, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
         indices.iter().map(|&i| self.reference_at(i)).unzip()
     }
 
@@ -196,7 +196,7 @@ impl Case for Saxpy {
         backend.download(&buffers[1])
     }
 
-    fn reference(&self) -> (Vec<f64>, Vec<f64>) {
+    fn reference(&self, _spec: &KernelSpec) -> (Vec<f64>, Vec<f64>) {
         (0..self.x.len()).map(|i| self.reference_at(i)).unzip()
     }
 

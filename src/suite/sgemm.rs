@@ -135,7 +135,7 @@ impl Case for Sgemm {
         format!("{}x{}x{}", self.m, self.n, self.k)
     }
 
-    fn reference_sample(&self, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
+    fn reference_sample(&self, _spec: &KernelSpec, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
         indices.iter().map(|&i| self.reference_at(i)).unzip()
     }
 
@@ -177,7 +177,7 @@ impl Case for Sgemm {
         backend.download(&buffers[2])
     }
 
-    fn reference(&self) -> (Vec<f64>, Vec<f64>) {
+    fn reference(&self, _spec: &KernelSpec) -> (Vec<f64>, Vec<f64>) {
         (0..self.m * self.n).map(|i| self.reference_at(i)).unzip()
     }
 

@@ -203,7 +203,7 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
         };
         let fresh = case.upload_for(backend, &program)?;
         case.dispatch(backend, &program, &fresh)?.wait(DISPATCH_TIMEOUT)?;
-        let verdict = verify_sampled(case, &case.download(backend, &fresh)?, CHECKED_OUTPUTS);
+        let verdict = verify_sampled(case, program.spec(), &case.download(backend, &fresh)?, CHECKED_OUTPUTS);
         drop(fresh);
         if !verdict.passed() {
             rejected.push((label.clone(), verdict.to_string()));
