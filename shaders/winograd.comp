@@ -65,27 +65,43 @@ uint item_index() {
 }
 
 #if WINO_M == 4
-// F(4×4, 3×3) (Lavin and Gray): G (6×3), Bᵀ (6×6) and Aᵀ (4×6), row-major. The loops below
-// run over constant indices and are unrolled, so the zero entries are skipped at compile time.
-const float G4[18] = float[18](
-    0.25, 0.0, 0.0,
-    -1.0 / 6.0, -1.0 / 6.0, -1.0 / 6.0,
-    -1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0,
-    1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0,
-    1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0,
-    0.0, 0.0, 1.0);
-const float BT4[36] = float[36](
-    4.0, 0.0, -5.0, 0.0, 1.0, 0.0,
-    0.0, -4.0, -4.0, 1.0, 1.0, 0.0,
-    0.0, 4.0, -4.0, -1.0, 1.0, 0.0,
-    0.0, -2.0, -1.0, 2.0, 1.0, 0.0,
-    0.0, 2.0, -1.0, -2.0, 1.0, 0.0,
-    0.0, 4.0, 0.0, -5.0, 0.0, 1.0);
-const float AT4[24] = float[24](
-    1.0, 1.0, 1.0, 1.0, 1.0, 0.0,
-    0.0, 1.0, -1.0, 2.0, -2.0, 0.0,
-    0.0, 1.0, 1.0, 4.0, 4.0, 0.0,
-    0.0, 1.0, -1.0, 8.0, -8.0, 1.0);
+// F(4×4, 3×3) (Lavin and Gray). Each 1-D transform is written out, so that every value stays
+// in a register whatever the compiler unrolls:
+//   G (6×3):  1/4 0 0 | -1/6 -1/6 -1/6 | -1/6 1/6 -1/6 | 1/24 1/12 1/6 | 1/24 -1/12 1/6 | 0 0 1
+//   Bᵀ (6×6): 4 0 -5 0 1 0 | 0 -4 -4 1 1 0 | 0 4 -4 -1 1 0 | 0 -2 -1 2 1 0 | 0 2 -1 -2 1 0 |
+//             0 4 0 -5 0 1
+//   Aᵀ (4×6): 1 1 1 1 1 0 | 0 1 -1 2 -2 0 | 0 1 1 4 4 0 | 0 1 -1 8 -8 1
+
+// y = G x for a 3-vector x.
+void g_of(float x0, float x1, float x2, out float y[6]) {
+    y[0] = 0.25 * x0;
+    y[1] = (x0 + x1 + x2) * (-1.0 / 6.0);
+    y[2] = (x0 - x1 + x2) * (-1.0 / 6.0);
+    y[3] = x0 * (1.0 / 24.0) + x1 * (1.0 / 12.0) + x2 * (1.0 / 6.0);
+    y[4] = x0 * (1.0 / 24.0) - x1 * (1.0 / 12.0) + x2 * (1.0 / 6.0);
+    y[5] = x2;
+}
+
+// y = Bᵀ x for a 6-vector x.
+void bt_of(float x[6], out float y[6]) {
+    y[0] = 4.0 * x[0] - 5.0 * x[2] + x[4];
+    y[1] = x[3] + x[4] - 4.0 * (x[1] + x[2]);
+    y[2] = 4.0 * (x[1] - x[2]) + x[4] - x[3];
+    y[3] = 2.0 * (x[3] - x[1]) + x[4] - x[2];
+    y[4] = 2.0 * (x[1] - x[3]) + x[4] - x[2];
+    y[5] = 4.0 * x[1] - 5.0 * x[3] + x[5];
+}
+
+// The columns of Aᵀ.
+const vec4 AT_COLUMNS[6] = vec4[6](vec4(1.0, 0.0, 0.0, 0.0), vec4(1.0, 1.0, 1.0, 1.0), vec4(1.0, -1.0, 1.0, -1.0),
+                                   vec4(1.0, 2.0, 4.0, 8.0), vec4(1.0, -2.0, 4.0, -8.0), vec4(0.0, 0.0, 0.0, 1.0));
+
+// y = Aᵀ x for a 6-vector x of VB lanes (a macro: C_ELEM is float or vec4).
+#define AT_OF(x, y) \
+    y[0] = x[0] + x[1] + x[2] + x[3] + x[4]; \
+    y[1] = (x[1] - x[2]) + 2.0 * (x[3] - x[4]); \
+    y[2] = (x[1] + x[2]) + 4.0 * (x[3] + x[4]); \
+    y[3] = (x[1] - x[2]) + 8.0 * (x[3] - x[4]) + x[5]
 
 void weight_transform(uint item) {
     uint groups = IN_CHANNELS / uint(VA);
@@ -95,35 +111,21 @@ void weight_transform(uint item) {
     uint k = item / groups;
     uint c0 = (item - k * groups) * uint(VA);
     uint first = (k * IN_CHANNELS + c0) * 9u;
-    // One row p of the 6×6 result at a time, for all VA lanes: 6 values of VA lanes.
-    for (int p = 0; p < 6; ++p) {
-        A_ELEM row[6];
-        for (int lane = 0; lane < VA; ++lane) {
-            uint base = first + uint(lane) * 9u;
-            // Row p of G g.
-            float t[3];
-            for (int j = 0; j < 3; ++j) {
-                t[j] = 0.0;
-                for (int r = 0; r < 3; ++r) {
-                    if (G4[p * 3 + r] != 0.0) {
-                        t[j] += G4[p * 3 + r] * w[base + uint(r * 3 + j)];
-                    }
-                }
-            }
-            // The same combination along the row: (G g Gᵀ)[p].
-            for (int q = 0; q < 6; ++q) {
-                float v = 0.0;
-                for (int j = 0; j < 3; ++j) {
-                    if (G4[q * 3 + j] != 0.0) {
-                        v += G4[q * 3 + j] * t[j];
-                    }
-                }
-                LANE_A(row[q], lane) = v;
-            }
+    // One lane (input channel) at a time: G g column by column (6×3), then each of its rows
+    // times Gᵀ, stored as that lane of U's vectors (a constant component: a 4-byte store).
+    for (int lane = 0; lane < VA; ++lane) {
+        uint base = first + uint(lane) * 9u;
+        float gg[3][6];
+        for (int j = 0; j < 3; ++j) {
+            g_of(w[base + uint(j)], w[base + 3u + uint(j)], w[base + 6u + uint(j)], gg[j]);
         }
-        for (int q = 0; q < 6; ++q) {
-            uint xi = uint(p * 6 + q);
-            a[(xi * OUT_CHANNELS * IN_CHANNELS + k * IN_CHANNELS + c0) / uint(VA)] = row[q];
+        for (int p = 0; p < 6; ++p) {
+            float u[6];
+            g_of(gg[0][p], gg[1][p], gg[2][p], u);
+            for (int q = 0; q < 6; ++q) {
+                uint xi = uint(p * 6 + q);
+                LANE_A(a[(xi * OUT_CHANNELS * IN_CHANNELS + k * IN_CHANNELS + c0) / uint(VA)], lane) = u[q];
+            }
         }
     }
 }
@@ -137,8 +139,8 @@ void input_transform(uint item) {
     }
     uint ch = item / groups;
     uint t0 = (item - ch * groups) * uint(VB);
-    // One lane (tile) at a time: its 6×6 patch in registers, its 36 transformed values stored
-    // as that lane of V's vectors (a constant component: a plain 4-byte store).
+    // One lane (tile) at a time: Bᵀ d column by column, then each row times B; each value is
+    // stored as that lane of V's vectors (a constant component: a plain 4-byte store).
     for (int lane = 0; lane < VB; ++lane) {
         uint t = t0 + uint(lane);
         uint n = t / (th * tw);
@@ -148,38 +150,29 @@ void input_transform(uint item) {
         int y0 = int(ty * 4u) - 1;
         int x0 = int((rest - ty * tw) * 4u) - 1;
         uint plane = (n * IN_CHANNELS + ch) * height * width;
-        float d[36];
-        for (int i = 0; i < 6; ++i) {
-            int y = y0 + i;
-            bool row = y >= 0 && y < int(height);
-            for (int j = 0; j < 6; ++j) {
-                int x = x0 + j;
-                bool inside = row && x >= 0 && x < int(width);
+        float bd[6][6];
+        for (int j = 0; j < 6; ++j) {
+            int x = x0 + j;
+            bool column = x >= 0 && x < int(width);
+            float col[6];
+            for (int i = 0; i < 6; ++i) {
+                int y = y0 + i;
+                bool inside = column && y >= 0 && y < int(height);
                 float v = inp[inside ? plane + uint(y) * width + uint(x) : 0u];
-                d[i * 6 + j] = inside ? v : 0.0;
+                col[i] = inside ? v : 0.0;
+            }
+            float out_col[6];
+            bt_of(col, out_col);
+            for (int p = 0; p < 6; ++p) {
+                bd[p][j] = out_col[p];
             }
         }
         for (int p = 0; p < 6; ++p) {
-            // Row p of Bᵀ d.
-            float r[6];
-            for (int j = 0; j < 6; ++j) {
-                r[j] = 0.0;
-                for (int i = 0; i < 6; ++i) {
-                    if (BT4[p * 6 + i] != 0.0) {
-                        r[j] += BT4[p * 6 + i] * d[i * 6 + j];
-                    }
-                }
-            }
-            // The same combination along the row: (Bᵀ d B)[p].
+            float v[6];
+            bt_of(bd[p], v);
             for (int q = 0; q < 6; ++q) {
-                float v = 0.0;
-                for (int j = 0; j < 6; ++j) {
-                    if (BT4[q * 6 + j] != 0.0) {
-                        v += BT4[q * 6 + j] * r[j];
-                    }
-                }
                 uint xi = uint(p * 6 + q);
-                LANE_B(b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)], lane) = v;
+                LANE_B(b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)], lane) = v[q];
             }
         }
     }
@@ -195,56 +188,45 @@ void output_transform() {
     }
     uint k = item / groups;
     uint t0 = (item - k * groups) * uint(VB);
-    float offset = bias[k];
-    // Two output rows at a time (Aᵀ m for rows 2·pair and 2·pair + 1, 12 values of VB lanes),
-    // reading M twice rather than holding all four rows.
-    for (int pair = 0; pair < 2; ++pair) {
-        C_ELEM s[2][6];
-        for (int i = 0; i < 2; ++i) {
-            for (int q = 0; q < 6; ++q) {
-                s[i][q] = C_ELEM(0.0);
+    // Row p of M times A (4 values of VB lanes), added into Y = Aᵀ (M A) with column p of Aᵀ.
+    C_ELEM y[4][4];
+    for (int i = 0; i < 4; ++i) {
+        for (int col = 0; col < 4; ++col) {
+            y[i][col] = C_ELEM(0.0);
+        }
+    }
+    for (int p = 0; p < 6; ++p) {
+        C_ELEM m[6];
+        for (int q = 0; q < 6; ++q) {
+            uint xi = uint(p * 6 + q);
+            m[q] = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
+        }
+        C_ELEM r[4];
+        AT_OF(m, r);
+        vec4 column = AT_COLUMNS[p];
+        for (int i = 0; i < 4; ++i) {
+            for (int col = 0; col < 4; ++col) {
+                y[i][col] += column[i] * r[col];
             }
         }
-        for (int p = 0; p < 6; ++p) {
-            float a0 = AT4[(pair * 2) * 6 + p];
-            float a1 = AT4[(pair * 2 + 1) * 6 + p];
-            if (a0 == 0.0 && a1 == 0.0) {
+    }
+    float offset = bias[k];
+    for (int lane = 0; lane < VB; ++lane) {
+        uint t = t0 + uint(lane);
+        uint n = t / (th * tw);
+        uint rest = t - n * th * tw;
+        uint ty = rest / tw;
+        uint x0 = (rest - ty * tw) * 4u;
+        uint plane = (n * OUT_CHANNELS + k) * height * width;
+        for (int i = 0; i < 4; ++i) {
+            uint yy = ty * 4u + uint(i);
+            if (yy >= height) {
                 continue;
             }
-            for (int q = 0; q < 6; ++q) {
-                uint xi = uint(p * 6 + q);
-                C_ELEM m = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
-                if (a0 != 0.0) {
-                    s[0][q] += a0 * m;
-                }
-                if (a1 != 0.0) {
-                    s[1][q] += a1 * m;
-                }
-            }
-        }
-        for (int lane = 0; lane < VB; ++lane) {
-            uint t = t0 + uint(lane);
-            uint n = t / (th * tw);
-            uint rest = t - n * th * tw;
-            uint ty = rest / tw;
-            uint x0 = (rest - ty * tw) * 4u;
-            uint plane = (n * OUT_CHANNELS + k) * height * width;
-            for (int i = 0; i < 2; ++i) {
-                uint y = ty * 4u + uint(pair * 2 + i);
-                if (y >= height) {
-                    continue;
-                }
-                for (int col = 0; col < 4; ++col) {
-                    float v = 0.0;
-                    for (int q = 0; q < 6; ++q) {
-                        if (AT4[col * 6 + q] != 0.0) {
-                            v += AT4[col * 6 + q] * LANE_B(s[i][q], lane);
-                        }
-                    }
-                    uint x = x0 + uint(col);
-                    if (x < width) {
-                        outp[plane + y * width + x] = v + offset;
-                    }
+            for (int col = 0; col < 4; ++col) {
+                uint x = x0 + uint(col);
+                if (x < width) {
+                    outp[plane + yy * width + x] = LANE_B(y[i][col], lane) + offset;
                 }
             }
         }
