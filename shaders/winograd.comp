@@ -13,10 +13,12 @@
 // numbered t = (n·TH + ty)·TW + tx with TH = ceil(height / m), TW = ceil(width / m); the core's
 // M, N, K are the output channels, the tiles and the input channels.
 //
-// Each invocation of the transforms takes VA (weights) or VB (input, output) neighbouring input
-// channels or tiles, so that U, V and M are read and written with the core's vector widths; VB
-// = 4 needs the tile count to be a multiple of 4 and VA = 4 the input channels. Every stage runs
-// with the core's workgroup size, over a grid of (x, y) workgroups numbered row by row.
+// Stage 0: each invocation of the weights' part takes VA neighbouring input channels of one
+// output channel; each workgroup of the input's part THREADS consecutive tiles of one input
+// channel, one per invocation, stored through shared memory as V's VB-wide vectors (VB = 4 needs
+// the tile count to be a multiple of 4, VA = 4 the input channels). Stage 2: one output channel
+// and tile per invocation. Every stage runs with the core's workgroup size, over a grid of (x,
+// y) workgroups numbered row by row.
 
 #ifndef WINO_M
 #define WINO_M 2
@@ -46,7 +48,6 @@ uniform uint stage;
 #define LANE_B(v, l) v
 #endif
 
-// Invocations of stage 0 that transform the weights (whole workgroups).
 // Tiles down and across an image.
 uint tiles_down() {
     return (height + uint(WINO_M) - 1u) / uint(WINO_M);
@@ -55,6 +56,7 @@ uint tiles_across() {
     return (width + uint(WINO_M) - 1u) / uint(WINO_M);
 }
 
+// Invocations of stage 0 that transform the weights (whole workgroups).
 uint weight_items() {
     uint items = OUT_CHANNELS * (IN_CHANNELS / uint(VA));
     return (items + uint(THREADS) - 1u) / uint(THREADS) * uint(THREADS);
@@ -65,6 +67,7 @@ uint item_index() {
 }
 
 #if WINO_M == 4
+#define WINO_A 6
 // F(4×4, 3×3) (Lavin and Gray). Each 1-D transform is written out, so that every value stays
 // in a register whatever the compiler unrolls:
 //   G (6×3):  1/4 0 0 | -1/6 -1/6 -1/6 | -1/6 1/6 -1/6 | 1/24 1/12 1/6 | 1/24 -1/12 1/6 | 0 0 1
@@ -82,8 +85,8 @@ void g_of(float x0, float x1, float x2, out float y[6]) {
     y[5] = x2;
 }
 
-// y = Bᵀ x for a 6-vector x.
-void bt_of(float x[6], out float y[6]) {
+// y = Bᵀ x for an a-vector x.
+void bt_of(float x[WINO_A], out float y[WINO_A]) {
     y[0] = 4.0 * x[0] - 5.0 * x[2] + x[4];
     y[1] = x[3] + x[4] - 4.0 * (x[1] + x[2]);
     y[2] = 4.0 * (x[1] - x[2]) + x[4] - x[3];
@@ -93,10 +96,11 @@ void bt_of(float x[6], out float y[6]) {
 }
 
 // The columns of Aᵀ.
+#define AT_COLUMN vec4
 const vec4 AT_COLUMNS[6] = vec4[6](vec4(1.0, 0.0, 0.0, 0.0), vec4(1.0, 1.0, 1.0, 1.0), vec4(1.0, -1.0, 1.0, -1.0),
                                    vec4(1.0, 2.0, 4.0, 8.0), vec4(1.0, -2.0, 4.0, -8.0), vec4(0.0, 0.0, 0.0, 1.0));
 
-// y = Aᵀ x for a 6-vector x of VB lanes (a macro: C_ELEM is float or vec4).
+// y = Aᵀ x for an a-vector x.
 #define AT_OF(x, y) \
     y[0] = x[0] + x[1] + x[2] + x[3] + x[4]; \
     y[1] = (x[1] - x[2]) + 2.0 * (x[3] - x[4]); \
@@ -130,114 +134,13 @@ void weight_transform(uint item) {
     }
 }
 
-void input_transform(uint item) {
-    uint th = tiles_down();
-    uint tw = tiles_across();
-    uint groups = TILES / uint(VB);
-    if (item >= IN_CHANNELS * groups) {
-        return;
-    }
-    uint ch = item / groups;
-    uint t0 = (item - ch * groups) * uint(VB);
-    // One lane (tile) at a time: Bᵀ d column by column, then each row times B; each value is
-    // stored as that lane of V's vectors (a constant component: a plain 4-byte store).
-    for (int lane = 0; lane < VB; ++lane) {
-        uint t = t0 + uint(lane);
-        uint n = t / (th * tw);
-        uint rest = t - n * th * tw;
-        uint ty = rest / tw;
-        // The patch's top-left input pixel, one up and left of its outputs.
-        int y0 = int(ty * 4u) - 1;
-        int x0 = int((rest - ty * tw) * 4u) - 1;
-        uint plane = (n * IN_CHANNELS + ch) * height * width;
-        float bd[6][6];
-        for (int j = 0; j < 6; ++j) {
-            int x = x0 + j;
-            bool column = x >= 0 && x < int(width);
-            float col[6];
-            for (int i = 0; i < 6; ++i) {
-                int y = y0 + i;
-                bool inside = column && y >= 0 && y < int(height);
-                float v = inp[inside ? plane + uint(y) * width + uint(x) : 0u];
-                col[i] = inside ? v : 0.0;
-            }
-            float out_col[6];
-            bt_of(col, out_col);
-            for (int p = 0; p < 6; ++p) {
-                bd[p][j] = out_col[p];
-            }
-        }
-        for (int p = 0; p < 6; ++p) {
-            float v[6];
-            bt_of(bd[p], v);
-            for (int q = 0; q < 6; ++q) {
-                uint xi = uint(p * 6 + q);
-                LANE_B(b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)], lane) = v[q];
-            }
-        }
-    }
-}
-
-void output_transform() {
-    uint th = tiles_down();
-    uint tw = tiles_across();
-    uint groups = TILES / uint(VB);
-    uint item = item_index();
-    if (item >= OUT_CHANNELS * groups) {
-        return;
-    }
-    uint k = item / groups;
-    uint t0 = (item - k * groups) * uint(VB);
-    // Row p of M times A (4 values of VB lanes), added into Y = Aᵀ (M A) with column p of Aᵀ.
-    C_ELEM y[4][4];
-    for (int i = 0; i < 4; ++i) {
-        for (int col = 0; col < 4; ++col) {
-            y[i][col] = C_ELEM(0.0);
-        }
-    }
-    for (int p = 0; p < 6; ++p) {
-        C_ELEM m[6];
-        for (int q = 0; q < 6; ++q) {
-            uint xi = uint(p * 6 + q);
-            m[q] = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
-        }
-        C_ELEM r[4];
-        AT_OF(m, r);
-        vec4 column = AT_COLUMNS[p];
-        for (int i = 0; i < 4; ++i) {
-            for (int col = 0; col < 4; ++col) {
-                y[i][col] += column[i] * r[col];
-            }
-        }
-    }
-    float offset = bias[k];
-    for (int lane = 0; lane < VB; ++lane) {
-        uint t = t0 + uint(lane);
-        uint n = t / (th * tw);
-        uint rest = t - n * th * tw;
-        uint ty = rest / tw;
-        uint x0 = (rest - ty * tw) * 4u;
-        uint plane = (n * OUT_CHANNELS + k) * height * width;
-        for (int i = 0; i < 4; ++i) {
-            uint yy = ty * 4u + uint(i);
-            if (yy >= height) {
-                continue;
-            }
-            for (int col = 0; col < 4; ++col) {
-                uint x = x0 + uint(col);
-                if (x < width) {
-                    outp[plane + yy * width + x] = LANE_B(y[i][col], lane) + offset;
-                }
-            }
-        }
-    }
-}
-
 #else
-// Each transform goes one row of its 4x4 (or 2x2) result at a time, so that an invocation holds
-// one row of its VA or VB lanes rather than all 16 elements: the program's register count is the
-// largest of its stages', and the product's tiles need all of theirs.
+#define WINO_A 4
+// F(2×2, 3×3): G (4×3): 1 0 0 | 1/2 1/2 1/2 | 1/2 -1/2 1/2 | 0 0 1; Bᵀ (4×4): 1 0 -1 0 |
+// 0 1 1 0 | 0 -1 1 0 | 0 1 0 -1; Aᵀ (2×4): 1 1 1 0 | 0 1 -1 -1.
 
+// Each row of the weights' 4x4 result is made at a time, so that an invocation holds one row
+// of its VA lanes rather than all 16 elements.
 void weight_transform(uint item) {
     uint groups = IN_CHANNELS / uint(VA);
     if (item >= OUT_CHANNELS * groups) {
@@ -279,128 +182,182 @@ void weight_transform(uint item) {
     }
 }
 
-// Row p of Bᵀ d is d[ROW_A] + ROW_SIGN · d[ROW_B]: d0 - d2, d1 + d2, d2 - d1, d1 - d3.
-const int ROW_A[4] = int[4](0, 1, 2, 1);
-const int ROW_B[4] = int[4](2, 2, 1, 3);
-const float ROW_SIGN[4] = float[4](-1.0, 1.0, -1.0, -1.0);
-
-void input_transform(uint item) {
-    uint th = tiles_down();
-    uint tw = tiles_across();
-    uint groups = TILES / uint(VB);
-    if (item >= IN_CHANNELS * groups) {
-        return;
-    }
-    uint ch = item / groups;
-    uint t0 = (item - ch * groups) * uint(VB);
-    // Per lane: the tile's top-left input pixel (one up and left of its outputs) and plane.
-    int y0[VB];
-    int x0[VB];
-    uint plane[VB];
-    for (int lane = 0; lane < VB; ++lane) {
-        uint t = t0 + uint(lane);
-        uint n = t / (th * tw);
-        uint rest = t - n * th * tw;
-        uint ty = rest / tw;
-        y0[lane] = int(ty * 2u) - 1;
-        x0[lane] = int((rest - ty * tw) * 2u) - 1;
-        plane[lane] = (n * IN_CHANNELS + ch) * height * width;
-    }
-    for (int p = 0; p < 4; ++p) {
-        B_ELEM row[4];
-        for (int lane = 0; lane < VB; ++lane) {
-            int ya = y0[lane] + ROW_A[p];
-            int yb = y0[lane] + ROW_B[p];
-            bool row_a = ya >= 0 && ya < int(height);
-            bool row_b = yb >= 0 && yb < int(height);
-            float r[4];
-            for (int j = 0; j < 4; ++j) {
-                int x = x0[lane] + j;
-                bool column = x >= 0 && x < int(width);
-                bool inside_a = row_a && column;
-                bool inside_b = row_b && column;
-                float da = inp[inside_a ? plane[lane] + uint(ya) * width + uint(x) : 0u];
-                float db = inp[inside_b ? plane[lane] + uint(yb) * width + uint(x) : 0u];
-                r[j] = (inside_a ? da : 0.0) + ROW_SIGN[p] * (inside_b ? db : 0.0);
-            }
-            // The same combination along the row: (Bᵀ d B)[p].
-            LANE_B(row[0], lane) = r[0] - r[2];
-            LANE_B(row[1], lane) = r[1] + r[2];
-            LANE_B(row[2], lane) = r[2] - r[1];
-            LANE_B(row[3], lane) = r[1] - r[3];
-        }
-        for (int q = 0; q < 4; ++q) {
-            uint xi = uint(p * 4 + q);
-            b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)] = row[q];
-        }
-    }
+// y = Bᵀ x for an a-vector x.
+void bt_of(float x[WINO_A], out float y[WINO_A]) {
+    y[0] = x[0] - x[2];
+    y[1] = x[1] + x[2];
+    y[2] = x[2] - x[1];
+    y[3] = x[1] - x[3];
 }
 
-void output_transform() {
-    uint th = tiles_down();
-    uint tw = tiles_across();
-    uint groups = TILES / uint(VB);
-    uint item = item_index();
-    if (item >= OUT_CHANNELS * groups) {
-        return;
-    }
-    uint k = item / groups;
-    uint t0 = (item - k * groups) * uint(VB);
-    // Aᵀ m, accumulated over the rows of m: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3.
-    C_ELEM s0[4];
-    C_ELEM s1[4];
-    for (int p = 0; p < 4; ++p) {
-        for (int q = 0; q < 4; ++q) {
-            uint xi = uint(p * 4 + q);
-            C_ELEM m = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
-            if (p == 0) {
-                s0[q] = m;
-            } else if (p == 1) {
-                s0[q] += m;
-                s1[q] = m;
-            } else if (p == 2) {
-                s0[q] += m;
-                s1[q] -= m;
-            } else {
-                s1[q] -= m;
-            }
-        }
-    }
-    float offset = bias[k];
-    for (int lane = 0; lane < VB; ++lane) {
-        uint t = t0 + uint(lane);
-        uint n = t / (th * tw);
-        uint rest = t - n * th * tw;
-        uint ty = rest / tw;
-        uint tx = rest - ty * tw;
-        uint plane = (n * OUT_CHANNELS + k) * height * width;
-        uint x = tx * 2u;
-        for (int i = 0; i < 2; ++i) {
-            float e0 = i == 0 ? LANE_B(s0[0], lane) : LANE_B(s1[0], lane);
-            float e1 = i == 0 ? LANE_B(s0[1], lane) : LANE_B(s1[1], lane);
-            float e2 = i == 0 ? LANE_B(s0[2], lane) : LANE_B(s1[2], lane);
-            float e3 = i == 0 ? LANE_B(s0[3], lane) : LANE_B(s1[3], lane);
-            uint y = ty * 2u + uint(i);
-            if (y < height) {
-                outp[plane + y * width + x] = e0 + e1 + e2 + offset;
-                if (x + 1u < width) {
-                    outp[plane + y * width + x + 1u] = e1 - e2 - e3 + offset;
-                }
-            }
-        }
-    }
-}
+// y = Aᵀ x for an a-vector x.
+#define AT_OF(x, y) \
+    y[0] = x[0] + x[1] + x[2]; \
+    y[1] = x[1] - x[2] - x[3]
 
+// The columns of Aᵀ.
+#define AT_COLUMN vec2
+const vec2 AT_COLUMNS[4] = vec2[4](vec2(1.0, 0.0), vec2(1.0, 1.0), vec2(1.0, -1.0), vec2(0.0, -1.0));
 #endif
+
+// Stage 0's transformed input of one workgroup, before it is stored as V's vectors: XI_CHUNK
+// elements of each of its THREADS tiles at a time (whole rows of the a×a tile: a half of
+// F(2×2)'s, a third of F(4×4)'s), so that 256 invocations stay within 32 KiB with the core's
+// slices.
+#if WINO_M == 4
+#define XI_CHUNK 12
+#else
+#define XI_CHUNK 8
+#endif
+shared float staged_v[XI_CHUNK][THREADS];
+
+// The input transform of workgroup `block` of stage 0's input part: THREADS consecutive tiles
+// of one input channel, one tile per invocation, so that neighbouring invocations read
+// neighbouring pixels; the transformed values go through shared memory and out as V's vectors
+// (VB tiles each), so that the stores are contiguous too.
+void input_transform(uint block) {
+    uint th = tiles_down();
+    uint tw = tiles_across();
+    uint blocks = (TILES + uint(THREADS) - 1u) / uint(THREADS);
+    uint ch = block / blocks;
+    if (ch >= IN_CHANNELS) {
+        return;
+    }
+    uint first = (block - ch * blocks) * uint(THREADS);
+    uint t = first + gl_LocalInvocationIndex;
+    // The tile's a×a patch of input, zero outside the image (and for a tile past the last).
+    float d[WINO_A][WINO_A];
+    uint n = t / (th * tw);
+    uint rest = t - n * th * tw;
+    uint ty = rest / tw;
+    // The patch's top-left input pixel, one up and left of its outputs.
+    int y0 = int(ty * uint(WINO_M)) - 1;
+    int x0 = int((rest - ty * tw) * uint(WINO_M)) - 1;
+    uint plane = (n * IN_CHANNELS + ch) * height * width;
+    bool tile = t < TILES;
+    for (int i = 0; i < WINO_A; ++i) {
+        int y = y0 + i;
+        bool row = tile && y >= 0 && y < int(height);
+        for (int j = 0; j < WINO_A; ++j) {
+            int x = x0 + j;
+            bool inside = row && x >= 0 && x < int(width);
+            float v = inp[inside ? plane + uint(y) * width + uint(x) : 0u];
+            d[i][j] = inside ? v : 0.0;
+        }
+    }
+    // Bᵀ d, column by column.
+    float bd[WINO_A][WINO_A];
+    for (int j = 0; j < WINO_A; ++j) {
+        float column[WINO_A];
+        for (int i = 0; i < WINO_A; ++i) {
+            column[i] = d[i][j];
+        }
+        float out_column[WINO_A];
+        bt_of(column, out_column);
+        for (int p = 0; p < WINO_A; ++p) {
+            bd[p][j] = out_column[p];
+        }
+    }
+    const int chunks = WINO_A * WINO_A / XI_CHUNK;
+    const int rows_per_chunk = WINO_A / chunks;
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+        // Rows of (Bᵀ d) B into shared memory.
+        for (int r = 0; r < rows_per_chunk; ++r) {
+            int p = chunk * rows_per_chunk + r;
+            float v[WINO_A];
+            bt_of(bd[p], v);
+            for (int q = 0; q < WINO_A; ++q) {
+                staged_v[r * WINO_A + q][gl_LocalInvocationIndex] = v[q];
+            }
+        }
+        barrier();
+        // Out as vectors: XI_CHUNK rows of THREADS / VB vectors each.
+        for (uint e = gl_LocalInvocationIndex; e < uint(XI_CHUNK * THREADS / VB); e += uint(THREADS)) {
+            uint element = e / uint(THREADS / VB);
+            uint lane0 = (e - element * uint(THREADS / VB)) * uint(VB);
+            uint t0 = first + lane0;
+            if (t0 < TILES) {
+                uint xi = uint(chunk * XI_CHUNK) + element;
+                B_ELEM value;
+                for (int lane = 0; lane < VB; ++lane) {
+                    LANE_B(value, lane) = staged_v[element][lane0 + uint(lane)];
+                }
+                b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)] = value;
+            }
+        }
+        barrier();
+    }
+}
+
+// Element xi of the products for output channel k and tile t (a lane of M's vectors).
+float product_at(uint xi, uint k, uint t) {
+    C_ELEM v = c[(xi * OUT_CHANNELS * TILES + k * TILES + t) / uint(VB)];
+#if VB == 4
+    return v[t & 3u];
+#else
+    return v;
+#endif
+}
+
+// Y = Aᵀ M A + bias for one output channel and tile per invocation, so that neighbouring
+// invocations read the same vectors of M and write neighbouring outputs: row p of M times A,
+// added into Y with column p of Aᵀ.
+void output_transform() {
+    uint item = item_index();
+    if (item >= OUT_CHANNELS * TILES) {
+        return;
+    }
+    uint k = item / TILES;
+    uint t = item - k * TILES;
+    float y[WINO_M][WINO_M];
+    for (int i = 0; i < WINO_M; ++i) {
+        for (int col = 0; col < WINO_M; ++col) {
+            y[i][col] = 0.0;
+        }
+    }
+    for (int p = 0; p < WINO_A; ++p) {
+        float m[WINO_A];
+        for (int q = 0; q < WINO_A; ++q) {
+            m[q] = product_at(uint(p * WINO_A + q), k, t);
+        }
+        float r[WINO_M];
+        AT_OF(m, r);
+        AT_COLUMN column = AT_COLUMNS[p];
+        for (int i = 0; i < WINO_M; ++i) {
+            for (int col = 0; col < WINO_M; ++col) {
+                y[i][col] += column[i] * r[col];
+            }
+        }
+    }
+    uint th = tiles_down();
+    uint tw = tiles_across();
+    uint n = t / (th * tw);
+    uint rest = t - n * th * tw;
+    uint ty = rest / tw;
+    uint x0 = (rest - ty * tw) * uint(WINO_M);
+    uint plane = (n * OUT_CHANNELS + k) * height * width;
+    float offset = bias[k];
+    for (int i = 0; i < WINO_M; ++i) {
+        uint yy = ty * uint(WINO_M) + uint(i);
+        for (int col = 0; col < WINO_M; ++col) {
+            uint x = x0 + uint(col);
+            if (yy < height && x < width) {
+                outp[plane + yy * width + x] = y[i][col] + offset;
+            }
+        }
+    }
+}
 
 void main() {
     if (stage == 0u) {
-        uint item = item_index();
-        uint weights = weight_items();
-        if (item < weights) {
-            weight_transform(item);
+        // The first workgroups transform the weights, one (output, input channel) pair of VA
+        // lanes per invocation; the others the input, a block of tiles each.
+        uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+        uint weight_groups = weight_items() / uint(THREADS);
+        if (group < weight_groups) {
+            weight_transform(item_index());
         } else {
-            input_transform(item - weights);
+            input_transform(group - weight_groups);
         }
     } else if (stage == 1u) {
         gemm_main();

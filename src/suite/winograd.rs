@@ -124,12 +124,21 @@ impl WinogradVariant {
         batch(self.tile)
     }
 
+    /// Shared memory the program declares: the core's slices, and the input transform's tile
+    /// values on their way out (`XI_CHUNK` elements at a time: 8 of F(2×2)'s 16, 12 of F(4×4)'s
+    /// 36).
+    pub fn shared_bytes(&self) -> u32 {
+        let staged = if self.tile == 4 { 12 } else { 8 };
+        self.gemm.shared_bytes() + staged * self.gemm.threads() * 4
+    }
+
     /// Whether the device and `shape` can run it.
     pub fn fits(&self, limits: &Limits, shape: Shape) -> bool {
         let product = gemm_shape(shape, self.tile);
         OUTPUT_TILES.contains(&self.tile)
             && self.gemm.split == 1
             && self.gemm.fits(limits, &product)
+            && self.shared_bytes() <= limits.max_shared_memory_bytes
             && limits.max_workgroup_count[2] >= self.batch()
             && fits(limits, shape, self.tile)
             && self
@@ -190,14 +199,14 @@ impl WinogradVariant {
     pub fn dispatches(&self, shape: Shape) -> [(u32, [u32; 3]); 3] {
         let product = gemm_shape(shape, self.tile);
         let threads = self.gemm.threads() as usize;
-        let (va, vb) = (self.gemm.va as usize, self.gemm.vb as usize);
+        let va = self.gemm.va as usize;
         let [x, y, _] = self.gemm.groups(&product);
         let weight_groups = (shape.k * shape.c / va).div_ceil(threads);
-        let input_groups = (shape.c * product.gn / vb).div_ceil(threads);
+        let input_groups = shape.c * product.gn.div_ceil(threads);
         [
             (0, grid(weight_groups + input_groups, 1)),
             (1, [x, y, self.batch()]),
-            (2, grid(shape.k * product.gn / vb, threads)),
+            (2, grid(shape.k * product.gn, threads)),
         ]
     }
 }

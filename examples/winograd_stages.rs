@@ -1,0 +1,100 @@
+//! A developer probe for the Winograd conv2d: the GPU time of each of its three dispatches
+//! (transforms in, batched product, transform out) on their own, for the variants named on the
+//! command line, so that a slow variant shows which stage costs it.
+//!
+//! ```text
+//! cargo run --release --example winograd_stages -- N C H W K 'winograd f4x4 128x64x8 t8x8 v1/4' ...
+//! ```
+//!
+//! Each variant runs once in full and is checked against the CPU first (at 4096 outputs); then each stage is
+//! launched back to back (a batch of launches in one timed submission, median of 5 batches).
+
+use std::time::Duration;
+
+use sparkle::suite::conv2d::{Conv2d, Shape};
+use sparkle::suite::winograd::{self, WinogradVariant};
+use sparkle::suite::{self, timing, Case, DISPATCH_TIMEOUT};
+use sparkle::{Arg, Runtime};
+
+type Failure = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Failure> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 6 {
+        return Err("usage: winograd_stages N C H W K LABEL...".into());
+    }
+    let sizes: Vec<usize> = args[..5].iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
+    let shape = Shape { n: sizes[0], c: sizes[1], h: sizes[2], w: sizes[3], k: sizes[4] };
+    let runtime = Runtime::from_env()?;
+    println!("device: {}", runtime.info().name);
+    let case = Conv2d::random(shape, 7);
+    let candidates = WinogradVariant::candidates(&runtime.info().limits, shape);
+    for label in &args[5..] {
+        let Some(variant) = candidates.iter().find(|v| v.to_string() == *label) else {
+            println!("{label}: not a candidate for {shape:?}");
+            continue;
+        };
+        let program = runtime.program(&variant.spec())?;
+        let buffers = case.upload_for(&runtime, &program)?;
+        case.dispatch(&runtime, &program, &buffers)?.wait(DISPATCH_TIMEOUT)?;
+        let verdict = suite::verify_sampled(&case, program.spec(), &case.download(&runtime, &buffers)?, 4096);
+        timing::warm(&runtime, &program, &case, &[buffers.clone()], Duration::from_millis(300))?;
+        let tiles = winograd::tiles(shape, variant.tile) as u32;
+        let [input, weights, bias, output, u, v, m] = &buffers[..] else {
+            return Err("a Winograd variant takes 7 buffers".into());
+        };
+        let mut line = format!("{label:<55} {}", if verdict.passed() { "correct" } else { "WRONG" });
+        let stage_args = |stage: u32| {
+            [
+                Arg::Buffer(u),
+                Arg::Buffer(v),
+                Arg::Buffer(m),
+                Arg::Buffer(input),
+                Arg::Buffer(weights),
+                Arg::Buffer(bias),
+                Arg::Buffer(output),
+                Arg::U32(shape.k as u32),
+                Arg::U32(tiles),
+                Arg::U32(shape.c as u32),
+                Arg::U32(shape.h as u32),
+                Arg::U32(shape.w as u32),
+                Arg::U32(stage),
+            ]
+        };
+        let mut total = 0.0;
+        let dispatches = variant.dispatches(shape);
+        // Each stage alone, then consecutive stages together (what the transitions cost).
+        let runs: Vec<(String, Vec<(u32, [u32; 3])>)> = dispatches
+            .iter()
+            .map(|&d| (format!("stage {}", d.0), vec![d]))
+            .chain([
+                ("stages 0+1".to_owned(), dispatches[..2].to_vec()),
+                ("stages 1+2".to_owned(), dispatches[1..].to_vec()),
+                ("all".to_owned(), dispatches.to_vec()),
+            ])
+            .collect();
+        for (name, run) in runs {
+            let launches = 50;
+            let mut times = Vec::new();
+            for _ in 0..5 {
+                let mut commands = runtime.commands();
+                for _ in 0..launches {
+                    for &(stage, groups) in &run {
+                        commands.dispatch(&program, &stage_args(stage), groups)?;
+                    }
+                }
+                let submission = runtime.submit_timed(commands)?;
+                submission.wait(DISPATCH_TIMEOUT)?;
+                times.push(submission.gpu_time().ok_or("no GPU time here")? / launches);
+            }
+            times.sort();
+            let ms = times[times.len() / 2].as_secs_f64() * 1e3;
+            if run.len() == 1 {
+                total += ms;
+            }
+            line += &format!("  {name}: {ms:.4} ms");
+        }
+        println!("{line}  sum of stages {total:.4} ms");
+    }
+    Ok(())
+}
