@@ -18,6 +18,9 @@ use sparkle::{Arg, Runtime};
 
 type Failure = Box<dyn std::error::Error>;
 
+/// A named run: the `(stage, groups)` dispatches launched together.
+type Run = (String, Vec<(u32, [u32; 3])>);
+
 fn main() -> Result<(), Failure> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.len() < 6 {
@@ -38,7 +41,7 @@ fn main() -> Result<(), Failure> {
         let buffers = case.upload_for(&runtime, &program)?;
         case.dispatch(&runtime, &program, &buffers)?.wait(DISPATCH_TIMEOUT)?;
         let verdict = suite::verify_sampled(&case, program.spec(), &case.download(&runtime, &buffers)?, 4096);
-        timing::warm(&runtime, &program, &case, &[buffers.clone()], Duration::from_millis(300))?;
+        timing::warm(&runtime, &program, &case, std::slice::from_ref(&buffers), Duration::from_millis(300))?;
         let tiles = winograd::tiles(shape, variant.tile) as u32;
         let [input, weights, bias, output, u, v, m] = &buffers[..] else {
             return Err("a Winograd variant takes 7 buffers".into());
@@ -64,7 +67,7 @@ fn main() -> Result<(), Failure> {
         let mut total = 0.0;
         let dispatches = variant.dispatches(shape);
         // Each stage alone, then consecutive stages together (what the transitions cost).
-        let runs: Vec<(String, Vec<(u32, [u32; 3])>)> = dispatches
+        let runs: Vec<Run> = dispatches
             .iter()
             .map(|&d| (format!("stage {}", d.0), vec![d]))
             .chain([

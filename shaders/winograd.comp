@@ -13,12 +13,15 @@
 // numbered t = (n·TH + ty)·TW + tx with TH = ceil(height / m), TW = ceil(width / m); the core's
 // M, N, K are the output channels, the tiles and the input channels.
 //
-// Stage 0: each invocation of the weights' part takes VA neighbouring input channels of one
-// output channel; each workgroup of the input's part THREADS consecutive tiles of one input
-// channel, one per invocation, stored through shared memory as V's VB-wide vectors (VB = 4 needs
-// the tile count to be a multiple of 4, VA = 4 the input channels). Stage 2: one output channel
-// and tile per invocation. Every stage runs with the core's workgroup size, over a grid of (x,
-// y) workgroups numbered row by row.
+// Each invocation of the transforms takes VA (weights) or VB (input, output) neighbouring input
+// channels or tiles, so that U, V and M are read and written with the core's vector widths; VB
+// = 4 needs the tile count to be a multiple of 4 and VA = 4 the input channels. F(4×4)'s input
+// transform instead takes THREADS consecutive tiles of one channel per workgroup, one per
+// invocation, and stores V's vectors through shared memory. Every stage runs with the core's
+// workgroup size, over a grid of (x, y) workgroups numbered row by row. The program's register
+// count is the largest of its stages', so the transforms are written to need fewer than the
+// product's tiles (on an H100, a one-tile-per-invocation output transform and F(2×2)'s input
+// transform through shared memory measured slower, the product too).
 
 #ifndef WINO_M
 #define WINO_M 2
@@ -48,6 +51,7 @@ uniform uint stage;
 #define LANE_B(v, l) v
 #endif
 
+// Invocations of stage 0 that transform the weights (whole workgroups).
 // Tiles down and across an image.
 uint tiles_down() {
     return (height + uint(WINO_M) - 1u) / uint(WINO_M);
@@ -56,7 +60,6 @@ uint tiles_across() {
     return (width + uint(WINO_M) - 1u) / uint(WINO_M);
 }
 
-// Invocations of stage 0 that transform the weights (whole workgroups).
 uint weight_items() {
     uint items = OUT_CHANNELS * (IN_CHANNELS / uint(VA));
     return (items + uint(THREADS) - 1u) / uint(THREADS) * uint(THREADS);
@@ -85,8 +88,8 @@ void g_of(float x0, float x1, float x2, out float y[6]) {
     y[5] = x2;
 }
 
-// y = Bᵀ x for an a-vector x.
-void bt_of(float x[WINO_A], out float y[WINO_A]) {
+// y = Bᵀ x for a 6-vector x.
+void bt_of(float x[6], out float y[6]) {
     y[0] = 4.0 * x[0] - 5.0 * x[2] + x[4];
     y[1] = x[3] + x[4] - 4.0 * (x[1] + x[2]);
     y[2] = 4.0 * (x[1] - x[2]) + x[4] - x[3];
@@ -96,11 +99,10 @@ void bt_of(float x[WINO_A], out float y[WINO_A]) {
 }
 
 // The columns of Aᵀ.
-#define AT_COLUMN vec4
 const vec4 AT_COLUMNS[6] = vec4[6](vec4(1.0, 0.0, 0.0, 0.0), vec4(1.0, 1.0, 1.0, 1.0), vec4(1.0, -1.0, 1.0, -1.0),
                                    vec4(1.0, 2.0, 4.0, 8.0), vec4(1.0, -2.0, 4.0, -8.0), vec4(0.0, 0.0, 0.0, 1.0));
 
-// y = Aᵀ x for an a-vector x.
+// y = Aᵀ x for a 6-vector x of VB lanes (a macro: C_ELEM is float or vec4).
 #define AT_OF(x, y) \
     y[0] = x[0] + x[1] + x[2] + x[3] + x[4]; \
     y[1] = (x[1] - x[2]) + 2.0 * (x[3] - x[4]); \
@@ -134,82 +136,15 @@ void weight_transform(uint item) {
     }
 }
 
-#else
-#define WINO_A 4
-// F(2×2, 3×3): G (4×3): 1 0 0 | 1/2 1/2 1/2 | 1/2 -1/2 1/2 | 0 0 1; Bᵀ (4×4): 1 0 -1 0 |
-// 0 1 1 0 | 0 -1 1 0 | 0 1 0 -1; Aᵀ (2×4): 1 1 1 0 | 0 1 -1 -1.
-
-// Each row of the weights' 4x4 result is made at a time, so that an invocation holds one row
-// of its VA lanes rather than all 16 elements.
-void weight_transform(uint item) {
-    uint groups = IN_CHANNELS / uint(VA);
-    if (item >= OUT_CHANNELS * groups) {
-        return;
-    }
-    uint k = item / groups;
-    uint c0 = (item - k * groups) * uint(VA);
-    uint first = (k * IN_CHANNELS + c0) * 9u;
-    for (int p = 0; p < 4; ++p) {
-        A_ELEM row[4];
-        for (int lane = 0; lane < VA; ++lane) {
-            uint base = first + uint(lane) * 9u;
-            // Row p of G g: g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2.
-            float t[3];
-            for (int j = 0; j < 3; ++j) {
-                float g0 = w[base + uint(j)];
-                float g1 = w[base + 3u + uint(j)];
-                float g2 = w[base + 6u + uint(j)];
-                if (p == 0) {
-                    t[j] = g0;
-                } else if (p == 1) {
-                    t[j] = 0.5 * (g0 + g1 + g2);
-                } else if (p == 2) {
-                    t[j] = 0.5 * (g0 - g1 + g2);
-                } else {
-                    t[j] = g2;
-                }
-            }
-            // The same combination along the row: (G g Gᵀ)[p].
-            LANE_A(row[0], lane) = t[0];
-            LANE_A(row[1], lane) = 0.5 * (t[0] + t[1] + t[2]);
-            LANE_A(row[2], lane) = 0.5 * (t[0] - t[1] + t[2]);
-            LANE_A(row[3], lane) = t[2];
-        }
-        for (int q = 0; q < 4; ++q) {
-            uint xi = uint(p * 4 + q);
-            a[(xi * OUT_CHANNELS * IN_CHANNELS + k * IN_CHANNELS + c0) / uint(VA)] = row[q];
-        }
-    }
-}
-
-// y = Bᵀ x for an a-vector x.
-void bt_of(float x[WINO_A], out float y[WINO_A]) {
-    y[0] = x[0] - x[2];
-    y[1] = x[1] + x[2];
-    y[2] = x[2] - x[1];
-    y[3] = x[1] - x[3];
-}
-
-// y = Aᵀ x for an a-vector x.
-#define AT_OF(x, y) \
-    y[0] = x[0] + x[1] + x[2]; \
-    y[1] = x[1] - x[2] - x[3]
-
-// The columns of Aᵀ.
-#define AT_COLUMN vec2
-const vec2 AT_COLUMNS[4] = vec2[4](vec2(1.0, 0.0), vec2(1.0, 1.0), vec2(1.0, -1.0), vec2(0.0, -1.0));
-#endif
-
 // Stage 0's transformed input of one workgroup, before it is stored as V's vectors: XI_CHUNK
-// elements of each of its THREADS tiles at a time (whole rows of the a×a tile: a half of
-// F(2×2)'s, a third of F(4×4)'s), so that 256 invocations stay within 32 KiB with the core's
-// slices.
-#if WINO_M == 4
+// elements of each of its THREADS tiles at a time (two rows of the 6×6 tile, a third of it), so
+// that 256 invocations stay within 32 KiB with the core's slices.
 #define XI_CHUNK 12
-#else
-#define XI_CHUNK 8
-#endif
-shared float staged_v[XI_CHUNK][THREADS];
+// Tile l of the workgroup is kept at [element][l % 4][l / 4], so that invocation e reads lane
+// j of its vector e at [element][j][e] (neighbours read neighbouring words); each lane's row is
+// padded by 8 words, so that the writes of 32 neighbouring tiles fall in 32 different banks.
+#define STAGED_PITCH (THREADS / 4 + 8)
+shared float staged_v[XI_CHUNK][4 * STAGED_PITCH];
 
 // The input transform of workgroup `block` of stage 0's input part: THREADS consecutive tiles
 // of one input channel, one tile per invocation, so that neighbouring invocations read
@@ -267,7 +202,7 @@ void input_transform(uint block) {
             float v[WINO_A];
             bt_of(bd[p], v);
             for (int q = 0; q < WINO_A; ++q) {
-                staged_v[r * WINO_A + q][gl_LocalInvocationIndex] = v[q];
+                staged_v[r * WINO_A + q][(gl_LocalInvocationIndex & 3u) * uint(STAGED_PITCH) + gl_LocalInvocationIndex / 4u] = v[q];
             }
         }
         barrier();
@@ -280,7 +215,8 @@ void input_transform(uint block) {
                 uint xi = uint(chunk * XI_CHUNK) + element;
                 B_ELEM value;
                 for (int lane = 0; lane < VB; ++lane) {
-                    LANE_B(value, lane) = staged_v[element][lane0 + uint(lane)];
+                    uint tile = lane0 + uint(lane);
+                    LANE_B(value, lane) = staged_v[element][(tile & 3u) * uint(STAGED_PITCH) + tile / 4u];
                 }
                 b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)] = value;
             }
@@ -289,75 +225,234 @@ void input_transform(uint block) {
     }
 }
 
-// Element xi of the products for output channel k and tile t (a lane of M's vectors).
-float product_at(uint xi, uint k, uint t) {
-    C_ELEM v = c[(xi * OUT_CHANNELS * TILES + k * TILES + t) / uint(VB)];
-#if VB == 4
-    return v[t & 3u];
-#else
-    return v;
-#endif
-}
-
-// Y = Aᵀ M A + bias for one output channel and tile per invocation, so that neighbouring
-// invocations read the same vectors of M and write neighbouring outputs: row p of M times A,
-// added into Y with column p of Aᵀ.
 void output_transform() {
+    uint th = tiles_down();
+    uint tw = tiles_across();
+    uint groups = TILES / uint(VB);
     uint item = item_index();
-    if (item >= OUT_CHANNELS * TILES) {
+    if (item >= OUT_CHANNELS * groups) {
         return;
     }
-    uint k = item / TILES;
-    uint t = item - k * TILES;
-    float y[WINO_M][WINO_M];
-    for (int i = 0; i < WINO_M; ++i) {
-        for (int col = 0; col < WINO_M; ++col) {
-            y[i][col] = 0.0;
+    uint k = item / groups;
+    uint t0 = (item - k * groups) * uint(VB);
+    // Row p of M times A (4 values of VB lanes), added into Y = Aᵀ (M A) with column p of Aᵀ.
+    C_ELEM y[4][4];
+    for (int i = 0; i < 4; ++i) {
+        for (int col = 0; col < 4; ++col) {
+            y[i][col] = C_ELEM(0.0);
         }
     }
-    for (int p = 0; p < WINO_A; ++p) {
-        float m[WINO_A];
-        for (int q = 0; q < WINO_A; ++q) {
-            m[q] = product_at(uint(p * WINO_A + q), k, t);
+    for (int p = 0; p < 6; ++p) {
+        C_ELEM m[6];
+        for (int q = 0; q < 6; ++q) {
+            uint xi = uint(p * 6 + q);
+            m[q] = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
         }
-        float r[WINO_M];
+        C_ELEM r[4];
         AT_OF(m, r);
-        AT_COLUMN column = AT_COLUMNS[p];
-        for (int i = 0; i < WINO_M; ++i) {
-            for (int col = 0; col < WINO_M; ++col) {
+        vec4 column = AT_COLUMNS[p];
+        for (int i = 0; i < 4; ++i) {
+            for (int col = 0; col < 4; ++col) {
                 y[i][col] += column[i] * r[col];
             }
         }
     }
-    uint th = tiles_down();
-    uint tw = tiles_across();
-    uint n = t / (th * tw);
-    uint rest = t - n * th * tw;
-    uint ty = rest / tw;
-    uint x0 = (rest - ty * tw) * uint(WINO_M);
-    uint plane = (n * OUT_CHANNELS + k) * height * width;
     float offset = bias[k];
-    for (int i = 0; i < WINO_M; ++i) {
-        uint yy = ty * uint(WINO_M) + uint(i);
-        for (int col = 0; col < WINO_M; ++col) {
-            uint x = x0 + uint(col);
-            if (yy < height && x < width) {
-                outp[plane + yy * width + x] = y[i][col] + offset;
+    for (int lane = 0; lane < VB; ++lane) {
+        uint t = t0 + uint(lane);
+        uint n = t / (th * tw);
+        uint rest = t - n * th * tw;
+        uint ty = rest / tw;
+        uint x0 = (rest - ty * tw) * 4u;
+        uint plane = (n * OUT_CHANNELS + k) * height * width;
+        for (int i = 0; i < 4; ++i) {
+            uint yy = ty * 4u + uint(i);
+            if (yy >= height) {
+                continue;
+            }
+            for (int col = 0; col < 4; ++col) {
+                uint x = x0 + uint(col);
+                if (x < width) {
+                    outp[plane + yy * width + x] = LANE_B(y[i][col], lane) + offset;
+                }
             }
         }
     }
 }
 
+#else
+// Each transform goes one row of its 4x4 (or 2x2) result at a time, so that an invocation holds
+// one row of its VA or VB lanes rather than all 16 elements: the program's register count is the
+// largest of its stages', and the product's tiles need all of theirs.
+
+void weight_transform(uint item) {
+    uint groups = IN_CHANNELS / uint(VA);
+    if (item >= OUT_CHANNELS * groups) {
+        return;
+    }
+    uint k = item / groups;
+    uint c0 = (item - k * groups) * uint(VA);
+    uint first = (k * IN_CHANNELS + c0) * 9u;
+    for (int p = 0; p < 4; ++p) {
+        A_ELEM row[4];
+        for (int lane = 0; lane < VA; ++lane) {
+            uint base = first + uint(lane) * 9u;
+            // Row p of G g: g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2.
+            float t[3];
+            for (int j = 0; j < 3; ++j) {
+                float g0 = w[base + uint(j)];
+                float g1 = w[base + 3u + uint(j)];
+                float g2 = w[base + 6u + uint(j)];
+                if (p == 0) {
+                    t[j] = g0;
+                } else if (p == 1) {
+                    t[j] = 0.5 * (g0 + g1 + g2);
+                } else if (p == 2) {
+                    t[j] = 0.5 * (g0 - g1 + g2);
+                } else {
+                    t[j] = g2;
+                }
+            }
+            // The same combination along the row: (G g Gᵀ)[p].
+            LANE_A(row[0], lane) = t[0];
+            LANE_A(row[1], lane) = 0.5 * (t[0] + t[1] + t[2]);
+            LANE_A(row[2], lane) = 0.5 * (t[0] - t[1] + t[2]);
+            LANE_A(row[3], lane) = t[2];
+        }
+        for (int q = 0; q < 4; ++q) {
+            uint xi = uint(p * 4 + q);
+            a[(xi * OUT_CHANNELS * IN_CHANNELS + k * IN_CHANNELS + c0) / uint(VA)] = row[q];
+        }
+    }
+}
+
+// Row p of Bᵀ d is d[ROW_A] + ROW_SIGN · d[ROW_B]: d0 - d2, d1 + d2, d2 - d1, d1 - d3.
+const int ROW_A[4] = int[4](0, 1, 2, 1);
+const int ROW_B[4] = int[4](2, 2, 1, 3);
+const float ROW_SIGN[4] = float[4](-1.0, 1.0, -1.0, -1.0);
+
+void input_transform(uint item) {
+    uint th = tiles_down();
+    uint tw = tiles_across();
+    uint groups = TILES / uint(VB);
+    if (item >= IN_CHANNELS * groups) {
+        return;
+    }
+    uint ch = item / groups;
+    uint t0 = (item - ch * groups) * uint(VB);
+    // Per lane: the tile's top-left input pixel (one up and left of its outputs) and plane.
+    int y0[VB];
+    int x0[VB];
+    uint plane[VB];
+    for (int lane = 0; lane < VB; ++lane) {
+        uint t = t0 + uint(lane);
+        uint n = t / (th * tw);
+        uint rest = t - n * th * tw;
+        uint ty = rest / tw;
+        y0[lane] = int(ty * 2u) - 1;
+        x0[lane] = int((rest - ty * tw) * 2u) - 1;
+        plane[lane] = (n * IN_CHANNELS + ch) * height * width;
+    }
+    for (int p = 0; p < 4; ++p) {
+        B_ELEM row[4];
+        for (int lane = 0; lane < VB; ++lane) {
+            int ya = y0[lane] + ROW_A[p];
+            int yb = y0[lane] + ROW_B[p];
+            bool row_a = ya >= 0 && ya < int(height);
+            bool row_b = yb >= 0 && yb < int(height);
+            float r[4];
+            for (int j = 0; j < 4; ++j) {
+                int x = x0[lane] + j;
+                bool column = x >= 0 && x < int(width);
+                bool inside_a = row_a && column;
+                bool inside_b = row_b && column;
+                float da = inp[inside_a ? plane[lane] + uint(ya) * width + uint(x) : 0u];
+                float db = inp[inside_b ? plane[lane] + uint(yb) * width + uint(x) : 0u];
+                r[j] = (inside_a ? da : 0.0) + ROW_SIGN[p] * (inside_b ? db : 0.0);
+            }
+            // The same combination along the row: (Bᵀ d B)[p].
+            LANE_B(row[0], lane) = r[0] - r[2];
+            LANE_B(row[1], lane) = r[1] + r[2];
+            LANE_B(row[2], lane) = r[2] - r[1];
+            LANE_B(row[3], lane) = r[1] - r[3];
+        }
+        for (int q = 0; q < 4; ++q) {
+            uint xi = uint(p * 4 + q);
+            b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)] = row[q];
+        }
+    }
+}
+
+void output_transform() {
+    uint th = tiles_down();
+    uint tw = tiles_across();
+    uint groups = TILES / uint(VB);
+    uint item = item_index();
+    if (item >= OUT_CHANNELS * groups) {
+        return;
+    }
+    uint k = item / groups;
+    uint t0 = (item - k * groups) * uint(VB);
+    // Aᵀ m, accumulated over the rows of m: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3.
+    C_ELEM s0[4];
+    C_ELEM s1[4];
+    for (int p = 0; p < 4; ++p) {
+        for (int q = 0; q < 4; ++q) {
+            uint xi = uint(p * 4 + q);
+            C_ELEM m = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
+            if (p == 0) {
+                s0[q] = m;
+            } else if (p == 1) {
+                s0[q] += m;
+                s1[q] = m;
+            } else if (p == 2) {
+                s0[q] += m;
+                s1[q] -= m;
+            } else {
+                s1[q] -= m;
+            }
+        }
+    }
+    float offset = bias[k];
+    for (int lane = 0; lane < VB; ++lane) {
+        uint t = t0 + uint(lane);
+        uint n = t / (th * tw);
+        uint rest = t - n * th * tw;
+        uint ty = rest / tw;
+        uint tx = rest - ty * tw;
+        uint plane = (n * OUT_CHANNELS + k) * height * width;
+        uint x = tx * 2u;
+        for (int i = 0; i < 2; ++i) {
+            float e0 = i == 0 ? LANE_B(s0[0], lane) : LANE_B(s1[0], lane);
+            float e1 = i == 0 ? LANE_B(s0[1], lane) : LANE_B(s1[1], lane);
+            float e2 = i == 0 ? LANE_B(s0[2], lane) : LANE_B(s1[2], lane);
+            float e3 = i == 0 ? LANE_B(s0[3], lane) : LANE_B(s1[3], lane);
+            uint y = ty * 2u + uint(i);
+            if (y < height) {
+                outp[plane + y * width + x] = e0 + e1 + e2 + offset;
+                if (x + 1u < width) {
+                    outp[plane + y * width + x + 1u] = e1 - e2 - e3 + offset;
+                }
+            }
+        }
+    }
+}
+
+#endif
+
 void main() {
     if (stage == 0u) {
-        // The first workgroups transform the weights, one (output, input channel) pair of VA
-        // lanes per invocation; the others the input, a block of tiles each.
+        // The first workgroups transform the weights; the others the input.
         uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
         uint weight_groups = weight_items() / uint(THREADS);
         if (group < weight_groups) {
             weight_transform(item_index());
         } else {
+#if WINO_M == 4
             input_transform(group - weight_groups);
+#else
+            input_transform(item_index() - weight_items());
+#endif
         }
     } else if (stage == 1u) {
         gemm_main();

@@ -31,6 +31,9 @@ const LEADERS: usize = 4;
 /// H100 by up to 45%).
 const LEADER_SPREAD: f64 = 1.5;
 
+/// How long each leader runs before it is timed again, as the bench warms the kernel it times.
+const LEADER_WARM_UP: Duration = Duration::from_millis(600);
+
 /// The winner for one kernel and problem.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Choice {
@@ -258,8 +261,9 @@ fn retime_leaders(
     for (label, ms) in contenders {
         let Some((_, spec)) = variants.iter().find(|(l, _)| l == label) else { continue };
         let program = backend.program(spec)?;
-        // As before each variant of the ranking: its first batch must not pay for the switch.
-        timing::warm(backend, &program, case, sets, Duration::from_millis(50))?;
+        // Warmed as the bench warms a kernel before it times it back to back (with 50 ms, the
+        // H100 read one conv2d variant 25-150% slow in some tunes and not in others).
+        timing::warm(backend, &program, case, sets, LEADER_WARM_UP)?;
         let launches = timing::launches_for(Duration::from_secs_f64(ms / 1e3));
         match timing::back_to_back(backend, &program, case, sets, launches, Duration::from_millis(300))? {
             Some(per_dispatch) => leaders.push((label.clone(), per_dispatch.as_secs_f64() * 1e3)),

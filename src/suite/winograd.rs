@@ -124,12 +124,11 @@ impl WinogradVariant {
         batch(self.tile)
     }
 
-    /// Shared memory the program declares: the core's slices, and the input transform's tile
-    /// values on their way out (`XI_CHUNK` elements at a time: 8 of F(2×2)'s 16, 12 of F(4×4)'s
-    /// 36).
+    /// Shared memory the program declares: the core's slices, and for F(4×4) the input
+    /// transform's tile values on their way out (12 of the 36 elements at a time, padded).
     pub fn shared_bytes(&self) -> u32 {
-        let staged = if self.tile == 4 { 12 } else { 8 };
-        self.gemm.shared_bytes() + staged * self.gemm.threads() * 4
+        let staged = if self.tile == 4 { 12 * 4 * (self.gemm.threads() / 4 + 8) * 4 } else { 0 };
+        self.gemm.shared_bytes() + staged
     }
 
     /// Whether the device and `shape` can run it.
@@ -199,14 +198,20 @@ impl WinogradVariant {
     pub fn dispatches(&self, shape: Shape) -> [(u32, [u32; 3]); 3] {
         let product = gemm_shape(shape, self.tile);
         let threads = self.gemm.threads() as usize;
-        let va = self.gemm.va as usize;
+        let (va, vb) = (self.gemm.va as usize, self.gemm.vb as usize);
         let [x, y, _] = self.gemm.groups(&product);
         let weight_groups = (shape.k * shape.c / va).div_ceil(threads);
-        let input_groups = shape.c * product.gn.div_ceil(threads);
+        // F(4×4) transforms a block of tiles of one channel per workgroup; F(2×2) VB tiles per
+        // invocation.
+        let input_groups = if self.tile == 4 {
+            shape.c * product.gn.div_ceil(threads)
+        } else {
+            (shape.c * product.gn / vb).div_ceil(threads)
+        };
         [
             (0, grid(weight_groups + input_groups, 1)),
             (1, [x, y, self.batch()]),
-            (2, grid(shape.k * product.gn, threads)),
+            (2, grid(shape.k * product.gn / vb, threads)),
         ]
     }
 }
