@@ -10,9 +10,9 @@
 //!
 //! `micro` runs a program with one read-write storage buffer `outp` (THREADS·GROUPS floats) and
 //! reports its rate from FLOPS_PER_INVOCATION. `sgemm`/`conv2d` build a variant of the GEMM core
-//! from the defines (BM BN BK TM TN VA VB WARP UNROLL SPLIT FRAG; others are passed through),
-//! swap in FILE as its source, check the result against the CPU reference and time it the way
-//! `sparkle tune` does. Lines starting with `#` are skipped.
+//! from the defines (BM BN BK TM TN VA VB WARP UNROLL SPLIT FRAG STORE_ALWAYS KSLICE; others are
+//! passed through), swap in FILE as its source, check the result against the CPU reference and
+//! time it the way `sparkle tune` does. Lines starting with `#` are skipped.
 
 use std::time::Duration;
 
@@ -115,6 +115,7 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
         frag: get("FRAG", 0)?,
         split: get("SPLIT", 1)?,
         store_always: get("STORE_ALWAYS", 0)?,
+        kslice: get("KSLICE", 1)?,
     };
     if !variant.well_formed() {
         return Err(format!("{variant} is not a well-formed variant").into());
@@ -123,7 +124,21 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
         if kind == "sgemm" { sgemm::variant_spec(&variant) } else { conv2d::variant_spec(&variant) };
     spec.sources.clear();
     spec = spec.glsl(std::fs::read_to_string(file)?);
-    let core = ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG"];
+    let core = [
+        "BM",
+        "BN",
+        "BK",
+        "TM",
+        "TN",
+        "VA",
+        "VB",
+        "WARP",
+        "UNROLL",
+        "SPLIT",
+        "FRAG",
+        "STORE_ALWAYS",
+        "KSLICE",
+    ];
     for (name, value) in defs.iter().filter(|(n, _)| !core.contains(&n.as_str())) {
         spec = spec.define(name, value);
     }

@@ -26,7 +26,10 @@
 // shared-memory vectors are read per instruction), FRAG (1: the next step's fragments are read
 // from shared memory into a second set of registers while this step multiplies), UNROLL, SPLIT,
 // STORE_ALWAYS (1: the next slice is stored to shared memory without a branch, also after the
-// last slice).
+// last slice), KSLICE (1, 2 or 4: sliced-K — the workgroup holds KSLICE groups of THREADS
+// invocations; slices are KSLICE·BK deep, group g multiplies their rows g·BK to (g + 1)·BK − 1,
+// and the groups' sums are added into group 0's through shared memory at the end, so that a
+// problem with few tiles keeps more invocations per multiprocessor without a second dispatch).
 // WINOGRAD (defined or not): the core becomes `gemm_main`, batched over workgroup z, for
 // shaders/winograd.comp. Every load outside the matrices reads zero and every store outside is
 // skipped, so any size works.
@@ -43,11 +46,18 @@
 #ifndef STORE_ALWAYS
 #define STORE_ALWAYS 0
 #endif
+#ifndef KSLICE
+#define KSLICE 1
+#endif
 #define TX (BN / TN)
 #define TY (BM / TM)
+// Invocations of one group, which together hold the BM x BN tile.
 #define THREADS (TX * TY)
-#define A_CHUNKS (BM * BK / (THREADS * 4))
-#define B_CHUNKS (BK * BN / (THREADS * 4))
+// Invocations of the workgroup, which all load, and the depth of a slice in shared memory.
+#define LOADERS (THREADS * KSLICE)
+#define SLICE (BK * KSLICE)
+#define A_CHUNKS (BM * SLICE / (LOADERS * 4))
+#define B_CHUNKS (SLICE * BN / (LOADERS * 4))
 #define A_PITCH (BM / 4 + 1)
 
 #if VA == 4
@@ -117,14 +127,14 @@ uniform uint phase;
 #endif
 
 #if VA == 4
-shared float tile_pf[2][BK][A_PITCH * 4];
+shared float tile_pf[2][SLICE][A_PITCH * 4];
 #define READ_P(b, k, v) vec4(tile_pf[b][k][(v) * 4u], tile_pf[b][k][(v) * 4u + 1u], \
                              tile_pf[b][k][(v) * 4u + 2u], tile_pf[b][k][(v) * 4u + 3u])
 #else
-shared vec4 tile_p[2][BK][A_PITCH];
+shared vec4 tile_p[2][SLICE][A_PITCH];
 #define READ_P(b, k, v) tile_p[b][k][v]
 #endif
-shared vec4 tile_q[2][BK][BN / 4];
+shared vec4 tile_q[2][SLICE][BN / 4];
 
 uint GM;
 uint GN;
@@ -163,17 +173,17 @@ void load_slice(uint row0, uint col0, uint k0) {
     // Loads read index 0 where they fall outside and the value is replaced by zero, so that
     // they need no branch around them.
     for (int i = 0; i < A_CHUNKS; ++i) {
-        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint q = gl_LocalInvocationIndex + uint(i * LOADERS);
 #if VA == 4
-        uint row = row0 + q / uint(BK / 4);
-        uint k = k0 + (q % uint(BK / 4)) * 4u;
+        uint row = row0 + q / uint(SLICE / 4);
+        uint k = k0 + (q % uint(SLICE / 4)) * 4u;
         bool inside = row < GM && k < K_END;
         vec4 v = P_DATA[inside ? (P_BASE + row * GK + k) / 4u : 0u];
         reg_p[i] = inside ? v : vec4(0.0);
 #else
         // Four rows at one k: the registers hold the slice already transposed.
-        uint k = k0 + q % uint(BK);
-        uint row = row0 + (q / uint(BK)) * 4u;
+        uint k = k0 + q % uint(SLICE);
+        uint row = row0 + (q / uint(SLICE)) * 4u;
         for (int r = 0; r < 4; ++r) {
             bool inside = row + uint(r) < GM && k < K_END;
             float v = P_DATA[inside ? P_BASE + (row + uint(r)) * GK + k : 0u];
@@ -182,7 +192,7 @@ void load_slice(uint row0, uint col0, uint k0) {
 #endif
     }
     for (int i = 0; i < B_CHUNKS; ++i) {
-        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint q = gl_LocalInvocationIndex + uint(i * LOADERS);
         uint k = k0 + q / uint(BN / 4);
 #if CONV
         uint c = k / uint(TAPS);
@@ -219,24 +229,35 @@ void load_slice(uint row0, uint col0, uint k0) {
 
 void store_slice(int buf) {
     for (int i = 0; i < A_CHUNKS; ++i) {
-        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint q = gl_LocalInvocationIndex + uint(i * LOADERS);
 #if VA == 4
         // Stored as floats: the component a row lands in differs between invocations, and a
         // variable component of a vector compiles to a branch per component on NVIDIA.
-        uint row = q / uint(BK / 4);
-        uint k = (q % uint(BK / 4)) * 4u;
+        uint row = q / uint(SLICE / 4);
+        uint k = (q % uint(SLICE / 4)) * 4u;
         for (int j = 0; j < 4; ++j) {
             tile_pf[buf][k + uint(j)][row] = reg_p[i][j];
         }
 #else
-        tile_p[buf][q % uint(BK)][q / uint(BK)] = reg_p[i];
+        tile_p[buf][q % uint(SLICE)][q / uint(SLICE)] = reg_p[i];
 #endif
     }
     for (int i = 0; i < B_CHUNKS; ++i) {
-        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint q = gl_LocalInvocationIndex + uint(i * LOADERS);
         tile_q[buf][q / uint(BN / 4)][q % uint(BN / 4)] = reg_q[i];
     }
 }
+
+#if KSLICE > 1
+// Vector e of the sliced-K reduction's scratch, laid over the right slices' buffer (4·THREADS
+// vectors must fit in its 2·SLICE·BN/4; the host checks).
+void scratch_put(uint e, vec4 v) {
+    tile_q[e / uint(SLICE * (BN / 4))][(e / uint(BN / 4)) % uint(SLICE)][e % uint(BN / 4)] = v;
+}
+vec4 scratch_get(uint e) {
+    return tile_q[e / uint(SLICE * (BN / 4))][(e / uint(BN / 4)) % uint(SLICE)][e % uint(BN / 4)];
+}
+#endif
 
 // One opening brace whatever the name (the host reads the declarations without preprocessing).
 #ifdef WINOGRAD
@@ -265,19 +286,28 @@ void GEMM_MAIN() {
 #endif
     uint row0 = gl_WorkGroupID.y * uint(BM);
     uint col0 = gl_WorkGroupID.x * uint(BN);
+#if KSLICE > 1
+    // This invocation's group (which rows of each slice it multiplies) and place in it.
+    uint group = gl_LocalInvocationIndex / uint(THREADS);
+    uint local = gl_LocalInvocationIndex % uint(THREADS);
+    int kb = int(group) * BK;
+#else
+    uint local = gl_LocalInvocationIndex;
+    const int kb = 0;
+#endif
 #if WARP
-    uint lane = gl_LocalInvocationIndex % 32u;
-    uint warp = gl_LocalInvocationIndex / 32u;
+    uint lane = local % 32u;
+    uint warp = local / 32u;
     uint tx = (warp % uint(TX / 8)) * 8u + lane % 8u;
     uint ty = (warp / uint(TX / 8)) * 4u + lane / 8u;
 #else
-    uint tx = gl_LocalInvocationIndex % uint(TX);
-    uint ty = gl_LocalInvocationIndex / uint(TX);
+    uint tx = local % uint(TX);
+    uint ty = local / uint(TX);
 #endif
 
 #if CONV
     for (int i = 0; i < B_CHUNKS; ++i) {
-        uint q = gl_LocalInvocationIndex + uint(i * THREADS);
+        uint q = gl_LocalInvocationIndex + uint(i * LOADERS);
         uint col = col0 + (q % uint(BN / 4)) * 4u;
         for (int j = 0; j < 4; ++j) {
             uint pixel = col + uint(j);
@@ -306,7 +336,7 @@ void GEMM_MAIN() {
         }
     }
 
-    uint slices = (GK + uint(BK) - 1u) / uint(BK);
+    uint slices = (GK + uint(SLICE) - 1u) / uint(SLICE);
     uint k_start = 0u;
 #if SPLIT > 1
     if (phase == 0u) {
@@ -315,11 +345,11 @@ void GEMM_MAIN() {
         uint per_part = (slices + uint(SPLIT) - 1u) / uint(SPLIT);
         uint first = min(gl_WorkGroupID.z * per_part, slices);
         slices = min(first + per_part, slices) - first;
-        k_start = first * uint(BK);
+        k_start = first * uint(SLICE);
     }
 #endif
     // Past the part's end, loads read zero as past GK.
-    K_END = min(GK, k_start + slices * uint(BK));
+    K_END = min(GK, k_start + slices * uint(SLICE));
     if (slices > 0u) {
         load_slice(row0, col0, k_start);
         store_slice(0);
@@ -332,25 +362,25 @@ void GEMM_MAIN() {
         // inside `if (more)` it merged them with the store below, after the last FMA, and the
         // sgemm waited for its global loads once per slice (4096³: 3.50 → 3.19 ms on an H100).
         // Past the part's end every load reads index 0 and yields zero.
-        load_slice(row0, col0, k_start + (s + 1u) * uint(BK));
+        load_slice(row0, col0, k_start + (s + 1u) * uint(SLICE));
 #if FRAG
         // The fragments of step k + 1 are read from shared memory while step k multiplies.
         vec4 p[2][TM / 4];
         vec4 q[2][TN / 4];
         for (int i = 0; i < TM / 4; ++i) {
-            p[0][i] = READ_P(buf, 0, uint(i * TY) + ty);
+            p[0][i] = READ_P(buf, kb, uint(i * TY) + ty);
         }
         for (int j = 0; j < TN / 4; ++j) {
-            q[0][j] = tile_q[buf][0][uint(j * TX) + tx];
+            q[0][j] = tile_q[buf][kb][uint(j * TX) + tx];
         }
         for (int k = 0; k < BK; ++k) {
             int cur = k & 1;
             if (k + 1 < BK) {
                 for (int i = 0; i < TM / 4; ++i) {
-                    p[cur ^ 1][i] = READ_P(buf, k + 1, uint(i * TY) + ty);
+                    p[cur ^ 1][i] = READ_P(buf, kb + k + 1, uint(i * TY) + ty);
                 }
                 for (int j = 0; j < TN / 4; ++j) {
-                    q[cur ^ 1][j] = tile_q[buf][k + 1][uint(j * TX) + tx];
+                    q[cur ^ 1][j] = tile_q[buf][kb + k + 1][uint(j * TX) + tx];
                 }
             }
             for (int i = 0; i < TM / 4; ++i) {
@@ -366,10 +396,10 @@ void GEMM_MAIN() {
             vec4 p[TM / 4];
             vec4 q[TN / 4];
             for (int i = 0; i < TM / 4; ++i) {
-                p[i] = READ_P(buf, k, uint(i * TY) + ty);
+                p[i] = READ_P(buf, kb + k, uint(i * TY) + ty);
             }
             for (int j = 0; j < TN / 4; ++j) {
-                q[j] = tile_q[buf][k][uint(j * TX) + tx];
+                q[j] = tile_q[buf][kb + k][uint(j * TX) + tx];
             }
             for (int i = 0; i < TM / 4; ++i) {
                 for (int r = 0; r < 4; ++r) {
@@ -392,6 +422,32 @@ void GEMM_MAIN() {
 #endif
         barrier();
     }
+
+#if KSLICE > 1
+    // The groups' sums, added into group 0's one 4x4 block at a time through the slices' shared
+    // memory (free after the loop's last barrier), group by group; then group 0 stores.
+    for (int i = 0; i < TM / 4; ++i) {
+        for (int j = 0; j < TN / 4; ++j) {
+            for (uint g = 1u; g < uint(KSLICE); ++g) {
+                if (group == g) {
+                    for (int r = 0; r < 4; ++r) {
+                        scratch_put(uint(r * THREADS) + local, acc[i * 4 + r][j]);
+                    }
+                }
+                barrier();
+                if (group == 0u) {
+                    for (int r = 0; r < 4; ++r) {
+                        acc[i * 4 + r][j] += scratch_get(uint(r * THREADS) + local);
+                    }
+                }
+                barrier();
+            }
+        }
+    }
+    if (group != 0u) {
+        return;
+    }
+#endif
 
 #if SPLIT > 1
     // The bias (or zero) is written once, by phase 0; the parts only add.

@@ -54,6 +54,10 @@ fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
         // More parts than a short K has slices: the empty ones add nothing.
         split(gemm(32, 32, 16, 4, 4, va, vb), 16),
         GemmVariant { frag: 1, ..split(gemm(64, 64, 16, 4, 4, va, vb), 2) },
+        // Sliced-K: 2 and 4 groups, with fragments, the subgroup layout and branchless stores.
+        GemmVariant { kslice: 2, ..gemm(64, 32, 16, 4, 4, va, vb) },
+        GemmVariant { kslice: 4, ..gemm(32, 32, 8, 4, 4, va, vb) },
+        GemmVariant { kslice: 2, frag: 1, store_always: 1, ..warp(gemm(64, 128, 8, 8, 8, va, vb)) },
         GemmVariant::SAFE,
     ]
 }

@@ -43,6 +43,10 @@ pub struct GemmVariant {
     /// 1: store the next slice to shared memory without a branch around the store (also after
     /// the last slice, uselessly), which NVIDIA's compiler schedules better on 8×8 tiles.
     pub store_always: u32,
+    /// Sliced-K: groups of invocations in one workgroup, each multiplying its share of every
+    /// slice, their sums added through shared memory at the end (1, 2 or 4; 1: none). More
+    /// invocations per multiprocessor for a problem with few tiles, in one dispatch.
+    pub kslice: u32,
 }
 
 /// The problem a variant runs: `gm`×`gn` outputs, `gk` deep. `vec_a`/`vec_b` say whether the
@@ -61,25 +65,33 @@ pub struct GemmShape {
     pub vec_b: bool,
 }
 
-const DEFINES: [&str; 12] =
-    ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG", "STORE_ALWAYS"];
+const DEFINES: [&str; 13] =
+    ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG", "STORE_ALWAYS", "KSLICE"];
 
 impl GemmVariant {
     /// Invocations per workgroup.
     pub fn threads(&self) -> u32 {
+        self.group_threads() * self.kslice
+    }
+
+    /// Invocations that hold one tile between them (a workgroup's, or one of its sliced-K
+    /// groups').
+    pub fn group_threads(&self) -> u32 {
         (self.bn / self.tn) * (self.bm / self.tm)
     }
 
-    /// Shared memory the variant declares: two slices of each operand, the left one padded.
+    /// Shared memory the variant declares: two slices of each operand (`kslice`·`bk` deep), the
+    /// left one padded.
     pub fn shared_bytes(&self) -> u32 {
-        2 * self.bk * (self.bm / 4 + 1) * 16 + 2 * self.bk * (self.bn / 4) * 16
+        let depth = self.bk * self.kslice;
+        2 * depth * (self.bm / 4 + 1) * 16 + 2 * depth * (self.bn / 4) * 16
     }
 
     /// Whether the shader's index arithmetic holds for these numbers (every invocation loads
     /// whole chunks, tiles split evenly).
     pub fn well_formed(&self) -> bool {
-        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, frag, split, store_always } = *self;
-        let threads = self.threads();
+        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, frag, split, store_always, kslice } = *self;
+        let threads = self.group_threads();
         let warp_ok = match warp {
             0 => true,
             1 => tn > 0 && tm > 0 && (bn / tn) % 8 == 0 && (bm / tm) % 4 == 0,
@@ -101,6 +113,10 @@ impl GemmVariant {
             && frag <= 1
             && store_always <= 1
             && (1..=16).contains(&split)
+            && [1, 2, 4].contains(&kslice)
+            // The reduction's scratch (4 vectors per group invocation) lies over the right
+            // operand's two slices.
+            && (kslice == 1 || 2 * bk * kslice * (bn / 4) >= 4 * threads)
     }
 
     /// Whether the device can run it and the problem allows its vector widths.
@@ -130,6 +146,7 @@ impl GemmVariant {
             self.split,
             self.frag,
             self.store_always,
+            self.kslice,
         ];
         let mut spec = KernelSpec::new(name, [self.threads(), 1, 1]).glsl(SOURCE);
         for (define, value) in DEFINES.iter().zip(values) {
@@ -157,6 +174,7 @@ impl GemmVariant {
             split: value("SPLIT")?,
             // Specs from before the define existed stored behind a branch.
             store_always: value("STORE_ALWAYS").unwrap_or(0),
+            kslice: value("KSLICE").unwrap_or(1),
         };
         (variant.well_formed() && spec.workgroup_size == [variant.threads(), 1, 1]).then_some(variant)
     }
@@ -218,6 +236,15 @@ impl GemmVariant {
             } else {
                 vec![1]
             };
+            // Few warps over the whole product (under 16 per multiprocessor of a big GPU): also
+            // sliced-K, 2 groups per workgroup, 4 for small 4×4 tiles (larger ones need more
+            // than 48 KiB of slices); not with a split.
+            let warps = count * ((bn / tn) * (bm / tm)) as usize / 32;
+            let kslices: &[u32] = match (warps < 2048, tm * tn == 16 && bm * bn <= 1024) {
+                (false, _) => &[1],
+                (true, false) => &[1, 2],
+                (true, true) => &[1, 2, 4],
+            };
             let eight_by_eight = tm * tn == 64 && bk == 8;
             let layouts: &[(u32, u32)] =
                 if eight_by_eight { &[(0, 0), (1, 0), (0, 1), (1, 1)] } else { &[(0, 0)] };
@@ -225,23 +252,26 @@ impl GemmVariant {
                 for &(warp, frag) in layouts {
                     for &split in &splits {
                         for &store_always in Self::store_choices(tm, tn) {
-                            let variant = Self {
-                                bm,
-                                bn,
-                                bk,
-                                tm,
-                                tn,
-                                va,
-                                vb: 1,
-                                warp,
-                                unroll: 1,
-                                frag,
-                                split,
-                                store_always,
-                            };
-                            let variant = Self { va, ..variant.widest(shape) };
-                            if variant.fits(limits, shape) {
-                                out.push(variant);
+                            for &kslice in kslices.iter().filter(|&&k| k == 1 || split == 1) {
+                                let variant = Self {
+                                    bm,
+                                    bn,
+                                    bk,
+                                    tm,
+                                    tn,
+                                    va,
+                                    vb: 1,
+                                    warp,
+                                    unroll: 1,
+                                    frag,
+                                    split,
+                                    store_always,
+                                    kslice,
+                                };
+                                let variant = Self { va, ..variant.widest(shape) };
+                                if variant.fits(limits, shape) {
+                                    out.push(variant);
+                                }
                             }
                         }
                     }
@@ -300,6 +330,7 @@ impl GemmVariant {
         frag: 0,
         split: 1,
         store_always: 0,
+        kslice: 1,
     };
     /// 128×128 tiles, 8×8 outputs per invocation, subgroup-shaped layout: big problems on big
     /// GPUs.
@@ -316,6 +347,7 @@ impl GemmVariant {
         frag: 0,
         split: 1,
         store_always: 0,
+        kslice: 1,
     };
     /// 128×64 tiles with 128 invocations, 8×8 outputs each.
     pub const MEDIUM: Self = Self { bn: 64, warp: 0, ..Self::BIG };
@@ -343,6 +375,9 @@ impl fmt::Display for GemmVariant {
         }
         if self.store_always == 1 {
             write!(f, " store-always")?;
+        }
+        if self.kslice > 1 {
+            write!(f, " ks{}", self.kslice)?;
         }
         Ok(())
     }
@@ -389,9 +424,22 @@ mod tests {
         );
         let big = GemmShape { gm: 4096, gn: 4096, gk: 4096, vec_a: true, vec_b: true };
         assert!(
-            GemmVariant::candidates(&limits, &big).iter().all(|v| v.split == 1),
+            GemmVariant::candidates(&limits, &big).iter().all(|v| v.split == 1 && v.kslice == 1),
             "4096² has enough tiles"
         );
+        let sliced: Vec<GemmVariant> =
+            GemmVariant::candidates(&limits, &few_tiles).into_iter().filter(|v| v.kslice > 1).collect();
+        assert!(sliced.iter().any(|v| v.tm * v.tn == 16) && sliced.iter().any(|v| v.tm * v.tn == 64));
+        assert!(sliced.iter().any(|v| v.kslice == 4 && v.bm * v.bn == 1024), "32×32 tiles in 4 groups");
+        for v in &sliced {
+            assert_eq!(v.split, 1, "{v}: sliced-K is not combined with a split");
+            assert_eq!(v.threads(), v.group_threads() * v.kslice);
+            assert!(v.threads() <= 1024 && v.shared_bytes() <= 48 * 1024, "{v}");
+            assert!(v.to_string().ends_with(&format!(" ks{}", v.kslice)), "{v}");
+        }
+        // The reduction's scratch must fit over the right operand's slices.
+        assert!(!GemmVariant { kslice: 2, ..GemmVariant { bk: 4, va: 1, ..GemmVariant::BIG } }.well_formed());
+        assert!(!GemmVariant { kslice: 3, ..GemmVariant::BIG }.well_formed());
         for stores in [0, 1] {
             assert!(
                 candidates.iter().any(|v| v.tm * v.tn == 64 && v.store_always == stores),

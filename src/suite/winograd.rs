@@ -136,6 +136,7 @@ impl WinogradVariant {
         let product = gemm_shape(shape, self.tile);
         OUTPUT_TILES.contains(&self.tile)
             && self.gemm.split == 1
+            && self.gemm.kslice == 1
             && self.gemm.fits(limits, &product)
             && self.shared_bytes() <= limits.max_shared_memory_bytes
             && limits.max_workgroup_count[2] >= self.batch()
@@ -182,6 +183,7 @@ impl WinogradVariant {
                         frag,
                         split: 1,
                         store_always,
+                        kslice: 1,
                     };
                     let variant = Self { gemm, tile };
                     if variant.fits(limits, shape) {
