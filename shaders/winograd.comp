@@ -235,45 +235,49 @@ void output_transform() {
     }
     uint k = item / groups;
     uint t0 = (item - k * groups) * uint(VB);
-    // Row p of M times A (4 values of VB lanes), added into Y = Aᵀ (M A) with column p of Aᵀ.
-    C_ELEM y[4][4];
-    for (int i = 0; i < 4; ++i) {
-        for (int col = 0; col < 4; ++col) {
-            y[i][col] = C_ELEM(0.0);
-        }
-    }
-    for (int p = 0; p < 6; ++p) {
-        C_ELEM m[6];
-        for (int q = 0; q < 6; ++q) {
-            uint xi = uint(p * 6 + q);
-            m[q] = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
-        }
-        C_ELEM r[4];
-        AT_OF(m, r);
-        vec4 column = AT_COLUMNS[p];
-        for (int i = 0; i < 4; ++i) {
-            for (int col = 0; col < 4; ++col) {
-                y[i][col] += column[i] * r[col];
-            }
-        }
-    }
     float offset = bias[k];
-    for (int lane = 0; lane < VB; ++lane) {
-        uint t = t0 + uint(lane);
-        uint n = t / (th * tw);
-        uint rest = t - n * th * tw;
-        uint ty = rest / tw;
-        uint x0 = (rest - ty * tw) * 4u;
-        uint plane = (n * OUT_CHANNELS + k) * height * width;
-        for (int i = 0; i < 4; ++i) {
-            uint yy = ty * 4u + uint(i);
-            if (yy >= height) {
-                continue;
-            }
+    // Two output rows at a time, reading M twice, so that the accumulators (8 values of VB
+    // lanes) leave the program's register count to the product: row p of M times A (4 values),
+    // added into those rows of Y = Aᵀ (M A) with column p of Aᵀ.
+    for (int half_rows = 0; half_rows < 2; ++half_rows) {
+        C_ELEM y[2][4];
+        for (int i = 0; i < 2; ++i) {
             for (int col = 0; col < 4; ++col) {
-                uint x = x0 + uint(col);
-                if (x < width) {
-                    outp[plane + yy * width + x] = LANE_B(y[i][col], lane) + offset;
+                y[i][col] = C_ELEM(0.0);
+            }
+        }
+        for (int p = 0; p < 6; ++p) {
+            C_ELEM m[6];
+            for (int q = 0; q < 6; ++q) {
+                uint xi = uint(p * 6 + q);
+                m[q] = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
+            }
+            C_ELEM r[4];
+            AT_OF(m, r);
+            vec4 column = AT_COLUMNS[p];
+            for (int i = 0; i < 2; ++i) {
+                for (int col = 0; col < 4; ++col) {
+                    y[i][col] += column[half_rows * 2 + i] * r[col];
+                }
+            }
+        }
+        for (int lane = 0; lane < VB; ++lane) {
+            uint t = t0 + uint(lane);
+            uint n = t / (th * tw);
+            uint rest = t - n * th * tw;
+            uint ty = rest / tw;
+            uint x0 = (rest - ty * tw) * 4u;
+            uint plane = (n * OUT_CHANNELS + k) * height * width;
+            for (int i = 0; i < 2; ++i) {
+                uint yy = ty * 4u + uint(half_rows * 2 + i);
+                if (yy >= height) {
+                    continue;
+                }
+                for (int col = 0; col < 4; ++col) {
+                    uint x = x0 + uint(col);
+                    if (x < width) {
+                        outp[plane + yy * width + x] = LANE_B(y[i][col], lane) + offset;
+                    }
                 }
             }
         }
