@@ -19,7 +19,7 @@ const BUILD_LIMIT: Duration = Duration::from_secs(30 * 60);
 const RUN_LIMIT: Duration = Duration::from_secs(10 * 60);
 
 /// The examples this file runs; `every_example_has_a_test` keeps it equal to `examples/`.
-const TESTED: [&str; 7] = [
+const TESTED: [&str; 8] = [
     "cache_config",
     "commands",
     "first_kernel",
@@ -27,6 +27,7 @@ const TESTED: [&str; 7] = [
     "opencl_on_amdgpu_sim",
     "pipeline",
     "tuned_variants",
+    "winograd_stages",
 ];
 
 /// Where cargo put this test, read from its own path: `<target>/[<triple>/]<profile>/deps/`.
@@ -303,6 +304,31 @@ fn glsl_probe() {
     let output = run_example("glsl_probe", &[&plan]);
     assert_ran("glsl_probe", &output, &["device: ", "fill ", "ragged ", "64x64x16 t4x4 v1/1"]);
     assert!(!String::from_utf8_lossy(&output.stdout).contains("FAILED"), "{}", text(&output));
+}
+
+/// The Winograd stage probe at a small shape: both forms checked against the CPU, each stage
+/// timed where the device's timer queries are plausible (llvmpipe's are not, and it says so).
+#[test]
+fn winograd_stages() {
+    let sizes = ["2", "4", "8", "8", "4"].map(Path::new);
+    let f2 = Path::new("winograd f2x2 32x32x16 t4x4 v4/4");
+    let f4 = Path::new("winograd f4x4 32x32x16 t4x4 v4/4");
+    let unknown = Path::new("winograd f3x3 nonsense");
+    let args: Vec<&Path> = sizes.iter().copied().chain([f2, f4, unknown]).collect();
+    let output = run_example("winograd_stages", &args);
+    assert_ran(
+        "winograd_stages",
+        &output,
+        &[
+            "device: ",
+            "winograd f2x2 32x32x16 t4x4 v4/4",
+            "winograd f4x4 32x32x16 t4x4 v4/4",
+            "not a candidate",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.matches(" correct").count(), 2, "{}", text(&output));
+    assert!(!stdout.contains("WRONG"), "{}", text(&output));
 }
 
 /// The README's "Using it" example is the crate front page's doc test, so that what users read

@@ -119,9 +119,10 @@ enum Command {
         /// The SVG to write.
         out: std::path::PathBuf,
     },
-    /// Times every variant of a suite kernel for a problem on this GPU (the closest leaders again,
-    /// back to back) and keeps the fastest in the cache dir; later runs use it. Without a kernel,
-    /// tunes the benchmark's problems.
+    /// Times every variant of a suite kernel for a problem on this GPU (the closest leaders and the
+    /// default again, back to back) and keeps the fastest in the cache dir, unless it beats the
+    /// default by less than 2%; later runs use it. Without a kernel, tunes the benchmark's
+    /// problems.
     Tune {
         /// saxpy, sgemm or conv2d (all benchmark problems if omitted).
         kernel: Option<String>,

@@ -91,7 +91,7 @@ pub fn run(
             eprintln!("    {label:<24} {ms:.3} ms");
         }
         if !outcome.leaders.is_empty() {
-            eprintln!("  the leaders timed again, back to back:");
+            eprintln!("  the leaders and the default timed again, back to back (the choice first):");
             for (label, ms) in &outcome.leaders {
                 eprintln!("    {label:<24} {ms:.4} ms");
             }

@@ -31,6 +31,9 @@ const LEADERS: usize = 4;
 /// H100 by up to 45%).
 const LEADER_SPREAD: f64 = 1.5;
 
+/// How much faster than the untuned default (back to back) a variant must be to be chosen.
+const DEFAULT_MARGIN: f64 = 0.02;
+
 /// How long each leader runs before it is timed again, as the bench warms the kernel it times.
 const LEADER_WARM_UP: Duration = Duration::from_millis(600);
 
@@ -67,8 +70,9 @@ pub struct Outcome {
     /// (label, median ms) of every variant that ran correctly, fastest first: one timed dispatch
     /// at a time.
     pub timings: Vec<(String, f64)>,
-    /// (label, GPU ms per dispatch back to back) of the leaders of `timings`, timed again before
-    /// the choice, fastest first; empty where the device cannot time back to back.
+    /// (label, GPU ms per dispatch back to back) of the leaders of `timings` and of the untuned
+    /// default, timed again before the choice: the choice first (the default unless a leader
+    /// beats it by 2%), then fastest first; empty where the device cannot time back to back.
     pub leaders: Vec<(String, f64)>,
     /// (label, reason) of variants that failed to compile or computed a wrong result.
     pub rejected: Vec<(String, String)>,
@@ -223,8 +227,11 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
         timings.push((label.clone(), timing.best().as_secs_f64() * 1e3));
     }
     timings.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let leaders =
+    let mut leaders =
         if gpu_timed { retime_leaders(backend, case, &variants, &sets, &timings)? } else { Vec::new() };
+    if !leaders.is_empty() {
+        keep_default_unless_beaten(backend, case, &variants, &sets, &timings, &mut leaders)?;
+    }
     let (best, timer) = match leaders.first() {
         Some(leader) => (Some(leader.clone()), "gpu back-to-back"),
         None => (timings.first().cloned(), if gpu_timed { "gpu" } else { "wall" }),
@@ -274,6 +281,55 @@ fn retime_leaders(
     Ok(leaders)
 }
 
+/// Puts the untuned default first among `leaders` (timing it back to back too if it was not a
+/// leader) unless the fastest leader beats it by more than [`DEFAULT_MARGIN`]: a choice must be
+/// measurably faster than what runs without tuning, not faster by the noise between two
+/// measurements (saxpy's variants on an H100 are within 1% of each other, and the tuner's
+/// ranking and the bench's differed by 2%).
+fn keep_default_unless_beaten(
+    backend: &Runtime,
+    case: &dyn Case,
+    variants: &[(String, KernelSpec)],
+    sets: &[Vec<crate::runtime::Buffer>],
+    timings: &[(String, f64)],
+    leaders: &mut Vec<(String, f64)>,
+) -> Result<()> {
+    let default = case.default_spec(backend.info());
+    let Some((label, spec)) = variants.iter().find(|(_, spec)| *spec == default) else { return Ok(()) };
+    // Only a default that ran correctly (it is in the ranking) may be kept.
+    let Some((_, ranked_ms)) = timings.iter().find(|(l, _)| l == label) else { return Ok(()) };
+    let default_ms = match leaders.iter().find(|(l, _)| l == label) {
+        Some((_, ms)) => *ms,
+        None => {
+            let program = backend.program(spec)?;
+            timing::warm(backend, &program, case, sets, LEADER_WARM_UP)?;
+            let launches = timing::launches_for(Duration::from_secs_f64(ranked_ms / 1e3));
+            match timing::back_to_back(backend, &program, case, sets, launches, Duration::from_millis(300))? {
+                Some(per_dispatch) => {
+                    let ms = per_dispatch.as_secs_f64() * 1e3;
+                    leaders.push((label.clone(), ms));
+                    ms
+                }
+                None => return Ok(()),
+            }
+        }
+    };
+    prefer_default(leaders, label, default_ms);
+    Ok(())
+}
+
+/// Sorts `leaders` fastest first, then moves `default` (timed at `default_ms`, one of them) to
+/// the front unless the fastest beats it by more than [`DEFAULT_MARGIN`].
+fn prefer_default(leaders: &mut [(String, f64)], default: &str, default_ms: f64) {
+    leaders.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let Some((_, fastest)) = leaders.first() else { return };
+    if *fastest >= default_ms * (1.0 - DEFAULT_MARGIN) {
+        if let Some(at) = leaders.iter().position(|(l, _)| l == default) {
+            leaders[..=at].rotate_right(1);
+        }
+    }
+}
+
 /// The leaders of a one-dispatch ranking (fastest first) worth timing again: at most
 /// [`LEADERS`], each within [`LEADER_SPREAD`] of the fastest.
 fn contenders(timings: &[(String, f64)]) -> Vec<&(String, f64)> {
@@ -284,6 +340,25 @@ fn contenders(timings: &[(String, f64)]) -> Vec<&(String, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_is_kept_unless_a_leader_beats_it_by_the_margin() {
+        let leaders = |ms: &[(&str, f64)]| ms.iter().map(|(l, m)| (l.to_string(), *m)).collect::<Vec<_>>();
+        let first = |l: &[(String, f64)]| l[0].0.clone();
+        // 1% faster than the default: noise, the default stays.
+        let mut close = leaders(&[("b", 0.99), ("default", 1.0), ("c", 1.2)]);
+        prefer_default(&mut close, "default", 1.0);
+        assert_eq!(first(&close), "default");
+        assert_eq!(close.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(), ["default", "b", "c"]);
+        // 5% faster: a real win.
+        let mut clear = leaders(&[("default", 1.0), ("b", 0.95)]);
+        prefer_default(&mut clear, "default", 1.0);
+        assert_eq!(first(&clear), "b");
+        // The default fastest anyway.
+        let mut fastest = leaders(&[("b", 1.1), ("default", 1.0)]);
+        prefer_default(&mut fastest, "default", 1.0);
+        assert_eq!(first(&fastest), "default");
+    }
 
     #[test]
     fn the_leaders_timed_again_are_the_few_close_to_the_fastest() {
