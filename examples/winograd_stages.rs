@@ -12,9 +12,9 @@
 use std::time::{Duration, Instant};
 
 use sparkle::suite::conv2d::{Conv2d, Shape};
-use sparkle::suite::winograd::{self, WinogradVariant};
+use sparkle::suite::winograd::WinogradVariant;
 use sparkle::suite::{self, timing, Case, DISPATCH_TIMEOUT};
-use sparkle::{Arg, Runtime};
+use sparkle::Runtime;
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -42,28 +42,11 @@ fn main() -> Result<(), Failure> {
         case.dispatch(&runtime, &program, &buffers)?.wait(DISPATCH_TIMEOUT)?;
         let verdict = suite::verify_sampled(&case, program.spec(), &case.download(&runtime, &buffers)?, 4096);
         timing::warm(&runtime, &program, &case, std::slice::from_ref(&buffers), Duration::from_millis(300))?;
-        let tiles = winograd::tiles(shape, variant.tile) as u32;
         let [input, weights, bias, output, u, v, m] = &buffers[..] else {
             return Err("a Winograd variant takes 7 buffers".into());
         };
         let mut line = format!("{label:<55} {}", if verdict.passed() { "correct" } else { "WRONG" });
-        let stage_args = |stage: u32| {
-            [
-                Arg::Buffer(u),
-                Arg::Buffer(v),
-                Arg::Buffer(m),
-                Arg::Buffer(input),
-                Arg::Buffer(weights),
-                Arg::Buffer(bias),
-                Arg::Buffer(output),
-                Arg::U32(shape.k as u32),
-                Arg::U32(tiles),
-                Arg::U32(shape.c as u32),
-                Arg::U32(shape.h as u32),
-                Arg::U32(shape.w as u32),
-                Arg::U32(stage),
-            ]
-        };
+        let stage_args = |stage| variant.stage_args(shape, [input, weights, bias, output, u, v, m], stage);
         let mut total = 0.0;
         let dispatches = variant.dispatches(shape);
         // Each stage alone, then consecutive stages together (what the transitions cost).

@@ -267,18 +267,32 @@ fn retime_leaders(
     let mut leaders = Vec::new();
     for (label, ms) in contenders {
         let Some((_, spec)) = variants.iter().find(|(l, _)| l == label) else { continue };
-        let program = backend.program(spec)?;
-        // Warmed as the bench warms a kernel before it times it back to back (with 50 ms, the
-        // H100 read one conv2d variant 25-150% slow in some tunes and not in others).
-        timing::warm(backend, &program, case, sets, LEADER_WARM_UP)?;
-        let launches = timing::launches_for(Duration::from_secs_f64(ms / 1e3));
-        match timing::back_to_back(backend, &program, case, sets, launches, Duration::from_millis(300))? {
-            Some(per_dispatch) => leaders.push((label.clone(), per_dispatch.as_secs_f64() * 1e3)),
+        match time_again(backend, case, spec, sets, *ms)? {
+            Some(per_dispatch) => leaders.push((label.clone(), per_dispatch)),
             None => return Ok(Vec::new()),
         }
     }
     leaders.sort_by(|a, b| a.1.total_cmp(&b.1));
     Ok(leaders)
+}
+
+/// GPU ms per dispatch of `spec` back to back, as the bench times it, for a variant that ranked
+/// at `ranked_ms` one dispatch at a time; `None` where the device cannot time back to back.
+fn time_again(
+    backend: &Runtime,
+    case: &dyn Case,
+    spec: &KernelSpec,
+    sets: &[Vec<crate::runtime::Buffer>],
+    ranked_ms: f64,
+) -> Result<Option<f64>> {
+    let program = backend.program(spec)?;
+    // Warmed as the bench warms a kernel before it times it back to back (with 50 ms, the H100
+    // read one conv2d variant 25-150% slow in some tunes and not in others).
+    timing::warm(backend, &program, case, sets, LEADER_WARM_UP)?;
+    let launches = timing::launches_for(Duration::from_secs_f64(ranked_ms / 1e3));
+    let per_dispatch =
+        timing::back_to_back(backend, &program, case, sets, launches, Duration::from_millis(300))?;
+    Ok(per_dispatch.map(|d| d.as_secs_f64() * 1e3))
 }
 
 /// Puts the untuned default first among `leaders` (timing it back to back too if it was not a
@@ -300,19 +314,13 @@ fn keep_default_unless_beaten(
     let Some((_, ranked_ms)) = timings.iter().find(|(l, _)| l == label) else { return Ok(()) };
     let default_ms = match leaders.iter().find(|(l, _)| l == label) {
         Some((_, ms)) => *ms,
-        None => {
-            let program = backend.program(spec)?;
-            timing::warm(backend, &program, case, sets, LEADER_WARM_UP)?;
-            let launches = timing::launches_for(Duration::from_secs_f64(ranked_ms / 1e3));
-            match timing::back_to_back(backend, &program, case, sets, launches, Duration::from_millis(300))? {
-                Some(per_dispatch) => {
-                    let ms = per_dispatch.as_secs_f64() * 1e3;
-                    leaders.push((label.clone(), ms));
-                    ms
-                }
-                None => return Ok(()),
+        None => match time_again(backend, case, spec, sets, *ranked_ms)? {
+            Some(ms) => {
+                leaders.push((label.clone(), ms));
+                ms
             }
-        }
+            None => return Ok(()),
+        },
     };
     prefer_default(leaders, label, default_ms);
     Ok(())

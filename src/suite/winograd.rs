@@ -272,29 +272,37 @@ pub(crate) fn record(
             ));
         }
     }
-    let tiles = tiles(shape, variant.tile) as u32;
     for (stage, groups) in variant.dispatches(shape) {
         commands.dispatch(
             program,
-            &[
-                Arg::Buffer(u),
-                Arg::Buffer(v),
-                Arg::Buffer(m),
-                Arg::Buffer(input),
-                Arg::Buffer(weights),
-                Arg::Buffer(bias),
-                Arg::Buffer(output),
-                Arg::U32(shape.k as u32),
-                Arg::U32(tiles),
-                Arg::U32(shape.c as u32),
-                Arg::U32(shape.h as u32),
-                Arg::U32(shape.w as u32),
-                Arg::U32(stage),
-            ],
+            &variant.stage_args(shape, [input, weights, bias, output, u, v, m], stage),
             groups,
         )?;
     }
     Ok(())
+}
+
+impl WinogradVariant {
+    /// The arguments of dispatch `stage` (0, 1 or 2, [`dispatches`](Self::dispatches)) over
+    /// `buffers`: input, weights, bias, output, transformed weights, transformed input, products.
+    pub fn stage_args<'a>(&self, shape: Shape, buffers: [&'a Buffer; 7], stage: u32) -> [Arg<'a>; 13] {
+        let [input, weights, bias, output, u, v, m] = buffers;
+        [
+            Arg::Buffer(u),
+            Arg::Buffer(v),
+            Arg::Buffer(m),
+            Arg::Buffer(input),
+            Arg::Buffer(weights),
+            Arg::Buffer(bias),
+            Arg::Buffer(output),
+            Arg::U32(shape.k as u32),
+            Arg::U32(tiles(shape, self.tile) as u32),
+            Arg::U32(shape.c as u32),
+            Arg::U32(shape.h as u32),
+            Arg::U32(shape.w as u32),
+            Arg::U32(stage),
+        ]
+    }
 }
 
 impl fmt::Display for WinogradVariant {
