@@ -6,6 +6,9 @@
 //! cargo run --release --example winograd_stages -- N C H W K 'winograd f4x4 128x64x8 t8x8 v1/4' ...
 //! ```
 //!
+//! `WINOGRAD_SOURCE=FILE` swaps in FILE for `shaders/winograd.comp` (the GEMM core stays), so
+//! that experiments on the transforms need no rebuild; a changed result is reported as WRONG.
+//!
 //! Each variant runs once in full and is checked against the CPU first (at 4096 outputs); then each stage is
 //! launched back to back (a batch of launches in one timed submission, median of 5 batches).
 
@@ -37,7 +40,7 @@ fn main() -> Result<(), Failure> {
             println!("{label}: not a candidate for {shape:?}");
             continue;
         };
-        let program = runtime.program(&variant.spec())?;
+        let program = runtime.program(&with_source_override(variant.spec())?)?;
         let buffers = case.upload_for(&runtime, &program)?;
         case.dispatch(&runtime, &program, &buffers)?.wait(DISPATCH_TIMEOUT)?;
         let verdict = suite::verify_sampled(&case, program.spec(), &case.download(&runtime, &buffers)?, 4096);
@@ -95,4 +98,16 @@ fn main() -> Result<(), Failure> {
         println!("{line}");
     }
     Ok(())
+}
+
+/// `spec` with its Winograd part replaced by the file `WINOGRAD_SOURCE` names, if set.
+fn with_source_override(mut spec: sparkle::KernelSpec) -> Result<sparkle::KernelSpec, Failure> {
+    let Ok(path) = std::env::var("WINOGRAD_SOURCE") else { return Ok(spec) };
+    let replacement = std::fs::read_to_string(&path)?;
+    let Some(sparkle::KernelSource::Glsl(source)) = spec.sources.first_mut() else {
+        return Err("a Winograd spec has one GLSL source".into());
+    };
+    let start = source.find("// Winograd F(").ok_or("the Winograd part of the source was not found")?;
+    source.replace_range(start.., &replacement);
+    Ok(spec)
 }

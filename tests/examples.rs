@@ -162,6 +162,11 @@ fn text(output: &Output) -> String {
 
 /// Runs example `name` with `args` on the gl backend with a fresh cache folder, as a user would.
 fn run_example(name: &str, args: &[&Path]) -> Output {
+    run_example_with(name, args, &[])
+}
+
+/// [`run_example`] with the environment variables `env` set besides.
+fn run_example_with(name: &str, args: &[&Path], env: &[(&str, &Path)]) -> Output {
     let program = examples_dir().join(name);
     let home = tempfile::tempdir().expect("a temporary folder");
     let mut command = Command::new(&program);
@@ -179,6 +184,9 @@ fn run_example(name: &str, args: &[&Path]) -> Output {
         // Where Mesa keeps its own shader cache when Sparkle does not point it into its folder
         // (a read-only cache): inside this test's folder, not the user's home.
         .env("XDG_CACHE_HOME", home.path().join("xdg"));
+    for (variable, value) in env {
+        command.env(variable, value);
+    }
     let (_, output) = run_bounded(&mut command, RUN_LIMIT).unwrap_or_else(|problem| panic!("{problem}"));
     output
 }
@@ -329,6 +337,19 @@ fn winograd_stages() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(stdout.matches(" correct").count(), 2, "{}", text(&output));
     assert!(!stdout.contains("WRONG"), "{}", text(&output));
+
+    // WINOGRAD_SOURCE swaps in another transform source: one that drops F(2×2)'s centre tap is
+    // run and reported wrong.
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    let shader = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders/winograd.comp");
+    let source = std::fs::read_to_string(shader).expect("shaders/winograd.comp");
+    let centre = "float g1 = w[base + 3u + uint(j)];";
+    assert!(source.contains(centre));
+    let broken = folder.path().join("broken.comp");
+    std::fs::write(&broken, source.replace(centre, "float g1 = 0.0;")).expect("writing the source");
+    let output = run_example_with("winograd_stages", &args[..6], &[("WINOGRAD_SOURCE", &broken)]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("WRONG"), "{}", text(&output));
 }
 
 /// The README's "Using it" example is the crate front page's doc test, so that what users read
