@@ -252,9 +252,12 @@ impl Conv2d {
             }
             if let Some(bound) = winograd {
                 let g: [f64; 9] = std::array::from_fn(|t| f64::from(g[t]));
-                let patch: Vec<f64> =
-                    (0..a * a).map(|t| at(ci, y0 + (t / a) as isize, x0 + (t % a) as isize)).collect();
-                winograd_magnitude += bound.magnitude(&g, &patch, y % m, x % m);
+                // The largest patch (6×6), filled up to a×a: no allocation per channel and output.
+                let mut patch = [0.0; 36];
+                for (t, value) in patch[..a * a].iter_mut().enumerate() {
+                    *value = at(ci, y0 + (t / a) as isize, x0 + (t % a) as isize);
+                }
+                winograd_magnitude += bound.magnitude(&g, &patch[..a * a], y % m, x % m);
             }
         }
         let direct = gamma * magnitude;

@@ -259,14 +259,12 @@ impl GemmVariant {
                                     bk,
                                     tm,
                                     tn,
-                                    va,
-                                    vb: 1,
                                     warp,
-                                    unroll: 1,
                                     frag,
                                     split,
                                     store_always,
                                     kslice,
+                                    ..Self::SAFE
                                 };
                                 let variant = Self { va, ..variant.widest(shape) };
                                 if variant.fits(limits, shape) {

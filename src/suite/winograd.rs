@@ -170,6 +170,7 @@ impl WinogradVariant {
             let vb = if gemm_shape(shape, tile).vec_b { 4 } else { 1 };
             for va in [1, 4] {
                 for &store_always in GemmVariant::store_choices(tm, tn) {
+                    // Unrolled, unsplit, one group (SAFE's), as the batched product requires.
                     let gemm = GemmVariant {
                         bm,
                         bn,
@@ -179,11 +180,9 @@ impl WinogradVariant {
                         va,
                         vb,
                         warp,
-                        unroll: 1,
                         frag,
-                        split: 1,
                         store_always,
-                        kslice: 1,
+                        ..GemmVariant::SAFE
                     };
                     let variant = Self { gemm, tile };
                     if variant.fits(limits, shape) {
