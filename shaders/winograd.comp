@@ -13,15 +13,21 @@
 // numbered t = (n·TH + ty)·TW + tx with TH = ceil(height / m), TW = ceil(width / m); the core's
 // M, N, K are the output channels, the tiles and the input channels.
 //
-// Each invocation of the transforms takes VA (weights) or VB (input, output) neighbouring input
-// channels or tiles, so that U, V and M are read and written with the core's vector widths; VB
-// = 4 needs the tile count to be a multiple of 4 and VA = 4 the input channels. F(4×4)'s input
-// transform instead takes THREADS consecutive tiles of one channel per workgroup, one per
-// invocation, and stores V's vectors through shared memory. Every stage runs with the core's
-// workgroup size, over a grid of (x, y) workgroups numbered row by row. The program's register
-// count is the largest of its stages', so the transforms are written to need fewer than the
-// product's tiles (on an H100, a one-tile-per-invocation output transform and F(2×2)'s input
-// transform through shared memory measured slower, the product too).
+// The weight transform takes VA neighbouring input channels per invocation and stores U with
+// the core's vector width (VA = 4 needs the input channels to be a multiple of 4). The input
+// and output transforms take one tile at a time, neighbouring invocations neighbouring tiles,
+// and reach V, M and the output through float and vec2 / vec4 views of those buffers, so that
+// every load and store of a warp is contiguous: F(2×2)'s input transform and both output
+// transforms take VB tiles per invocation (lane l of the j-th of 32 neighbouring invocations
+// is their tile 32·l + j; VB = 4 needs the tile count to be a multiple of 4), F(4×4)'s input
+// transform THREADS consecutive tiles of one channel per workgroup. Every stage runs with the
+// core's workgroup size, over a grid of (x, y) workgroups numbered row by row. The program's
+// register count is the largest of its stages', so the transforms are written to need fewer
+// than the product's tiles. On an H100 the contiguous stores took F(2×2)'s output transform
+// from 0.058 to 0.032 ms and F(4×4)'s from 0.068 to 0.026 ms at N=32 C=K=128 28×28: each
+// invocation had written its VB tiles' outputs word by word, 32 bytes apart from its
+// neighbours'. Reading a lane of a vector with a computed index was slower still (the
+// driver's code for it is slow), hence the float views.
 
 #ifndef WINO_M
 #define WINO_M 2
@@ -30,7 +36,9 @@
 layout(std430, binding = 3) restrict readonly buffer WinoIn { float inp[]; };
 layout(std430, binding = 4) restrict readonly buffer WinoW { float w[]; };
 layout(std430, binding = 5) restrict readonly buffer WinoBias { float bias[]; };
-layout(std430, binding = 6) restrict buffer WinoOut { float outp[]; };
+layout(std430, binding = 6) restrict writeonly buffer WinoOut { float outp[]; };
+layout(std430, binding = 6) restrict writeonly buffer WinoOutPairs { vec2 outp_pairs[]; };
+layout(std430, binding = 6) restrict writeonly buffer WinoOutQuads { vec4 outp_quads[]; };
 uniform uint height;
 uniform uint width;
 uniform uint stage;
@@ -39,19 +47,30 @@ uniform uint stage;
 #define IN_CHANNELS K
 #define TILES N
 
-// Lane l of a VA- or VB-wide value (l is a constant loop index after unrolling).
+// Lane l of a VA-wide value (l is a constant loop index after unrolling).
 #if VA == 4
 #define LANE_A(v, l) v[l]
 #else
 #define LANE_A(v, l) v
 #endif
-#if VB == 4
-#define LANE_B(v, l) v[l]
-#else
-#define LANE_B(v, l) v
-#endif
 
-// Invocations of stage 0 that transform the weights (whole workgroups).
+// Float views of V and M, which the core declares as vectors of VB lanes. A dispatch reaches
+// each buffer through one of its views only (stage 0 writes V through v_lanes, the core reads
+// it as vectors in stage 1), which is what `restrict` promises.
+layout(std430, binding = 1) restrict writeonly buffer WinoVLanes { float v_lanes[]; };
+layout(std430, binding = 2) restrict readonly buffer WinoMLanes { float m_lanes[]; };
+
+// The tile of lane `lane` of item g of a channel's `groups` items of VB tiles: each 32
+// neighbouring items take 32·VB neighbouring tiles, lane l of the j-th the tile 32·l + j, so
+// that a warp's invocations take neighbouring tiles at every lane (the channel's last items,
+// fewer than 32, take their tiles the same way with their count for 32).
+uint strided_tile(uint g, uint groups, int lane) {
+    uint w = g / 32u;
+    uint j = g - w * 32u;
+    uint stride = min(32u, groups - w * 32u);
+    return w * 32u * uint(VB) + stride * uint(lane) + j;
+}
+
 // Tiles down and across an image.
 uint tiles_down() {
     return (height + uint(WINO_M) - 1u) / uint(WINO_M);
@@ -60,6 +79,7 @@ uint tiles_across() {
     return (width + uint(WINO_M) - 1u) / uint(WINO_M);
 }
 
+// Invocations of stage 0 that transform the weights (whole workgroups).
 uint weight_items() {
     uint items = OUT_CHANNELS * (IN_CHANNELS / uint(VA));
     return (items + uint(THREADS) - 1u) / uint(THREADS) * uint(THREADS);
@@ -136,20 +156,9 @@ void weight_transform(uint item) {
     }
 }
 
-// Stage 0's transformed input of one workgroup, before it is stored as V's vectors: XI_CHUNK
-// elements of each of its THREADS tiles at a time (two rows of the 6×6 tile, a third of it), so
-// that 256 invocations stay within 32 KiB with the core's slices.
-#define XI_CHUNK 12
-// Tile l of the workgroup is kept at [element][l % 4][l / 4], so that invocation e reads lane
-// j of its vector e at [element][j][e] (neighbours read neighbouring words); each lane's row is
-// padded by 8 words, so that the writes of 32 neighbouring tiles fall in 32 different banks.
-#define STAGED_PITCH (THREADS / 4 + 8)
-shared float staged_v[XI_CHUNK][4 * STAGED_PITCH];
-
 // The input transform of workgroup `block` of stage 0's input part: THREADS consecutive tiles
 // of one input channel, one tile per invocation, so that neighbouring invocations read
-// neighbouring pixels; the transformed values go through shared memory and out as V's vectors
-// (VB tiles each), so that the stores are contiguous too.
+// neighbouring pixels and store neighbouring words of V.
 void input_transform(uint block) {
     uint th = tiles_down();
     uint tw = tiles_across();
@@ -193,38 +202,21 @@ void input_transform(uint block) {
             bd[p][j] = out_column[p];
         }
     }
-    const int chunks = WINO_A * WINO_A / XI_CHUNK;
-    const int rows_per_chunk = WINO_A / chunks;
-    for (int chunk = 0; chunk < chunks; ++chunk) {
-        // Rows of (Bᵀ d) B into shared memory.
-        for (int r = 0; r < rows_per_chunk; ++r) {
-            int p = chunk * rows_per_chunk + r;
+    if (tile) {
+        for (int p = 0; p < WINO_A; ++p) {
             float v[WINO_A];
             bt_of(bd[p], v);
             for (int q = 0; q < WINO_A; ++q) {
-                staged_v[r * WINO_A + q][(gl_LocalInvocationIndex & 3u) * uint(STAGED_PITCH) + gl_LocalInvocationIndex / 4u] = v[q];
+                uint xi = uint(p * WINO_A + q);
+                v_lanes[xi * IN_CHANNELS * TILES + ch * TILES + t] = v[q];
             }
         }
-        barrier();
-        // Out as vectors: XI_CHUNK rows of THREADS / VB vectors each.
-        for (uint e = gl_LocalInvocationIndex; e < uint(XI_CHUNK * THREADS / VB); e += uint(THREADS)) {
-            uint element = e / uint(THREADS / VB);
-            uint lane0 = (e - element * uint(THREADS / VB)) * uint(VB);
-            uint t0 = first + lane0;
-            if (t0 < TILES) {
-                uint xi = uint(chunk * XI_CHUNK) + element;
-                B_ELEM value;
-                for (int lane = 0; lane < VB; ++lane) {
-                    uint tile = lane0 + uint(lane);
-                    LANE_B(value, lane) = staged_v[element][(tile & 3u) * uint(STAGED_PITCH) + tile / 4u];
-                }
-                b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)] = value;
-            }
-        }
-        barrier();
     }
 }
 
+// Y = Aᵀ M A + bias for VB tiles of one output channel, a tile at a time: row p of M times A,
+// added into Y with column p of Aᵀ. A row of 4 outputs goes out as one vec4 where the width is
+// a multiple of 4 (every row then starts on a 16-byte boundary).
 void output_transform() {
     uint th = tiles_down();
     uint tw = tiles_across();
@@ -234,49 +226,48 @@ void output_transform() {
         return;
     }
     uint k = item / groups;
-    uint t0 = (item - k * groups) * uint(VB);
+    uint g = item - k * groups;
     float offset = bias[k];
-    // Two output rows at a time, reading M twice, so that the accumulators (8 values of VB
-    // lanes) leave the program's register count to the product: row p of M times A (4 values),
-    // added into those rows of Y = Aᵀ (M A) with column p of Aᵀ.
-    for (int half_rows = 0; half_rows < 2; ++half_rows) {
-        C_ELEM y[2][4];
-        for (int i = 0; i < 2; ++i) {
+    for (int lane = 0; lane < VB; ++lane) {
+        uint t = strided_tile(g, groups, lane);
+        float y[4][4];
+        for (int i = 0; i < 4; ++i) {
             for (int col = 0; col < 4; ++col) {
-                y[i][col] = C_ELEM(0.0);
+                y[i][col] = offset;
             }
         }
         for (int p = 0; p < 6; ++p) {
-            C_ELEM m[6];
+            float m[6];
             for (int q = 0; q < 6; ++q) {
                 uint xi = uint(p * 6 + q);
-                m[q] = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
+                m[q] = m_lanes[xi * OUT_CHANNELS * TILES + k * TILES + t];
             }
-            C_ELEM r[4];
+            float r[4];
             AT_OF(m, r);
             vec4 column = AT_COLUMNS[p];
-            for (int i = 0; i < 2; ++i) {
+            for (int i = 0; i < 4; ++i) {
                 for (int col = 0; col < 4; ++col) {
-                    y[i][col] += column[half_rows * 2 + i] * r[col];
+                    y[i][col] += column[i] * r[col];
                 }
             }
         }
-        for (int lane = 0; lane < VB; ++lane) {
-            uint t = t0 + uint(lane);
-            uint n = t / (th * tw);
-            uint rest = t - n * th * tw;
-            uint ty = rest / tw;
-            uint x0 = (rest - ty * tw) * 4u;
-            uint plane = (n * OUT_CHANNELS + k) * height * width;
-            for (int i = 0; i < 2; ++i) {
-                uint yy = ty * 4u + uint(half_rows * 2 + i);
-                if (yy >= height) {
-                    continue;
-                }
+        uint n = t / (th * tw);
+        uint rest = t - n * th * tw;
+        uint ty = rest / tw;
+        uint x0 = (rest - ty * tw) * 4u;
+        uint plane = (n * OUT_CHANNELS + k) * height * width;
+        for (int i = 0; i < 4; ++i) {
+            uint yy = ty * 4u + uint(i);
+            if (yy >= height) {
+                continue;
+            }
+            uint at = plane + yy * width + x0;
+            if ((width & 3u) == 0u) {
+                outp_quads[at >> 2] = vec4(y[i][0], y[i][1], y[i][2], y[i][3]);
+            } else {
                 for (int col = 0; col < 4; ++col) {
-                    uint x = x0 + uint(col);
-                    if (x < width) {
-                        outp[plane + yy * width + x] = LANE_B(y[i][col], lane) + offset;
+                    if (x0 + uint(col) < width) {
+                        outp[at + uint(col)] = y[i][col];
                     }
                 }
             }
@@ -285,8 +276,8 @@ void output_transform() {
 }
 
 #else
-// Each transform goes one row of its 4x4 (or 2x2) result at a time, so that an invocation holds
-// one row of its VA or VB lanes rather than all 16 elements: the program's register count is the
+// The weight transform goes one row of its 4x4 result at a time, so that an invocation holds
+// one row of its VA lanes rather than all 16 elements: the program's register count is the
 // largest of its stages', and the product's tiles need all of theirs.
 
 void weight_transform(uint item) {
@@ -335,6 +326,7 @@ const int ROW_A[4] = int[4](0, 1, 2, 1);
 const int ROW_B[4] = int[4](2, 2, 1, 3);
 const float ROW_SIGN[4] = float[4](-1.0, 1.0, -1.0, -1.0);
 
+// V = Bᵀ d B for VB tiles of one input channel, a tile at a time (see strided_tile).
 void input_transform(uint item) {
     uint th = tiles_down();
     uint tw = tiles_across();
@@ -343,50 +335,44 @@ void input_transform(uint item) {
         return;
     }
     uint ch = item / groups;
-    uint t0 = (item - ch * groups) * uint(VB);
-    // Per lane: the tile's top-left input pixel (one up and left of its outputs) and plane.
-    int y0[VB];
-    int x0[VB];
-    uint plane[VB];
+    uint g = item - ch * groups;
     for (int lane = 0; lane < VB; ++lane) {
-        uint t = t0 + uint(lane);
+        uint t = strided_tile(g, groups, lane);
         uint n = t / (th * tw);
         uint rest = t - n * th * tw;
         uint ty = rest / tw;
-        y0[lane] = int(ty * 2u) - 1;
-        x0[lane] = int((rest - ty * tw) * 2u) - 1;
-        plane[lane] = (n * IN_CHANNELS + ch) * height * width;
-    }
-    for (int p = 0; p < 4; ++p) {
-        B_ELEM row[4];
-        for (int lane = 0; lane < VB; ++lane) {
-            int ya = y0[lane] + ROW_A[p];
-            int yb = y0[lane] + ROW_B[p];
-            bool row_a = ya >= 0 && ya < int(height);
-            bool row_b = yb >= 0 && yb < int(height);
+        int y0 = int(ty * 2u) - 1;
+        int x0 = int((rest - ty * tw) * 2u) - 1;
+        uint plane = (n * IN_CHANNELS + ch) * height * width;
+        float d[4][4];
+        for (int i = 0; i < 4; ++i) {
+            int y = y0 + i;
+            bool row = y >= 0 && y < int(height);
+            for (int j = 0; j < 4; ++j) {
+                int x = x0 + j;
+                bool inside = row && x >= 0 && x < int(width);
+                float v = inp[inside ? plane + uint(y) * width + uint(x) : 0u];
+                d[i][j] = inside ? v : 0.0;
+            }
+        }
+        for (int p = 0; p < 4; ++p) {
             float r[4];
             for (int j = 0; j < 4; ++j) {
-                int x = x0[lane] + j;
-                bool column = x >= 0 && x < int(width);
-                bool inside_a = row_a && column;
-                bool inside_b = row_b && column;
-                float da = inp[inside_a ? plane[lane] + uint(ya) * width + uint(x) : 0u];
-                float db = inp[inside_b ? plane[lane] + uint(yb) * width + uint(x) : 0u];
-                r[j] = (inside_a ? da : 0.0) + ROW_SIGN[p] * (inside_b ? db : 0.0);
+                r[j] = d[ROW_A[p]][j] + ROW_SIGN[p] * d[ROW_B[p]][j];
             }
-            // The same combination along the row: (Bᵀ d B)[p].
-            LANE_B(row[0], lane) = r[0] - r[2];
-            LANE_B(row[1], lane) = r[1] + r[2];
-            LANE_B(row[2], lane) = r[2] - r[1];
-            LANE_B(row[3], lane) = r[1] - r[3];
-        }
-        for (int q = 0; q < 4; ++q) {
-            uint xi = uint(p * 4 + q);
-            b[(xi * IN_CHANNELS * TILES + ch * TILES + t0) / uint(VB)] = row[q];
+            uint at = uint(p * 4) * IN_CHANNELS * TILES + ch * TILES + t;
+            uint step = IN_CHANNELS * TILES;
+            v_lanes[at] = r[0] - r[2];
+            v_lanes[at + step] = r[1] + r[2];
+            v_lanes[at + 2u * step] = r[2] - r[1];
+            v_lanes[at + 3u * step] = r[1] - r[3];
         }
     }
 }
 
+// Y = Aᵀ M A + bias for VB tiles of one output channel, a tile at a time: Aᵀ m accumulated over
+// the rows of m (s0 = m0 + m1 + m2, s1 = m1 - m2 - m3), then each row's two outputs, as one
+// vec2 where the width is even.
 void output_transform() {
     uint th = tiles_down();
     uint tw = tiles_across();
@@ -396,46 +382,42 @@ void output_transform() {
         return;
     }
     uint k = item / groups;
-    uint t0 = (item - k * groups) * uint(VB);
-    // Aᵀ m, accumulated over the rows of m: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3.
-    C_ELEM s0[4];
-    C_ELEM s1[4];
-    for (int p = 0; p < 4; ++p) {
-        for (int q = 0; q < 4; ++q) {
-            uint xi = uint(p * 4 + q);
-            C_ELEM m = c[(xi * OUT_CHANNELS * TILES + k * TILES + t0) / uint(VB)];
-            if (p == 0) {
-                s0[q] = m;
-            } else if (p == 1) {
-                s0[q] += m;
-                s1[q] = m;
-            } else if (p == 2) {
-                s0[q] += m;
-                s1[q] -= m;
-            } else {
-                s1[q] -= m;
-            }
-        }
-    }
+    uint g = item - k * groups;
     float offset = bias[k];
+    uint step = OUT_CHANNELS * TILES;
     for (int lane = 0; lane < VB; ++lane) {
-        uint t = t0 + uint(lane);
+        uint t = strided_tile(g, groups, lane);
+        uint at = k * TILES + t;
+        float s0[4];
+        float s1[4];
+        for (int q = 0; q < 4; ++q) {
+            float m0 = m_lanes[at + uint(q) * step];
+            float m1 = m_lanes[at + uint(4 + q) * step];
+            float m2 = m_lanes[at + uint(8 + q) * step];
+            float m3 = m_lanes[at + uint(12 + q) * step];
+            s0[q] = m0 + m1 + m2;
+            s1[q] = m1 - m2 - m3;
+        }
         uint n = t / (th * tw);
         uint rest = t - n * th * tw;
         uint ty = rest / tw;
-        uint tx = rest - ty * tw;
+        uint x = (rest - ty * tw) * 2u;
         uint plane = (n * OUT_CHANNELS + k) * height * width;
-        uint x = tx * 2u;
         for (int i = 0; i < 2; ++i) {
-            float e0 = i == 0 ? LANE_B(s0[0], lane) : LANE_B(s1[0], lane);
-            float e1 = i == 0 ? LANE_B(s0[1], lane) : LANE_B(s1[1], lane);
-            float e2 = i == 0 ? LANE_B(s0[2], lane) : LANE_B(s1[2], lane);
-            float e3 = i == 0 ? LANE_B(s0[3], lane) : LANE_B(s1[3], lane);
+            float e0 = i == 0 ? s0[0] : s1[0];
+            float e1 = i == 0 ? s0[1] : s1[1];
+            float e2 = i == 0 ? s0[2] : s1[2];
+            float e3 = i == 0 ? s0[3] : s1[3];
             uint y = ty * 2u + uint(i);
             if (y < height) {
-                outp[plane + y * width + x] = e0 + e1 + e2 + offset;
-                if (x + 1u < width) {
-                    outp[plane + y * width + x + 1u] = e1 - e2 - e3 + offset;
+                uint o = plane + y * width + x;
+                if ((width & 1u) == 0u) {
+                    outp_pairs[o >> 1] = vec2(e0 + e1 + e2, e1 - e2 - e3) + offset;
+                } else {
+                    outp[o] = e0 + e1 + e2 + offset;
+                    if (x + 1u < width) {
+                        outp[o + 1u] = e1 - e2 - e3 + offset;
+                    }
                 }
             }
         }

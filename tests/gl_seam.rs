@@ -131,6 +131,45 @@ fn storage_order_access_and_size_are_checked_against_the_shader() {
 }
 
 #[test]
+fn blocks_at_one_binding_are_views_of_one_buffer() {
+    let runtime = runtime();
+    // Reads pairs through a `vec2` view and writes sums through a `float` view of the same buffer.
+    let source = "layout(std430, binding = 0) readonly buffer Pairs { vec2 pairs[]; };
+                  layout(std430, binding = 0) buffer Words { float words[]; };
+                  layout(std430, binding = 1) buffer Sums { float sums[]; };
+                  void main() {
+                      uint i = gl_GlobalInvocationID.x;
+                      vec2 p = pairs[i];
+                      sums[i] = p.x + p.y;
+                      if (i == 0u) words[7] = 100.0;
+                  }";
+    let spec = KernelSpec::new("pair_sums", [4, 1, 1])
+        .glsl(source)
+        .storage("pairs", Access::ReadWrite)
+        .storage("sums", Access::ReadWrite);
+    let program = runtime.program(&spec).unwrap();
+    let data = runtime.upload(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], BufferUsage::InOut).unwrap();
+    let sums = runtime.create_buffer(16, BufferUsage::InOut).unwrap();
+    runtime
+        .dispatch(&program, &[Arg::Buffer(&data), Arg::Buffer(&sums)], [1, 1, 1])
+        .unwrap()
+        .wait(Duration::from_secs(30))
+        .unwrap();
+    let sums = runtime.download::<f32>(&sums).unwrap();
+    assert_eq!(sums[..3], [3.0, 7.0, 11.0]);
+    assert!(sums[3] == 15.0 || sums[3] == 107.0, "the last pair is read before or after the write: {sums:?}");
+    assert_eq!(runtime.download::<f32>(&data).unwrap()[7], 100.0, "written through the other view");
+
+    // The buffer must suit every view: ReadOnly is refused while one view may write.
+    let read_only = KernelSpec::new("pair_sums", [4, 1, 1])
+        .glsl(source)
+        .storage("pairs", Access::ReadOnly)
+        .storage("sums", Access::ReadWrite);
+    let message = interface_error(&runtime, &read_only);
+    assert!(message.contains("the spec says ReadOnly but the program may write it"), "{message}");
+}
+
+#[test]
 fn bad_names_are_input_errors_and_the_gl_thread_lives_on() {
     let runtime = runtime();
     let nul = axpb(&[("a\0", ScalarType::F32)]);

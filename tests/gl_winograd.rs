@@ -45,6 +45,11 @@ fn winograd_variants_match_the_reference_at_ragged_shapes() {
         Shape { n: 3, c: 12, h: 6, w: 6, k: 37 },
         // Odd sizes with a tile count that is a multiple of 4 (vector V and M) but C that is not.
         Shape { n: 4, c: 5, h: 3, w: 5, k: 9 },
+        // A width that is a multiple of 4: F(4×4) stores rows of outputs as vectors.
+        Shape { n: 2, c: 4, h: 8, w: 12, k: 6 },
+        // More than 32 items of VB tiles per channel, and not a multiple of 32 (50 with VB = 4
+        // for F(2×2), 50 of one tile for F(4×4)): a warp's tiles are spread over its lanes.
+        Shape { n: 2, c: 4, h: 20, w: 20, k: 6 },
     ] {
         let case = Conv2d::random(shape, (shape.h * 31 + shape.w) as u64);
         let va = if shape.c % 4 == 0 { 4 } else { 1 };

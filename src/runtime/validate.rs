@@ -88,7 +88,15 @@ pub(crate) fn plan(spec: &KernelSpec, interface: &ProgramInterface) -> Result<Pl
                         ),
                     ));
                 }
-                if *access == Access::ReadOnly && declared.read_only == Some(false) {
+                // Blocks at the same binding are views of one buffer (GLSL allows a program to
+                // declare a buffer twice, say as floats and as vectors): the buffer must suit all.
+                let views: Vec<usize> = (0..interface.storage.len())
+                    .filter(|&s| interface.storage[s].binding == declared.binding)
+                    .collect();
+                let min_bytes = views.iter().map(|&s| interface.storage[s].min_bytes).max().unwrap_or(0);
+                let read_only =
+                    views.iter().try_fold(true, |all, &s| interface.storage[s].read_only.map(|r| all && r));
+                if *access == Access::ReadOnly && read_only == Some(false) {
                     return Err(mismatch(
                         name,
                         "the spec says ReadOnly but the program may write it (declare the buffer `readonly` \
@@ -96,11 +104,13 @@ pub(crate) fn plan(spec: &KernelSpec, interface: &ProgramInterface) -> Result<Pl
                             .to_owned(),
                     ));
                 }
-                used_storage[slot] = true;
+                for &view in &views {
+                    used_storage[view] = true;
+                }
                 // A buffer the program may write is treated as written, whatever the spec says:
                 // later reads must wait for it.
-                let writes = *access == Access::ReadWrite || declared.read_only != Some(true);
-                entries.push(PlanEntry::Storage { slot, min_bytes: declared.min_bytes, writes });
+                let writes = *access == Access::ReadWrite || read_only != Some(true);
+                entries.push(PlanEntry::Storage { slot, min_bytes, writes });
                 storage_index += 1;
             }
             Binding::Scalar { name, ty } => {
@@ -412,5 +422,23 @@ mod tests {
             .storage("y", Access::ReadWrite)
             .scalar("a", ScalarType::F32);
         assert!(problem(&missing).contains("`n`: the program declares this `uint` scalar"));
+    }
+
+    #[test]
+    fn views_of_one_buffer_bind_together_and_the_buffer_must_suit_all() {
+        let mut views = interface();
+        views.storage.push(StorageSlot {
+            binding: 0,
+            names: vec!["XPairs".into(), "x_pairs".into()],
+            min_bytes: 16,
+            read_only: Some(false),
+        });
+        let mut writes_x = spec();
+        writes_x.bindings[0] = Binding::Storage { name: "x".into(), access: Access::ReadWrite };
+        let plan = plan(&writes_x, &views).unwrap();
+        assert_eq!(plan.entries[0], PlanEntry::Storage { slot: 0, min_bytes: 16, writes: true });
+        assert_eq!(plan.entries.len(), 4, "the second view is no binding of its own");
+        let read_only = super::plan(&spec(), &views).unwrap_err().to_string();
+        assert!(read_only.contains("the spec says ReadOnly but the program may write it"), "{read_only}");
     }
 }

@@ -124,11 +124,9 @@ impl WinogradVariant {
         batch(self.tile)
     }
 
-    /// Shared memory the program declares: the core's slices, and for F(4×4) the input
-    /// transform's tile values on their way out (12 of the 36 elements at a time, padded).
+    /// Shared memory the program declares: the core's slices (the transforms use none).
     pub fn shared_bytes(&self) -> u32 {
-        let staged = if self.tile == 4 { 12 * 4 * (self.gemm.threads() / 4 + 8) * 4 } else { 0 };
-        self.gemm.shared_bytes() + staged
+        self.gemm.shared_bytes()
     }
 
     /// Whether the device and `shape` can run it.
