@@ -9,8 +9,11 @@
 //! `WINOGRAD_SOURCE=FILE` swaps in FILE for `shaders/winograd.comp` (the GEMM core stays), so
 //! that experiments on the transforms need no rebuild; a changed result is reported as WRONG.
 //!
-//! Each variant runs once in full and is checked against the CPU first (at 4096 outputs); then each stage is
-//! launched back to back (a batch of launches in one timed submission, median of 5 batches).
+//! Each variant runs once in full and is checked against the CPU first (at `WINOGRAD_CHECKED`
+//! outputs, 4096 unless set); after `WINOGRAD_WARM_MS` (300) of warm-up one convolution is timed
+//! alone, as the tuner times a candidate (a long check and a short warm-up show what an idle GPU
+//! costs); then each stage is launched back to back (a batch of launches in one timed
+//! submission, median of 5 batches).
 
 use std::time::{Duration, Instant};
 
@@ -43,12 +46,39 @@ fn main() -> Result<(), Failure> {
         let program = runtime.program(&with_source_override(variant.spec())?)?;
         let buffers = case.upload_for(&runtime, &program)?;
         case.dispatch(&runtime, &program, &buffers)?.wait(DISPATCH_TIMEOUT)?;
-        let verdict = suite::verify_sampled(&case, program.spec(), &case.download(&runtime, &buffers)?, 4096);
-        timing::warm(&runtime, &program, &case, std::slice::from_ref(&buffers), Duration::from_millis(300))?;
+        // WINOGRAD_CHECKED=n: outputs checked against the CPU (4096 unless set).
+        let checked = std::env::var("WINOGRAD_CHECKED").ok().and_then(|v| v.parse().ok()).unwrap_or(4096);
+        let checking = Instant::now();
+        let verdict =
+            suite::verify_sampled(&case, program.spec(), &case.download(&runtime, &buffers)?, checked);
+        let checking = checking.elapsed();
+        let warm_ms = std::env::var("WINOGRAD_WARM_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+        timing::warm(
+            &runtime,
+            &program,
+            &case,
+            std::slice::from_ref(&buffers),
+            Duration::from_millis(warm_ms),
+        )?;
+        let first = timing::time(
+            &runtime,
+            &program,
+            &case,
+            std::slice::from_ref(&buffers),
+            20,
+            Duration::from_millis(200),
+        )?;
         let [input, weights, bias, output, u, v, m] = &buffers[..] else {
             return Err("a Winograd variant takes 7 buffers".into());
         };
         let mut line = format!("{label:<55} {}", if verdict.passed() { "correct" } else { "WRONG" });
+        if let Some(gpu) = first.gpu {
+            line += &format!(
+                "  one convolution after checking {checked} outputs ({} ms) and {warm_ms} ms warm-up: {:.4} ms",
+                checking.as_millis(),
+                gpu.as_secs_f64() * 1e3
+            );
+        }
         let stage_args = |stage| variant.stage_args(shape, [input, weights, bias, output, u, v, m], stage);
         let mut total = 0.0;
         let dispatches = variant.dispatches(shape);

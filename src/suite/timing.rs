@@ -118,6 +118,14 @@ pub fn time(
         }
     }
     let runs = wall.len();
+    tracing::debug!(
+        kernel = %program.name(),
+        runs,
+        gpu_min = ?gpu.iter().min(),
+        gpu_max = ?gpu.iter().max(),
+        wall_min = ?wall.iter().min(),
+        "timed one dispatch at a time"
+    );
     let wall = median(&mut wall);
     let gpu = (gpu.len() == runs).then(|| median(&mut gpu)).filter(|&gpu| {
         // Software renderers end the query before their threads run the work.
@@ -183,7 +191,67 @@ pub fn back_to_back(
     Ok(Some(median(&mut per_dispatch)))
 }
 
+/// Batches of about 20 ms whose GPU time per dispatch is within this fraction of the batch
+/// before count as settled in [`warm_until_steady`].
+const SETTLED: f64 = 0.02;
+
+/// Keeps the GPU busy with `case` until its GPU time per dispatch has settled (two batches of
+/// about 20 ms in a row within 2%), for at most `max`; just 20 ms where the device cannot time
+/// back to back. A GPU the CPU kept waiting (compiling, checking a result against the CPU
+/// reference) runs slower for a while: on an H100 a Winograd conv2d timed after 20 ms of
+/// warm-up, following 0.4 s of checking per variant, read 1.5-3.7× its speed.
+pub fn warm_until_steady(
+    backend: &Runtime,
+    program: &Program,
+    case: &dyn Case,
+    sets: &[Vec<Buffer>],
+    max: Duration,
+) -> Result<()> {
+    let started = Instant::now();
+    let dispatches = warm(backend, program, case, sets, BATCH)?;
+    if !backend.measures_gpu_time() {
+        return Ok(());
+    }
+    let launches = launches_for(started.elapsed() / dispatches.max(1) as u32);
+    let mut previous: Option<f64> = None;
+    while started.elapsed() < max {
+        let mut commands = backend.commands();
+        for i in 0..launches {
+            case.record(&mut commands, program, &sets[i % sets.len()])?;
+        }
+        let submission = backend.submit_timed(commands)?;
+        submission.wait(DISPATCH_TIMEOUT)?;
+        let Some(gpu) = submission.gpu_time() else { return Ok(()) };
+        let per_dispatch = gpu.as_secs_f64() / launches as f64;
+        if settled(previous, per_dispatch) {
+            break;
+        }
+        previous = Some(per_dispatch);
+    }
+    Ok(())
+}
+
+/// Whether a batch's GPU time per dispatch, `now`, is within [`SETTLED`] of the batch before.
+fn settled(before: Option<f64>, now: f64) -> bool {
+    before.is_some_and(|before| (now - before).abs() <= SETTLED * before)
+}
+
 fn median(values: &mut [Duration]) -> Duration {
     values.sort();
     values.get(values.len() / 2).copied().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpu_has_settled_when_two_batches_in_a_row_agree_within_two_percent() {
+        assert!(!settled(None, 0.12), "one batch alone is no evidence");
+        assert!(!settled(Some(0.48), 0.30), "still speeding up");
+        assert!(!settled(Some(0.30), 0.125), "still speeding up");
+        assert!(settled(Some(0.1220), 0.1200));
+        assert!(settled(Some(0.1200), 0.1220));
+        assert!(!settled(Some(0.1200), 0.1230), "2.5% apart");
+    }
 }

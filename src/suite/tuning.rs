@@ -220,10 +220,12 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
             timing::warm(backend, &program, case, &sets, options.warm_up)?;
             warmed = true;
         } else {
-            timing::warm(backend, &program, case, &sets, Duration::from_millis(20))?;
+            // The check above left the GPU idle (0.2-0.5 s for a Winograd conv2d's reference).
+            timing::warm_until_steady(backend, &program, case, &sets, LEADER_WARM_UP)?;
         }
         let timing = timing::time(backend, &program, case, &sets, options.runs, options.budget)?;
         gpu_timed &= timing.gpu.is_some();
+        tracing::debug!(variant = %label, gpu = ?timing.gpu, wall = ?timing.wall, runs = timing.runs, "variant timed");
         timings.push((label.clone(), timing.best().as_secs_f64() * 1e3));
     }
     timings.sort_by(|a, b| a.1.total_cmp(&b.1));
