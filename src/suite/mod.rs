@@ -366,13 +366,42 @@ pub fn verify_sampled(case: &dyn Case, spec: &KernelSpec, got: &[f32], samples: 
         picks.extend([0, outputs - 1]);
         picks
     };
-    let (want, tolerance) = case.reference_sample(spec, &indices);
+    let (want, tolerance) = reference_in_parallel(case, spec, &indices);
     let picked: Vec<f32> = indices.iter().map(|&i| got[i]).collect();
     let mut verdict = verify(&picked, &want, &tolerance);
     if let Some(m) = verdict.mismatch.as_mut() {
         m.index = indices[m.index];
     }
     verdict
+}
+
+/// Fewest outputs per thread worth a thread of their own in [`reference_in_parallel`].
+const OUTPUTS_PER_THREAD: usize = 256;
+
+/// `case.reference_sample(spec, indices)` computed on all host cores, in order: a conv2d's
+/// reference with a Winograd error bound costs about 0.1 ms per output on one core.
+fn reference_in_parallel(case: &dyn Case, spec: &KernelSpec, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
+    let threads = crate::hal::spin::host_cores().min(indices.len() / OUTPUTS_PER_THREAD).max(1);
+    if threads == 1 {
+        return case.reference_sample(spec, indices);
+    }
+    let chunk = indices.len().div_ceil(threads);
+    let parts: Vec<(Vec<f64>, Vec<f64>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = indices
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || case.reference_sample(spec, part)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    let (mut want, mut tolerance) = (Vec::with_capacity(indices.len()), Vec::with_capacity(indices.len()));
+    for (w, t) in parts {
+        want.extend(w);
+        tolerance.extend(t);
+    }
+    (want, tolerance)
 }
 
 /// Deterministic inputs in [-1, 1) (SplitMix64), so every run and every process sees the same.
