@@ -82,6 +82,19 @@ fn fresh_processes_exit_cleanly_right_after_gl_work() {
 }
 
 #[test]
+fn run_checks_every_output_of_a_small_problem_and_says_how_many_of_a_large_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = sparkle(&["run", "saxpy", "1000"], dir.path(), &[]);
+    assert!(text(&output).contains("result: correct (1000 values"), "{}", text(&output));
+    assert!(!text(&output).contains("checked against the CPU:"), "{}", text(&output));
+
+    let output = sparkle(&["run", "saxpy", "300001"], dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("checked against the CPU: 200000 of 300001 outputs"), "{}", text(&output));
+    assert!(text(&output).contains("result: correct (200000 values"), "{}", text(&output));
+}
+
+#[test]
 fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
     let dir = tempfile::tempdir().unwrap();
     let args = [

@@ -423,3 +423,19 @@ pub(crate) fn random_floats(count: usize, seed: u64) -> Vec<f32> {
 pub(crate) fn groups_for(items: usize, per_group: u32) -> u32 {
     items.div_ceil(per_group as usize) as u32
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_parallel_reference_is_the_sequential_one_in_order() {
+        let case = sgemm::Sgemm::random(37, 61, 29, 5);
+        let spec = case.spec();
+        // Spread and repeated indices, more than one thread's share.
+        let indices: Vec<usize> = (0..5000).map(|i| (i * 7919) % case.outputs()).collect();
+        assert_eq!(reference_in_parallel(&case, &spec, &indices), case.reference_sample(&spec, &indices));
+        let few = [case.outputs() - 1, 0, 3];
+        assert_eq!(reference_in_parallel(&case, &spec, &few), case.reference_sample(&spec, &few));
+    }
+}
