@@ -197,7 +197,7 @@ const SETTLED: f64 = 0.02;
 
 /// Keeps the GPU busy with `case` until its GPU time per dispatch has settled (two batches of
 /// about 20 ms in a row within 2%), for at most `max`; just 20 ms where the device cannot time
-/// back to back. A GPU the CPU kept waiting (compiling, checking a result against the CPU
+/// its work (no timer queries, or implausible ones). A GPU the CPU kept waiting (compiling, checking a result against the CPU
 /// reference) runs slower for a while: on an H100 a Winograd conv2d timed after 20 ms of
 /// warm-up, following 0.4 s of checking per variant, read 1.5-3.7× its speed.
 pub fn warm_until_steady(
@@ -219,9 +219,13 @@ pub fn warm_until_steady(
         for i in 0..launches {
             case.record(&mut commands, program, &sets[i % sets.len()])?;
         }
+        let t = Instant::now();
         let submission = backend.submit_timed(commands)?;
         submission.wait(DISPATCH_TIMEOUT)?;
-        let Some(gpu) = submission.gpu_time() else { return Ok(()) };
+        let wall = t.elapsed();
+        // As in `time`: software renderers end the query before their threads run the work, so
+        // there is nothing to settle.
+        let Some(gpu) = submission.gpu_time().filter(|&gpu| gpu * 1000 >= wall) else { return Ok(()) };
         let per_dispatch = gpu.as_secs_f64() / launches as f64;
         if settled(previous, per_dispatch) {
             break;

@@ -220,7 +220,8 @@ pub fn tune(backend: &Runtime, case: &dyn Case, options: Options) -> Result<Outc
             timing::warm(backend, &program, case, &sets, options.warm_up)?;
             warmed = true;
         } else {
-            // The check above left the GPU idle (0.2-0.5 s for a Winograd conv2d's reference).
+            // The check above left the GPU idle (a Winograd conv2d's reference takes 0.2-0.5 s
+            // on one core).
             timing::warm_until_steady(backend, &program, case, &sets, LEADER_WARM_UP)?;
         }
         let timing = timing::time(backend, &program, case, &sets, options.runs, options.budget)?;
