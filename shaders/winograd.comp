@@ -26,8 +26,8 @@
 // than the product's tiles. On an H100 the contiguous stores took F(2×2)'s output transform
 // from 0.058 to 0.032 ms and F(4×4)'s from 0.068 to 0.026 ms at N=32 C=K=128 28×28: each
 // invocation had written its VB tiles' outputs word by word, 32 bytes apart from its
-// neighbours'. Reading a lane of a vector with a computed index was slower still (the
-// driver's code for it is slow), hence the float views.
+// neighbours'. Reaching a lane of V's and M's vectors with a computed index instead measured
+// slower than before, hence the float views.
 
 #ifndef WINO_M
 #define WINO_M 2
