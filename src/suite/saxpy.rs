@@ -66,7 +66,7 @@ impl SaxpyVariant {
     }
 
     /// vec4 loads where `n` allows, 4 loads in flight per invocation, in workgroups of 1024 on a
-    /// GPU (on an H100, 64M floats took 0.2662-0.2682 ms back to back in workgroups of 1024 and
+    /// GPU (on an H100, 64M floats took 0.2662-0.2689 ms back to back in workgroups of 1024 and
     /// 0.2702-0.2833 in workgroups of 256, over four tunes) and of 256 on a CPU renderer, which
     /// spreads workgroups over its threads.
     pub fn default_for(info: &DeviceInfo, n: usize) -> Self {
