@@ -174,21 +174,33 @@ pub fn back_to_back(
     let mut per_dispatch = Vec::new();
     let started = Instant::now();
     while per_dispatch.len() < 7 && (per_dispatch.len() < 3 || started.elapsed() < budget) {
-        let mut commands = backend.commands();
-        for i in 0..launches {
-            case.record(&mut commands, program, &sets[i % sets.len()])?;
-        }
-        let t = Instant::now();
-        let submission = backend.submit_timed(commands)?;
-        submission.wait(DISPATCH_TIMEOUT)?;
-        let wall = t.elapsed();
-        match submission.gpu_time() {
-            // As in `time`: software renderers end the query before their threads run the work.
-            Some(time) if time * 1000 >= wall => per_dispatch.push(time / launches as u32),
-            _ => return Ok(None),
+        match timed_batch(backend, program, case, sets, launches)? {
+            Some(time) => per_dispatch.push(time),
+            None => return Ok(None),
         }
     }
     Ok(Some(median(&mut per_dispatch)))
+}
+
+/// One timed submission of `launches` dispatches of `case` in a row, rotating through `sets`:
+/// its GPU time per dispatch, or `None` where the timer query is implausible (as in `time`:
+/// software renderers end the query before their threads run the work).
+fn timed_batch(
+    backend: &Runtime,
+    program: &Program,
+    case: &dyn Case,
+    sets: &[Vec<Buffer>],
+    launches: usize,
+) -> Result<Option<Duration>> {
+    let mut commands = backend.commands();
+    for i in 0..launches {
+        case.record(&mut commands, program, &sets[i % sets.len()])?;
+    }
+    let t = Instant::now();
+    let submission = backend.submit_timed(commands)?;
+    submission.wait(DISPATCH_TIMEOUT)?;
+    let wall = t.elapsed();
+    Ok(submission.gpu_time().filter(|&time| time * 1000 >= wall).map(|time| time / launches.max(1) as u32))
 }
 
 /// Batches of about 20 ms whose GPU time per dispatch is within this fraction of the batch
@@ -197,9 +209,10 @@ const SETTLED: f64 = 0.02;
 
 /// Keeps the GPU busy with `case` until its GPU time per dispatch has settled (two batches of
 /// about 20 ms in a row within 2%), for at most `max`; just 20 ms where the device cannot time
-/// its work (no timer queries, or implausible ones). A GPU the CPU kept waiting (compiling, checking a result against the CPU
-/// reference) runs slower for a while: on an H100 a Winograd conv2d timed after 20 ms of
-/// warm-up, following 0.4 s of checking per variant, read 1.5-3.7× its speed.
+/// its work (no timer queries, or implausible ones). A GPU the CPU kept waiting (compiling,
+/// checking a result against the CPU reference) runs slower for a while: on an H100 a Winograd
+/// conv2d timed after 20 ms of warm-up, following 0.4 s of checking per variant, read 1.5-3.7×
+/// its speed.
 pub fn warm_until_steady(
     backend: &Runtime,
     program: &Program,
@@ -215,18 +228,9 @@ pub fn warm_until_steady(
     let launches = launches_for(started.elapsed() / dispatches.max(1) as u32);
     let mut previous: Option<f64> = None;
     while started.elapsed() < max {
-        let mut commands = backend.commands();
-        for i in 0..launches {
-            case.record(&mut commands, program, &sets[i % sets.len()])?;
-        }
-        let t = Instant::now();
-        let submission = backend.submit_timed(commands)?;
-        submission.wait(DISPATCH_TIMEOUT)?;
-        let wall = t.elapsed();
-        // As in `time`: software renderers end the query before their threads run the work, so
-        // there is nothing to settle.
-        let Some(gpu) = submission.gpu_time().filter(|&gpu| gpu * 1000 >= wall) else { return Ok(()) };
-        let per_dispatch = gpu.as_secs_f64() / launches as f64;
+        // Nothing to settle where the timer queries are implausible.
+        let Some(time) = timed_batch(backend, program, case, sets, launches)? else { return Ok(()) };
+        let per_dispatch = time.as_secs_f64();
         if settled(previous, per_dispatch) {
             break;
         }
