@@ -10,9 +10,9 @@
 //!
 //! `micro` runs a program with one read-write storage buffer `outp` (THREADS·GROUPS floats) and
 //! reports its rate from FLOPS_PER_INVOCATION. `sgemm`/`conv2d` build a variant of the GEMM core
-//! from the defines (BM BN BK TM TN VA VB WARP UNROLL SPLIT FRAG STORE_ALWAYS KSLICE; others are
-//! passed through), swap in FILE as its source, check the result against the CPU reference and
-//! time it the way `sparkle tune` does. Lines starting with `#` are skipped.
+//! from the defines (BM BN BK TM TN VA VB WARP UNROLL SPLIT FRAG STORE_ALWAYS KSLICE FIX_M FIX_N
+//! FIX_K; others are passed through), swap in FILE as its source, check the result against the
+//! CPU reference and time it the way `sparkle tune` does. Lines starting with `#` are skipped.
 
 use std::time::Duration;
 
@@ -116,6 +116,7 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
         split: get("SPLIT", 1)?,
         store_always: get("STORE_ALWAYS", 0)?,
         kslice: get("KSLICE", 1)?,
+        fixed: [get("FIX_M", 0)?, get("FIX_N", 0)?, get("FIX_K", 0)?],
     };
     if !variant.well_formed() {
         return Err(format!("{variant} is not a well-formed variant").into());
@@ -138,6 +139,9 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
         "FRAG",
         "STORE_ALWAYS",
         "KSLICE",
+        "FIX_M",
+        "FIX_N",
+        "FIX_K",
     ];
     for (name, value) in defs.iter().filter(|(n, _)| !core.contains(&n.as_str())) {
         spec = spec.define(name, value);

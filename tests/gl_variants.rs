@@ -80,6 +80,33 @@ fn sgemm_variants_are_correct_at_ragged_and_aligned_sizes() {
 }
 
 #[test]
+fn fixed_sgemm_variants_are_correct_on_their_problem_and_refuse_any_other() {
+    let backend = backend();
+    let limits = &backend.info().limits;
+    // Whole tiles of 64×128×8 and of 128×128×8 (slices 8 or 16 deep), K longer than a slice.
+    for (m, n, k) in [(128, 256, 48), (256, 128, 32)] {
+        let case = Sgemm::random(m, n, k, (m + k) as u64);
+        let fixed: Vec<(String, KernelSpec)> =
+            case.variants(limits).into_iter().filter(|(label, _)| label.ends_with(" fixed")).collect();
+        assert!(!fixed.is_empty(), "{m}x{n}x{k} is whole tiles: the tuner is offered fixed variants");
+        for (label, spec) in &fixed {
+            assert_correct(&backend, &case, spec, label);
+        }
+        // The same program on another problem, even one of whole tiles, is refused before it runs.
+        let (label, spec) = &fixed[0];
+        let program = backend.program(spec).unwrap();
+        let other = Sgemm::random(m, n, k + 16, 1);
+        let buffers = other.upload(&backend).unwrap();
+        let err = other.dispatch(&backend, &program, &buffers).unwrap_err();
+        assert_eq!(err.kind(), sparkle::ErrorKind::InvalidArgument, "{label}: {err}");
+        assert!(err.to_string().contains(&format!("{m}×{n}×{k} product only")), "{err}");
+    }
+    // A ragged problem is offered none.
+    let ragged = Sgemm::random(130, 128, 32, 3);
+    assert!(ragged.variants(limits).iter().all(|(label, _)| !label.ends_with(" fixed")));
+}
+
+#[test]
 fn conv2d_variants_are_correct_at_ragged_and_aligned_shapes() {
     let backend = backend();
     let atomics = has_float_atomics(&backend);

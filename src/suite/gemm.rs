@@ -47,6 +47,9 @@ pub struct GemmVariant {
     /// slice, their sums added through shared memory at the end (1, 2 or 4; 1: none). More
     /// invocations per multiprocessor for a problem with few tiles, in one dispatch.
     pub kslice: u32,
+    /// The sgemm problem (M, N, K) the program is built for, whole tiles only: constant strides
+    /// and loads without bounds. All zero: any problem. See [`fixed_twin`](Self::fixed_twin).
+    pub fixed: [u32; 3],
 }
 
 /// The problem a variant runs: `gm`×`gn` outputs, `gk` deep. `vec_a`/`vec_b` say whether the
@@ -67,6 +70,8 @@ pub struct GemmShape {
 
 const DEFINES: [&str; 13] =
     ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG", "STORE_ALWAYS", "KSLICE"];
+/// A [`fixed`](GemmVariant::fixed) program's problem; absent from other variants' specs.
+const FIXED_DEFINES: [&str; 3] = ["FIX_M", "FIX_N", "FIX_K"];
 
 impl GemmVariant {
     /// Invocations per workgroup.
@@ -90,7 +95,8 @@ impl GemmVariant {
     /// Whether the shader's index arithmetic holds for these numbers (every invocation loads
     /// whole chunks, tiles split evenly).
     pub fn well_formed(&self) -> bool {
-        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, frag, split, store_always, kslice } = *self;
+        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, frag, split, store_always, kslice, fixed } =
+            *self;
         let threads = self.group_threads();
         let warp_ok = match warp {
             0 => true,
@@ -117,6 +123,44 @@ impl GemmVariant {
             // The reduction's scratch (4 vectors per group invocation) lies over the right
             // operand's two slices.
             && (kslice == 1 || 2 * bk * kslice * (bn / 4) >= 4 * threads)
+            && (fixed == [0; 3] || self.whole_tiles(fixed))
+    }
+
+    /// Whether a problem of `[m, n, k]` is whole tiles of this variant, unsplit, with the vector
+    /// widths it loads: what a [`fixed`](Self::fixed) program needs.
+    fn whole_tiles(&self, [m, n, k]: [u32; 3]) -> bool {
+        let slice = self.bk * self.kslice;
+        self.split == 1
+            && m > 0
+            && n > 0
+            && k > 0
+            && m % self.bm == 0
+            && n % self.bn == 0
+            && slice > 0
+            && k % slice == 0
+            && (self.va == 1 || k % 4 == 0)
+            && (self.vb == 1 || n % 4 == 0)
+    }
+
+    /// This variant built for `shape` alone, if `shape` is whole tiles of it and it is one worth
+    /// that: 8×8 outputs per invocation in the subgroup layout, storing slices without a branch
+    /// (the form of every large-GEMM winner on an H100). Constant strides and loads without
+    /// bounds took sgemm 4096³ from 3.16 to 2.98 ms there; the program serves that one problem.
+    pub fn fixed_twin(&self, shape: &GemmShape) -> Option<Self> {
+        let dims = [shape.gm, shape.gn, shape.gk].map(|d| u32::try_from(d).unwrap_or(0));
+        let twin = Self { fixed: dims, ..*self };
+        (self.fixed == [0; 3]
+            && self.tm * self.tn == 64
+            && self.warp == 1
+            && self.store_always == 1
+            && twin.well_formed())
+        .then_some(twin)
+    }
+
+    /// Whether this variant can run `shape`: any, unless it is built for one problem.
+    pub fn runs(&self, shape: &GemmShape) -> bool {
+        self.fixed == [0; 3]
+            || [shape.gm, shape.gn, shape.gk].map(|d| u32::try_from(d).unwrap_or(0)) == self.fixed
     }
 
     /// Whether the device can run it and the problem allows its vector widths.
@@ -128,6 +172,7 @@ impl GemmVariant {
             && (self.va == 1 || shape.vec_a)
             && (self.vb == 1 || shape.vec_b)
             && self.groups(shape).iter().zip(&limits.max_workgroup_count).all(|(&g, &max)| g <= max)
+            && self.runs(shape)
     }
 
     /// The spec of kernel `name` built from the core with these numbers (its bindings still to
@@ -152,6 +197,11 @@ impl GemmVariant {
         for (define, value) in DEFINES.iter().zip(values) {
             spec = spec.define(*define, value);
         }
+        if self.fixed != [0; 3] {
+            for (define, value) in FIXED_DEFINES.iter().zip(self.fixed) {
+                spec = spec.define(*define, value);
+            }
+        }
         spec.define("CONV", u32::from(conv))
     }
 
@@ -175,6 +225,7 @@ impl GemmVariant {
             // Specs from before the define existed stored behind a branch.
             store_always: value("STORE_ALWAYS").unwrap_or(0),
             kslice: value("KSLICE").unwrap_or(1),
+            fixed: FIXED_DEFINES.map(|name| value(name).unwrap_or(0)),
         };
         (variant.well_formed() && spec.workgroup_size == [variant.threads(), 1, 1]).then_some(variant)
     }
@@ -329,6 +380,7 @@ impl GemmVariant {
         split: 1,
         store_always: 0,
         kslice: 1,
+        fixed: [0; 3],
     };
     /// 128×128 tiles, 8×8 outputs per invocation, subgroup-shaped layout: big problems on big
     /// GPUs.
@@ -346,6 +398,7 @@ impl GemmVariant {
         split: 1,
         store_always: 0,
         kslice: 1,
+        fixed: [0; 3],
     };
     /// 128×64 tiles with 128 invocations, 8×8 outputs each.
     pub const MEDIUM: Self = Self { bn: 64, warp: 0, ..Self::BIG };
@@ -377,6 +430,9 @@ impl fmt::Display for GemmVariant {
         if self.kslice > 1 {
             write!(f, " ks{}", self.kslice)?;
         }
+        if self.fixed != [0; 3] {
+            write!(f, " fixed")?;
+        }
         Ok(())
     }
 }
@@ -384,6 +440,10 @@ impl fmt::Display for GemmVariant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn big_but(gm: usize, gn: usize, gk: usize) -> GemmShape {
+        GemmShape { gm, gn, gk, vec_a: true, vec_b: true }
+    }
 
     #[test]
     fn every_candidate_round_trips_through_its_spec() {
@@ -453,6 +513,23 @@ mod tests {
         let mut old = without.clone();
         old.defines.retain(|(name, _)| name != "STORE_ALWAYS");
         assert_eq!(GemmVariant::from_spec(&old), Some(GemmVariant::BIG));
+        // Fixed twins: only of whole tiles, named apart, refusing other problems, no splits.
+        let v4096 = GemmShape { gm: 4096, gn: 4096, gk: 4096, vec_a: true, vec_b: true };
+        let winner = GemmVariant { va: 1, frag: 1, store_always: 1, ..GemmVariant::BIG };
+        let twin = winner.fixed_twin(&v4096).expect("4096³ is whole 128×128×8 tiles");
+        assert_eq!(twin.fixed, [4096; 3]);
+        assert_eq!(twin.to_string(), format!("{winner} fixed"));
+        assert_eq!(GemmVariant::from_spec(&twin.spec("sgemm", false)), Some(twin));
+        assert!(twin.fits(&limits, &v4096) && !twin.fits(&limits, &big_but(4096, 4096, 4104)));
+        assert!(!twin.runs(&big_but(4096, 4096, 2048)) && twin.runs(&v4096));
+        assert!(winner.fixed_twin(&big_but(4096, 4000, 4096)).is_none(), "N is not whole tiles");
+        assert!(winner.fixed_twin(&big_but(4096, 4096, 4100)).is_none(), "K is not whole slices");
+        assert!(twin.fixed_twin(&v4096).is_none(), "a twin has no twin");
+        assert!(GemmVariant { store_always: 0, ..winner }.fixed_twin(&v4096).is_none());
+        assert!(GemmVariant { tm: 4, tn: 4, ..winner }.fixed_twin(&v4096).is_none(), "8×8 tiles only");
+        assert!(!GemmVariant { split: 2, ..twin }.well_formed(), "a fixed program is unsplit");
+        assert!(!GemmVariant { fixed: [4096, 4096, 4100], ..winner }.well_formed());
+        assert!(candidates.iter().all(|v| v.fixed == [0; 3]), "the core's own candidates run any problem");
         for shape in [(1024, 1024, 1024), (4096, 4096, 4096), (128, 25088, 1152), (64, 3136, 576)] {
             let shape = GemmShape { gm: shape.0, gn: shape.1, gk: shape.2, vec_a: true, vec_b: true };
             eprintln!("{shape:?}: {} candidates", GemmVariant::candidates(&limits, &shape).len());

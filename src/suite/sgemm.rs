@@ -54,6 +54,20 @@ pub(crate) fn record_gemm(
     shape: &GemmShape,
     args: &[Arg<'_>],
 ) -> Result<()> {
+    if !variant.runs(shape) {
+        let [m, n, k] = variant.fixed;
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!(
+                "program `{}` ({variant}) is built for a {m}×{n}×{k} product only, and this problem is {}×{}×{}; \
+                 build a variant without `fixed` for it",
+                program.name(),
+                shape.gm,
+                shape.gn,
+                shape.gk
+            ),
+        ));
+    }
     for (phase, groups) in variant.dispatches(shape) {
         let mut all = args.to_vec();
         all.extend(phase.map(Arg::U32));
@@ -108,7 +122,8 @@ pub(crate) fn program_variant(program: &Program) -> Result<GemmVariant> {
         Error::new(
             ErrorKind::InvalidArgument,
             format!(
-                "program `{}` is not a variant of the GEMM core (its defines BM, BN, BK, TM, TN, VA, VB                  are missing or inconsistent); build it with sgemm::variant_spec or conv2d::variant_spec",
+                "program `{}` is not a variant of the GEMM core (its defines BM, BN, BK, TM, TN, VA, VB \
+                 are missing or inconsistent); build it with sgemm::variant_spec or conv2d::variant_spec",
                 program.name()
             ),
         )
@@ -124,11 +139,13 @@ impl Case for Sgemm {
         variant_spec(&GemmVariant::default_for(info, &self.shape()))
     }
 
+    /// The core's candidates, and those worth it built for this problem alone
+    /// ([`GemmVariant::fixed_twin`]) where it is whole tiles.
     fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)> {
-        GemmVariant::candidates(limits, &self.shape())
-            .iter()
-            .map(|v| (v.to_string(), variant_spec(v)))
-            .collect()
+        let shape = self.shape();
+        let generic = GemmVariant::candidates(limits, &shape);
+        let twins: Vec<GemmVariant> = generic.iter().filter_map(|v| v.fixed_twin(&shape)).collect();
+        generic.iter().chain(&twins).map(|v| (v.to_string(), variant_spec(v))).collect()
     }
 
     fn shape_key(&self) -> String {
