@@ -12,7 +12,8 @@
 //! reports its rate from FLOPS_PER_INVOCATION. `sgemm`/`conv2d` build a variant of the GEMM core
 //! from the defines (BM BN BK TM TN VA VB WARP UNROLL SPLIT FRAG STORE_ALWAYS KSLICE FIX_M FIX_N
 //! FIX_K; others are passed through), swap in FILE as its source, check the result against the
-//! CPU reference and time it the way `sparkle tune` does. Lines starting with `#` are skipped.
+//! CPU reference and time it as `sparkle tune` times its leaders (back to back, after warming up
+//! until the GPU time settles; a single dispatch where the device cannot time batches). Lines starting with `#` are skipped.
 
 use std::time::Duration;
 
@@ -158,11 +159,16 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
     }
     let sets =
         timing::upload_copies(runtime, case.as_ref(), Some(&program), timing::copies_for(case.as_ref()))?;
-    let warm = if *warmed { Duration::from_millis(30) } else { Duration::from_millis(700) };
-    timing::warm(runtime, &program, case.as_ref(), &sets, warm)?;
+    // As the tuner times its leaders and the bench its kernels: warmed until the GPU time has
+    // settled, then back to back (about 20 ms per batch).
+    timing::warm_until_steady(runtime, &program, case.as_ref(), &sets, Duration::from_millis(600))?;
     *warmed = true;
-    let time = timing::time(runtime, &program, case.as_ref(), &sets, 5, Duration::from_millis(60))?;
-    let seconds = time.best().as_secs_f64();
+    let single = timing::time(runtime, &program, case.as_ref(), &sets, 5, Duration::from_millis(60))?;
+    let launches = timing::launches_for(single.best());
+    let seconds =
+        timing::back_to_back(runtime, &program, case.as_ref(), &sets, launches, Duration::from_millis(500))?
+            .unwrap_or_else(|| single.best())
+            .as_secs_f64();
     println!(
         "{label:<40} {:9.4} ms {:8.2} TFLOP/s  {variant}",
         seconds * 1e3,
