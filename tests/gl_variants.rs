@@ -58,6 +58,7 @@ fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
         GemmVariant { kslice: 2, ..gemm(64, 32, 16, 4, 4, va, vb) },
         GemmVariant { kslice: 4, ..gemm(32, 32, 8, 4, 4, va, vb) },
         GemmVariant { kslice: 2, frag: 1, store_always: 1, ..warp(gemm(64, 128, 8, 8, 8, va, vb)) },
+        GemmVariant { kslice: 2, frag: 1, ..warp(gemm(64, 32, 16, 4, 4, va, vb)) },
         GemmVariant::SAFE,
     ]
 }
