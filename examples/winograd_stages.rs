@@ -93,23 +93,16 @@ fn main() -> Result<(), Failure> {
             ])
             .collect();
         'runs: for (name, run) in runs {
-            let launches = 50;
             let mut times = Vec::new();
             for _ in 0..5 {
-                let mut commands = runtime.commands();
-                for _ in 0..launches {
-                    for &(stage, groups) in &run {
-                        commands.dispatch(&program, &stage_args(stage), groups)?;
-                    }
-                }
-                let started = Instant::now();
-                let submission = runtime.submit_timed(commands)?;
-                submission.wait(DISPATCH_TIMEOUT)?;
-                let wall = started.elapsed();
-                match submission.gpu_time() {
-                    // As the tuner: a CPU renderer ends its queries before its threads run.
-                    Some(gpu) if gpu * 1000 >= wall => times.push(gpu / launches),
-                    _ => {
+                let batch = timing::timed_launches(&runtime, 50, |commands, _| {
+                    run.iter().try_for_each(|&(stage, groups)| {
+                        commands.dispatch(&program, &stage_args(stage), groups).map(|_| ())
+                    })
+                })?;
+                match batch {
+                    Some(gpu) => times.push(gpu),
+                    None => {
                         line += "  (no plausible GPU time on this device: stages not timed)";
                         break 'runs;
                     }

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use super::{Case, DISPATCH_TIMEOUT};
-use crate::runtime::{Buffer, Program, Runtime, Submission};
+use crate::runtime::{Buffer, Commands, Program, Runtime, Submission};
 use crate::Result;
 
 /// Inputs smaller than this are rotated through several copies, so that each run reads memory
@@ -183,8 +183,7 @@ pub fn back_to_back(
 }
 
 /// One timed submission of `launches` dispatches of `case` in a row, rotating through `sets`:
-/// its GPU time per dispatch, or `None` where the timer query is implausible (as in `time`:
-/// software renderers end the query before their threads run the work).
+/// its GPU time per dispatch, or `None` where the timer query is implausible.
 fn timed_batch(
     backend: &Runtime,
     program: &Program,
@@ -192,9 +191,20 @@ fn timed_batch(
     sets: &[Vec<Buffer>],
     launches: usize,
 ) -> Result<Option<Duration>> {
+    timed_launches(backend, launches, |commands, i| case.record(commands, program, &sets[i % sets.len()]))
+}
+
+/// One timed submission of `launches` launches, each recorded by `record(commands, i)`: its GPU
+/// time per launch, or `None` where the timer query is implausible (as in `time`: software
+/// renderers end the query before their threads run the work).
+pub fn timed_launches(
+    backend: &Runtime,
+    launches: usize,
+    mut record: impl FnMut(&mut Commands, usize) -> Result<()>,
+) -> Result<Option<Duration>> {
     let mut commands = backend.commands();
     for i in 0..launches {
-        case.record(&mut commands, program, &sets[i % sets.len()])?;
+        record(&mut commands, i)?;
     }
     let t = Instant::now();
     let submission = backend.submit_timed(commands)?;
