@@ -200,6 +200,9 @@ pub struct KernelSpec {
     pub bindings: Vec<Binding>,
     /// Invocations per workgroup in x, y and z; each at least 1.
     pub workgroup_size: [u32; 3],
+    /// `u32` scalars the program is built for (`NAME` → value, the source having that value as
+    /// a constant): a dispatch passing any other value is refused before it runs.
+    pub pinned: Vec<(String, u32)>,
 }
 
 impl KernelSpec {
@@ -211,6 +214,7 @@ impl KernelSpec {
             defines: Vec::new(),
             bindings: Vec::new(),
             workgroup_size,
+            pinned: Vec::new(),
         }
     }
 
@@ -284,6 +288,13 @@ impl KernelSpec {
         self
     }
 
+    /// Pins the `u32` scalar `name` to `value`: the program is built for that value alone (a
+    /// constant in its source), and every dispatch must pass it.
+    pub fn pin(mut self, name: impl Into<String>, value: u32) -> Self {
+        self.pinned.push((name.into(), value));
+        self
+    }
+
     /// The source in `language`, or an error naming the kernel, the backend and the fix.
     pub fn source(&self, language: SourceLanguage, backend: &str) -> Result<&KernelSource, KernelError> {
         self.sources.iter().find(|s| s.language() == language).ok_or_else(|| KernelError::MissingSource {
@@ -334,6 +345,15 @@ impl KernelSpec {
                 return Err(problem(format!("binding `{}` is declared twice", binding.name())));
             }
         }
+        for (name, _) in &self.pinned {
+            let declared = self
+                .bindings
+                .iter()
+                .any(|b| matches!(b, Binding::Scalar { name: n, ty: ScalarType::U32 } if n == name));
+            if !declared {
+                return Err(problem(format!("pinned scalar `{name}` is not a declared u32 scalar")));
+            }
+        }
         for (name, value) in &self.defines {
             if !is_identifier(name) {
                 return Err(problem(format!("define name {name:?} is not an identifier")));
@@ -368,6 +388,19 @@ mod tests {
         assert!(KernelSpec::new("k", [1, 1, 1]).storage("2x", Access::ReadOnly).check().is_err());
         assert!(KernelSpec::new("k", [1, 1, 1]).define("A B", 1).check().is_err());
         assert!(KernelSpec::new("k", [0, 1, 1]).check().is_err());
+    }
+
+    #[test]
+    fn only_declared_u32_scalars_can_be_pinned() {
+        let spec = KernelSpec::new("k", [1, 1, 1]).scalar("n", ScalarType::U32).scalar("a", ScalarType::F32);
+        assert!(spec.clone().pin("n", 4096).check().is_ok());
+        for (name, why) in [("m", "undeclared"), ("a", "not u32")] {
+            let err = spec.clone().pin(name, 1).check().unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("pinned scalar `{name}` is not a declared u32 scalar")),
+                "{why}: {err}"
+            );
+        }
     }
 
     #[test]

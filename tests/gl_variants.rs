@@ -12,7 +12,7 @@ use sparkle::suite::gemm::GemmVariant;
 use sparkle::suite::saxpy::{Saxpy, SaxpyVariant};
 use sparkle::suite::sgemm::{self, Sgemm};
 use sparkle::suite::{self, tuning, Case};
-use sparkle::{KernelSpec, Runtime};
+use sparkle::{Arg, KernelSpec, Runtime};
 
 fn backend() -> Runtime {
     Runtime::open_backend("gl", &CacheConfig::memory_only()).expect("a GL 4.3 context (llvmpipe is enough)")
@@ -101,6 +101,21 @@ fn fixed_sgemm_variants_are_correct_on_their_problem_and_refuse_any_other() {
         let err = other.dispatch(&backend, &program, &buffers).unwrap_err();
         assert_eq!(err.kind(), sparkle::ErrorKind::InvalidArgument, "{label}: {err}");
         assert!(err.to_string().contains(&format!("{m}×{n}×{k} product only")), "{err}");
+        // So is a dispatch made by hand: the spec pins M, N and K.
+        let args = [
+            Arg::Buffer(&buffers[0]),
+            Arg::Buffer(&buffers[1]),
+            Arg::Buffer(&buffers[2]),
+            Arg::U32(m as u32),
+            Arg::U32(n as u32),
+            Arg::U32((k + 16) as u32),
+        ];
+        let mut commands = backend.commands();
+        let err = commands.dispatch(&program, &args, [1, 1, 1]).map(|_| ()).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("built for K = {k} only, and this dispatch passes {}", k + 16)),
+            "{err}"
+        );
     }
     // A ragged problem is offered none.
     let ragged = Sgemm::random(130, 128, 32, 3);

@@ -296,7 +296,17 @@ pub(crate) fn check_dispatch<'a>(
             }
             (&PlanEntry::Scalar { slot, ty }, scalar) => {
                 let value = match (ty, scalar) {
-                    (ScalarType::U32, Arg::U32(v)) => ScalarValue::U32(*v),
+                    (ScalarType::U32, Arg::U32(v)) => {
+                        if let Some((_, pinned)) =
+                            spec.pinned.iter().find(|(n, p)| n == binding.name() && p != v)
+                        {
+                            return Err(argument(format!(
+                                "the program is built for {} = {pinned} only, and this dispatch passes {v}",
+                                binding.name()
+                            )));
+                        }
+                        ScalarValue::U32(*v)
+                    }
                     (ScalarType::I32, Arg::I32(v)) => ScalarValue::I32(*v),
                     (ScalarType::F32, Arg::F32(v)) => ScalarValue::F32(*v),
                     _ => return Err(type_error(spec, index, binding, arg)),

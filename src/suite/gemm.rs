@@ -49,8 +49,8 @@ pub struct GemmVariant {
     pub kslice: u32,
     /// The sgemm problem (M, N, K) the program is built for, whole tiles only: constant strides
     /// and loads without bounds. All zero: any problem. See [`fixed_twin`](Self::fixed_twin).
-    /// The suite's cases refuse such a program for any other problem before it runs; dispatched
-    /// by hand with other sizes, it writes nothing.
+    /// Its spec pins the scalars M, N and K ([`KernelSpec::pin`]), so any other problem is
+    /// refused before it runs.
     pub fixed: [u32; 3],
 }
 

@@ -34,6 +34,11 @@ pub fn variant_spec(variant: &GemmVariant) -> KernelSpec {
         .scalar("M", ScalarType::U32)
         .scalar("N", ScalarType::U32)
         .scalar("K", ScalarType::U32);
+    // A fixed variant has the sizes as constants: any other sizes are refused at dispatch.
+    let spec = match variant.fixed {
+        [0, 0, 0] => spec,
+        [m, n, k] => spec.pin("M", m).pin("N", n).pin("K", k),
+    };
     with_phase(variant, spec)
 }
 
