@@ -13,7 +13,8 @@
 //! from the defines (BM BN BK TM TN VA VB WARP UNROLL SPLIT FRAG STORE_ALWAYS KSLICE FIX_M FIX_N
 //! FIX_K; others are passed through), swap in FILE as its source, check the result against the
 //! CPU reference and time it as `sparkle tune` times its leaders (back to back, after warming up
-//! until the GPU time settles; a single dispatch where the device cannot time batches). Lines starting with `#` are skipped.
+//! until the GPU time settles; a single dispatch where the device cannot time batches). Lines
+//! starting with `#` are skipped.
 
 use std::time::Duration;
 
@@ -126,25 +127,9 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
         if kind == "sgemm" { sgemm::variant_spec(&variant) } else { conv2d::variant_spec(&variant) };
     spec.sources.clear();
     spec = spec.glsl(std::fs::read_to_string(file)?);
-    let core = [
-        "BM",
-        "BN",
-        "BK",
-        "TM",
-        "TN",
-        "VA",
-        "VB",
-        "WARP",
-        "UNROLL",
-        "SPLIT",
-        "FRAG",
-        "STORE_ALWAYS",
-        "KSLICE",
-        "FIX_M",
-        "FIX_N",
-        "FIX_K",
-    ];
-    for (name, value) in defs.iter().filter(|(n, _)| !core.contains(&n.as_str())) {
+    // The defines the variant's spec already has came from the plan; the rest pass through.
+    let core: Vec<String> = spec.defines.iter().map(|(name, _)| name.clone()).collect();
+    for (name, value) in defs.iter().filter(|(n, _)| !core.contains(n)) {
         spec = spec.define(name, value);
     }
     let case = suite::case(kind, &sizes, 1, &runtime.info().limits)?;

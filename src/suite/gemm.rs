@@ -149,8 +149,7 @@ impl GemmVariant {
     /// (the form of every large-GEMM winner on an H100). Constant strides and loads without
     /// bounds took sgemm 4096³ from 3.16 to 2.98 ms there; the program serves that one problem.
     pub fn fixed_twin(&self, shape: &GemmShape) -> Option<Self> {
-        let dims = [shape.gm, shape.gn, shape.gk].map(|d| u32::try_from(d).unwrap_or(0));
-        let twin = Self { fixed: dims, ..*self };
+        let twin = Self { fixed: fixed_dims(shape), ..*self };
         (self.fixed == [0; 3]
             && self.tm * self.tn == 64
             && self.warp == 1
@@ -161,8 +160,7 @@ impl GemmVariant {
 
     /// Whether this variant can run `shape`: any, unless it is built for one problem.
     pub fn runs(&self, shape: &GemmShape) -> bool {
-        self.fixed == [0; 3]
-            || [shape.gm, shape.gn, shape.gk].map(|d| u32::try_from(d).unwrap_or(0)) == self.fixed
+        self.fixed == [0; 3] || fixed_dims(shape) == self.fixed
     }
 
     /// Whether the device can run it and the problem allows its vector widths.
@@ -413,6 +411,12 @@ impl GemmVariant {
     };
     /// 128×64 tiles with 128 invocations, 8×8 outputs each.
     pub const MEDIUM: Self = Self { bn: 64, warp: 0, ..Self::BIG };
+}
+
+/// `shape`'s sizes as a [`fixed`](GemmVariant::fixed) program holds them (0 where one does not
+/// fit in a `u32`, which no fixed program has).
+fn fixed_dims(shape: &GemmShape) -> [u32; 3] {
+    [shape.gm, shape.gn, shape.gk].map(|d| u32::try_from(d).unwrap_or(0))
 }
 
 /// Kernels run on the CPU (a software renderer or a simulator).
