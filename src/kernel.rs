@@ -145,6 +145,90 @@ pub enum Access {
     ReadOnly,
     /// The kernel may read and write the buffer.
     ReadWrite,
+    /// The kernel only reads the buffer, as texels of this format through a texel buffer (GLSL:
+    /// a `samplerBuffer`, `isamplerBuffer` or `usamplerBuffer` uniform read with `texelFetch`,
+    /// its `layout(binding = …)` the buffer's place among the spec's storage buffers). A texel
+    /// past the bound range reads as zero without a bounds test in the kernel's code, which
+    /// storage-buffer loads carry on some drivers. Devices whose limits have no texel buffers
+    /// (`max_texel_buffer_texels` = 0: the amdgpu backends) refuse such kernels.
+    Texels(TexelFormat),
+}
+
+impl Access {
+    /// Whether the kernel may write the buffer.
+    pub fn writes(self) -> bool {
+        self == Access::ReadWrite
+    }
+}
+
+/// The format of a texel buffer's texels: one or four 32-bit components.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TexelFormat {
+    /// One `float` (`samplerBuffer`; `texelFetch(…).x` is the value).
+    R32F,
+    /// Four `float`s (`samplerBuffer`).
+    Rgba32F,
+    /// One `uint` (`usamplerBuffer`).
+    R32Ui,
+    /// Four `uint`s (`usamplerBuffer`).
+    Rgba32Ui,
+    /// One `int` (`isamplerBuffer`).
+    R32I,
+    /// Four `int`s (`isamplerBuffer`).
+    Rgba32I,
+}
+
+/// The component type a texel buffer hands a kernel: which kind of sampler reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TexelComponent {
+    /// `float` (`samplerBuffer`).
+    Float,
+    /// `uint` (`usamplerBuffer`).
+    Uint,
+    /// `int` (`isamplerBuffer`).
+    Int,
+}
+
+impl TexelComponent {
+    /// The GLSL sampler type that reads such texels.
+    pub fn sampler(self) -> &'static str {
+        match self {
+            TexelComponent::Float => "samplerBuffer",
+            TexelComponent::Uint => "usamplerBuffer",
+            TexelComponent::Int => "isamplerBuffer",
+        }
+    }
+}
+
+impl TexelFormat {
+    /// Bytes per texel.
+    pub fn bytes(self) -> u64 {
+        match self {
+            TexelFormat::R32F | TexelFormat::R32Ui | TexelFormat::R32I => 4,
+            TexelFormat::Rgba32F | TexelFormat::Rgba32Ui | TexelFormat::Rgba32I => 16,
+        }
+    }
+
+    /// The component type of its texels.
+    pub fn component(self) -> TexelComponent {
+        match self {
+            TexelFormat::R32F | TexelFormat::Rgba32F => TexelComponent::Float,
+            TexelFormat::R32Ui | TexelFormat::Rgba32Ui => TexelComponent::Uint,
+            TexelFormat::R32I | TexelFormat::Rgba32I => TexelComponent::Int,
+        }
+    }
+
+    /// The format's name in messages (`r32f`, `rgba32f`, …; GLSL's image format names).
+    pub fn name(self) -> &'static str {
+        match self {
+            TexelFormat::R32F => "r32f",
+            TexelFormat::Rgba32F => "rgba32f",
+            TexelFormat::R32Ui => "r32ui",
+            TexelFormat::Rgba32Ui => "rgba32ui",
+            TexelFormat::R32I => "r32i",
+            TexelFormat::Rgba32I => "rgba32i",
+        }
+    }
 }
 
 /// One parameter of a kernel, in the order dispatch arguments are passed.
@@ -182,6 +266,9 @@ impl Binding {
         match self {
             Binding::Storage { access: Access::ReadOnly, .. } => "a read-only storage buffer".to_owned(),
             Binding::Storage { access: Access::ReadWrite, .. } => "a storage buffer".to_owned(),
+            Binding::Storage { access: Access::Texels(format), .. } => {
+                format!("a storage buffer read as {} texels", format.name())
+            }
             Binding::Scalar { ty, .. } => format!("a {} scalar", ty.name()),
         }
     }

@@ -104,7 +104,10 @@ pub mod suite;
 
 pub use error::{Error, ErrorKind, Result};
 pub use hal::{BufferUsage, DeviceClass, DeviceInfo, Limits};
-pub use kernel::{Access, Binding, KernelError, KernelSource, KernelSpec, ScalarType, SourceLanguage};
+pub use kernel::{
+    Access, Binding, KernelError, KernelSource, KernelSpec, ScalarType, SourceLanguage, TexelComponent,
+    TexelFormat,
+};
 pub use runtime::{
     Arg, BackendChoice, BatchError, Buffer, Commands, Feeder, Pipeline, Program, Results, Runtime, Stage,
     Submission, BACKEND_ENV,

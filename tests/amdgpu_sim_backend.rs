@@ -272,6 +272,18 @@ fn a_kernel_cannot_reach_memory_outside_its_buffers() {
 }
 
 #[test]
+fn a_kernel_reading_texels_is_refused_before_it_compiles() {
+    let spec = KernelSpec::new("texel_sum", [64, 1, 1])
+        .opencl("texel_sum", "__kernel void texel_sum(__global const float *x) {}")
+        .storage("x", Access::Texels(sparkle::TexelFormat::R32F));
+    let err = sim().program(&spec).unwrap_err();
+    assert!(matches!(err.detail::<KernelError>(), Some(KernelError::ExceedsLimit { .. })), "{err}");
+    assert!(err
+        .to_string()
+        .contains("reads `x` as texels (Access::Texels), and this device has no texel buffers"));
+}
+
+#[test]
 fn invalid_dispatches_are_refused_before_submission_naming_the_kernel_and_the_limit() {
     let (driver, rt) = sim_with(SimOptions::default());
     let case = suite::saxpy::Saxpy::random(64, 1);

@@ -256,6 +256,9 @@ fn limits(gpu: &GpuInfo) -> Limits {
         max_storage_buffer_bytes: max_buffer,
         max_storage_buffer_bindings: 64,
         storage_buffer_offset_alignment: 16,
+        // Kernels come as OpenCL C or code objects, which read buffers through pointers only.
+        max_texel_buffer_texels: 0,
+        texel_buffer_offset_alignment: 1,
     }
 }
 

@@ -384,6 +384,7 @@ fn interface_of(
                 names: vec![name],
                 min_bytes: 0,
                 read_only,
+                texels: None,
             });
             continue;
         }

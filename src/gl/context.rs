@@ -32,6 +32,8 @@ pub(crate) struct EglContext {
     pub device_index: Option<usize>,
     /// GL 4.3 program introspection, which glow does not wrap usably.
     pub introspection: super::interface::Introspection,
+    /// Buffer textures for ranges read as texels (`glTexBufferRange`, which glow does not wrap).
+    pub texel_units: super::texels::TexelUnits,
     context: PossiblyCurrentContext,
     display: Display,
     config: Config,
@@ -244,12 +246,14 @@ fn finish(display: Display, source: String, device_index: Option<usize>) -> Resu
                 };
                 let introspection =
                     super::interface::Introspection::load(|name| display.get_proc_address(name))?;
+                let texel_units = super::texels::TexelUnits::load(|name| display.get_proc_address(name))?;
                 tracing::debug!("OpenGL {major}.{minor} core context on {source}");
                 return Ok(EglContext {
                     gl,
                     source,
                     device_index,
                     introspection,
+                    texel_units,
                     context,
                     display,
                     config,

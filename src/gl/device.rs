@@ -90,6 +90,9 @@ pub(crate) fn probe(context: &EglContext) -> Result<Probe, GlError> {
             storage_buffer_offset_alignment: gl
                 .get_parameter_i32(glow::SHADER_STORAGE_BUFFER_OFFSET_ALIGNMENT)
                 .max(1) as u64,
+            max_texel_buffer_texels: gl.get_parameter_i64(glow::MAX_TEXTURE_BUFFER_SIZE).max(0) as u64,
+            texel_buffer_offset_alignment: gl.get_parameter_i32(glow::TEXTURE_BUFFER_OFFSET_ALIGNMENT).max(1)
+                as u64,
         };
         // Queries above may leave an error on drivers missing one enum; it must not be blamed
         // on the first real call.

@@ -56,6 +56,14 @@ pub enum GlError {
         /// The code's name (`GL_OUT_OF_MEMORY`, …).
         name: &'static str,
     },
+    /// The driver made no texture to read a buffer as texels through.
+    #[error("could not create a buffer texture for texture unit {unit}: {reason}")]
+    TextureCreation {
+        /// The texture unit it was for.
+        unit: u32,
+        /// What the driver said.
+        reason: String,
+    },
     /// The driver made no buffer of this size.
     #[error("could not create a {size}-byte buffer: {reason}")]
     BufferCreation {
@@ -85,7 +93,7 @@ impl From<GlError> for Error {
             | GlError::ThreadGone
             | GlError::JobPanicked(_) => ErrorKind::DeviceLost,
             GlError::Driver { .. } => ErrorKind::InvalidArgument,
-            GlError::BufferCreation { .. } => ErrorKind::OutOfMemory,
+            GlError::BufferCreation { .. } | GlError::TextureCreation { .. } => ErrorKind::OutOfMemory,
         };
         Error::from_detail(kind, err)
     }

@@ -10,7 +10,7 @@ use glow::HasContext;
 use super::glsl::BlockDecl;
 use super::GlError;
 use crate::hal::{ProgramInterface, ScalarSlot, StorageSlot};
-use crate::kernel::ScalarType;
+use crate::kernel::{ScalarType, TexelComponent};
 
 type GetProgramInterfaceiv = unsafe extern "system" fn(u32, u32, u32, *mut i32);
 type GetProgramResourceiv =
@@ -198,6 +198,7 @@ pub(crate) fn read(
                 names,
                 min_bytes,
                 read_only: declared.map(|b| b.read_only),
+                texels: None,
             });
         }
         for index in 0..introspection.count(id, glow::UNIFORM) {
@@ -211,13 +212,37 @@ pub(crate) fn read(
                 continue;
             }
             let name = introspection.name(id, glow::UNIFORM, index);
-            let (ty, type_name) = scalar_type(gl_type as u32);
             let name = strip_array(&name).to_owned();
-            locations.push(gl.get_uniform_location(program, &name));
+            let location = gl.get_uniform_location(program, &name);
+            if let (Some(component), Some(location)) = (texel_component(gl_type as u32), &location) {
+                // A buffer read as texels: its texture unit is its binding.
+                let mut unit = [0i32];
+                gl.get_uniform_i32(program, location, &mut unit);
+                interface.storage.push(StorageSlot {
+                    binding: unit[0].max(0) as u32,
+                    names: vec![name],
+                    min_bytes: 0,
+                    read_only: Some(true),
+                    texels: Some(component),
+                });
+                continue;
+            }
+            let (ty, type_name) = scalar_type(gl_type as u32);
+            locations.push(location);
             interface.scalars.push(ScalarSlot { name, ty, type_name });
         }
     }
     (interface, locations)
+}
+
+/// The component type of a buffer sampler's texels; `None` for any other uniform type.
+fn texel_component(gl_type: u32) -> Option<TexelComponent> {
+    match gl_type {
+        glow::SAMPLER_BUFFER => Some(TexelComponent::Float),
+        glow::UNSIGNED_INT_SAMPLER_BUFFER => Some(TexelComponent::Uint),
+        glow::INT_SAMPLER_BUFFER => Some(TexelComponent::Int),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod interface;
 mod live;
 mod program;
 mod submit;
+mod texels;
 mod thread;
 mod transfer;
 
@@ -309,8 +310,16 @@ fn step(command: &Command<'_, Gl>) -> Step {
             program: program.id,
             buffers: buffers
                 .iter()
+                .filter(|b| b.texels.is_none())
                 .map(|b| {
                     (program.interface.storage[b.slot].binding, b.buffer.id, b.offset as i32, b.size as i32)
+                })
+                .collect(),
+            texels: buffers
+                .iter()
+                .filter_map(|b| {
+                    let unit = program.interface.storage[b.slot].binding;
+                    b.texels.map(|format| (unit, b.buffer.id, b.offset as i32, b.size as i32, format))
                 })
                 .collect(),
             uniforms: scalars.iter().map(|&(slot, value)| (program.locations[slot], value)).collect(),

@@ -19,6 +19,7 @@ use std::time::Duration;
 use glow::HasContext;
 
 use super::fences::Watch;
+use super::texels::TexelRange;
 use super::thread::{GlState, Unfenced};
 use super::GlError;
 use crate::hal::ScalarValue;
@@ -39,6 +40,8 @@ pub(crate) enum Step {
         program: glow::NativeProgram,
         /// (binding point, buffer, offset, size).
         buffers: Vec<(u32, glow::NativeBuffer, i32, i32)>,
+        /// Ranges read as texels.
+        texels: Vec<TexelRange>,
         uniforms: Vec<(Option<glow::NativeUniformLocation>, ScalarValue)>,
         groups: [u32; 3],
         kernel: String,
@@ -197,7 +200,7 @@ fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
     let gl = state.gl();
     for step in steps {
         match step {
-            Step::Dispatch { program, buffers, uniforms, groups, kernel } => {
+            Step::Dispatch { program, buffers, texels, uniforms, groups, kernel } => {
                 // SAFETY: the context is current on the GL thread; the program and buffers are
                 // live GL names (the runtime holds their objects until this submission's fence
                 // completes), ranges and grid were validated against the device limits.
@@ -219,7 +222,9 @@ fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
                             ScalarValue::F32(v) => gl.uniform_1_f32(location.as_ref(), v),
                         }
                     }
+                    state.context.texel_units.attach(gl, texels)?;
                     gl.dispatch_compute(groups[0], groups[1], groups[2]);
+                    state.context.texel_units.detach(gl, texels);
                 }
                 state.check_with(|| format!("the dispatch of kernel `{kernel}`"))?;
             }

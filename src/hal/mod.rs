@@ -27,7 +27,7 @@ use serde::Serialize;
 pub use timeline::Timeline;
 
 use crate::cache::{Blob, GpuId, LoadFailure};
-use crate::kernel::{KernelSpec, ScalarType, SourceLanguage};
+use crate::kernel::{KernelSpec, ScalarType, SourceLanguage, TexelComponent, TexelFormat};
 use crate::Result;
 
 /// A backend's types. Objects of one backend never reach another: the runtime checks which
@@ -62,6 +62,11 @@ pub struct Limits {
     pub max_storage_buffer_bindings: u32,
     /// A bound range's offset must be a multiple of this.
     pub storage_buffer_offset_alignment: u64,
+    /// Most texels a buffer read as texels ([`Access::Texels`](crate::Access::Texels)) may
+    /// bind; 0 where the backend has no texel buffers.
+    pub max_texel_buffer_texels: u64,
+    /// A range read as texels must start at a multiple of this many bytes.
+    pub texel_buffer_offset_alignment: u64,
 }
 
 /// What a backend reports about the device it drives.
@@ -147,6 +152,9 @@ pub struct StorageSlot {
     pub min_bytes: u64,
     /// Whether the program is guaranteed not to write it (`None`: the backend cannot tell).
     pub read_only: Option<bool>,
+    /// `Some` where the program reads it as texels (a texel buffer of this component type)
+    /// rather than as a storage buffer.
+    pub texels: Option<TexelComponent>,
 }
 
 /// A scalar the program declares.
@@ -180,6 +188,8 @@ pub struct BoundBuffer<'a, A: Api> {
     pub offset: u64,
     /// The bound range's length in bytes, inside the buffer.
     pub size: u64,
+    /// `Some` where the program reads the range as texels of this format.
+    pub texels: Option<TexelFormat>,
 }
 
 /// A scalar value for one dispatch.

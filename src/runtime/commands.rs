@@ -11,6 +11,7 @@ use super::device::DynDevice;
 use super::validate::{self, Arg};
 use super::{Buffer, Program};
 use crate::hal::ScalarValue;
+use crate::kernel::TexelFormat;
 use crate::{Error, ErrorKind, Result};
 
 /// A storage buffer bound to one recorded dispatch.
@@ -20,6 +21,7 @@ pub(crate) struct RecordedBuffer {
     pub offset: u64,
     pub size: u64,
     pub writes: bool,
+    pub texels: Option<TexelFormat>,
 }
 
 pub(crate) enum Recorded {
@@ -87,6 +89,7 @@ impl Commands {
                 offset: b.offset,
                 size: b.size,
                 writes: b.writes,
+                texels: b.texels,
             })
             .collect();
         self.written.extend(buffers.iter().filter(|b| b.writes).map(|b| identity(&b.buffer)));

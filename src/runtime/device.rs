@@ -255,6 +255,7 @@ impl<A: Api> DynDevice for Core<A> {
                                 buffer: b.buffer.object(token)?,
                                 offset: b.offset,
                                 size: b.size,
+                                texels: b.texels,
                             })
                         })
                         .collect::<Result<Vec<_>>>()?;

@@ -3,7 +3,7 @@
 //! program's slots), and a dispatch's arguments and grid against both.
 
 use crate::hal::{Limits, ProgramInterface, ScalarValue};
-use crate::kernel::{Access, Binding, KernelError, KernelSpec, ScalarType};
+use crate::kernel::{Access, Binding, KernelError, KernelSpec, ScalarType, TexelFormat};
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
@@ -26,6 +26,18 @@ pub(crate) fn check_spec(spec: &KernelSpec, limits: &Limits) -> Result<(), Kerne
             limit: limits.max_workgroup_invocations.to_string(),
         });
     }
+    if let Some((name, _)) = spec.storage_bindings().find(|(_, a)| matches!(a, Access::Texels(_))) {
+        if limits.max_texel_buffer_texels == 0 {
+            return Err(KernelError::ExceedsLimit {
+                kernel: spec.name.clone(),
+                problem: format!(
+                    "it reads `{name}` as texels (Access::Texels), and this device has no texel buffers; \
+                     read it as a storage buffer (Access::ReadOnly) instead"
+                ),
+                limit: "0 texels".to_owned(),
+            });
+        }
+    }
     let storage = spec.storage_bindings().count();
     if storage > limits.max_storage_buffer_bindings as usize {
         return Err(KernelError::ExceedsLimit {
@@ -40,7 +52,7 @@ pub(crate) fn check_spec(spec: &KernelSpec, limits: &Limits) -> Result<(), Kerne
 /// How one spec binding reaches the program.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PlanEntry {
-    Storage { slot: usize, min_bytes: u64, writes: bool },
+    Storage { slot: usize, min_bytes: u64, writes: bool, texels: Option<TexelFormat> },
     Scalar { slot: usize, ty: ScalarType },
 }
 
@@ -77,6 +89,44 @@ pub(crate) fn plan(spec: &KernelSpec, interface: &ProgramInterface) -> Result<Pl
                     ));
                 };
                 let declared = &interface.storage[slot];
+                let texels = match (*access, declared.texels) {
+                    (Access::Texels(format), Some(component)) if format.component() == component => {
+                        Some(format)
+                    }
+                    (Access::Texels(format), Some(component)) => return Err(mismatch(
+                        name,
+                        format!(
+                            "the spec reads it as {} texels, which a `{}` reads, but the program declares \
+                                 a `{}`",
+                            format.name(),
+                            format.component().sampler(),
+                            component.sampler()
+                        ),
+                    )),
+                    (Access::Texels(format), None) => {
+                        return Err(mismatch(
+                            name,
+                            format!(
+                                "the spec reads it as {} texels, but the program declares a storage buffer; \
+                                 declare it as `uniform {} {name}` and read it with texelFetch, or list it \
+                                 as a storage buffer",
+                                format.name(),
+                                format.component().sampler()
+                            ),
+                        ))
+                    }
+                    (_, Some(component)) => {
+                        return Err(mismatch(
+                            name,
+                            format!(
+                                "the program reads it as texels (a `{}`), but the spec lists a storage \
+                                 buffer; list it with Access::Texels and the texels' format",
+                                component.sampler()
+                            ),
+                        ))
+                    }
+                    (_, None) => None,
+                };
                 if declared.binding != storage_index {
                     return Err(mismatch(
                         name,
@@ -91,7 +141,11 @@ pub(crate) fn plan(spec: &KernelSpec, interface: &ProgramInterface) -> Result<Pl
                 // Blocks at the same binding are views of one buffer (GLSL allows a program to
                 // declare a buffer twice, say as floats and as vectors): the buffer must suit all.
                 let views: Vec<usize> = (0..interface.storage.len())
-                    .filter(|&s| interface.storage[s].binding == declared.binding)
+                    .filter(|&s| {
+                        let other = &interface.storage[s];
+                        other.binding == declared.binding
+                            && other.texels.is_some() == declared.texels.is_some()
+                    })
                     .collect();
                 let min_bytes = views.iter().map(|&s| interface.storage[s].min_bytes).max().unwrap_or(0);
                 let read_only =
@@ -109,8 +163,8 @@ pub(crate) fn plan(spec: &KernelSpec, interface: &ProgramInterface) -> Result<Pl
                 }
                 // A buffer the program may write is treated as written, whatever the spec says:
                 // later reads must wait for it.
-                let writes = *access == Access::ReadWrite || read_only != Some(true);
-                entries.push(PlanEntry::Storage { slot, min_bytes, writes });
+                let writes = access.writes() || read_only != Some(true);
+                entries.push(PlanEntry::Storage { slot, min_bytes, writes, texels });
                 storage_index += 1;
             }
             Binding::Scalar { name, ty } => {
@@ -227,6 +281,7 @@ pub(crate) struct CheckedBuffer<'a> {
     pub offset: u64,
     pub size: u64,
     pub writes: bool,
+    pub texels: Option<TexelFormat>,
 }
 
 /// The arguments of one dispatch, checked.
@@ -260,7 +315,7 @@ pub(crate) fn check_dispatch<'a>(
             problem,
         };
         match (entry, arg) {
-            (&PlanEntry::Storage { slot, min_bytes, writes }, Arg::Buffer(_) | Arg::Range { .. }) => {
+            (&PlanEntry::Storage { slot, min_bytes, writes, texels }, Arg::Buffer(_) | Arg::Range { .. }) => {
                 let (buffer, offset, size) = match *arg {
                     Arg::Range { buffer, offset, len } => (buffer, offset, len),
                     Arg::Buffer(buffer) => (buffer, 0, buffer.size()),
@@ -292,7 +347,10 @@ pub(crate) fn check_dispatch<'a>(
                         limits.max_storage_buffer_bytes
                     )));
                 }
-                checked.buffers.push(CheckedBuffer { buffer, slot, offset, size, writes });
+                if let Some(format) = texels {
+                    check_texels(limits, format, offset, size).map_err(argument)?;
+                }
+                checked.buffers.push(CheckedBuffer { buffer, slot, offset, size, writes, texels });
             }
             (&PlanEntry::Scalar { slot, ty }, scalar) => {
                 let value = match (ty, scalar) {
@@ -344,6 +402,32 @@ pub(crate) fn check_dispatch<'a>(
     Ok(checked)
 }
 
+/// A range read as texels: whole texels, a start the device can bind, not more texels than a
+/// texel buffer holds.
+fn check_texels(limits: &Limits, format: TexelFormat, offset: u64, size: u64) -> Result<(), String> {
+    let bytes = format.bytes();
+    if size % bytes != 0 {
+        return Err(format!(
+            "{size} bytes are not a whole number of {} texels ({bytes} bytes each)",
+            format.name()
+        ));
+    }
+    let alignment = limits.texel_buffer_offset_alignment.max(1);
+    if offset % alignment != 0 {
+        return Err(format!(
+            "offset {offset} is not a multiple of the device's texel buffer offset alignment ({alignment} bytes)"
+        ));
+    }
+    let texels = size / bytes;
+    if texels > limits.max_texel_buffer_texels {
+        return Err(format!(
+            "{texels} texels are more than a texel buffer holds on this device ({})",
+            limits.max_texel_buffer_texels
+        ));
+    }
+    Ok(())
+}
+
 fn type_error(spec: &KernelSpec, index: usize, binding: &Binding, arg: &Arg<'_>) -> KernelError {
     KernelError::ArgumentType {
         kernel: spec.name.clone(),
@@ -358,6 +442,7 @@ fn type_error(spec: &KernelSpec, index: usize, binding: &Binding, arg: &Arg<'_>)
 mod tests {
     use super::*;
     use crate::hal::{ScalarSlot, StorageSlot};
+    use crate::kernel::TexelComponent;
 
     fn interface() -> ProgramInterface {
         ProgramInterface {
@@ -367,12 +452,14 @@ mod tests {
                     names: vec!["X".into(), "x".into()],
                     min_bytes: 4,
                     read_only: Some(true),
+                    texels: None,
                 },
                 StorageSlot {
                     binding: 1,
                     names: vec!["Y".into(), "y".into()],
                     min_bytes: 4,
                     read_only: Some(false),
+                    texels: None,
                 },
             ],
             scalars: vec![
@@ -442,13 +529,104 @@ mod tests {
             names: vec!["XPairs".into(), "x_pairs".into()],
             min_bytes: 16,
             read_only: Some(false),
+            texels: None,
         });
         let mut writes_x = spec();
         writes_x.bindings[0] = Binding::Storage { name: "x".into(), access: Access::ReadWrite };
         let plan = plan(&writes_x, &views).unwrap();
-        assert_eq!(plan.entries[0], PlanEntry::Storage { slot: 0, min_bytes: 16, writes: true });
+        assert_eq!(
+            plan.entries[0],
+            PlanEntry::Storage { slot: 0, min_bytes: 16, writes: true, texels: None }
+        );
         assert_eq!(plan.entries.len(), 4, "the second view is no binding of its own");
         let read_only = super::plan(&spec(), &views).unwrap_err().to_string();
         assert!(read_only.contains("the spec says ReadOnly but the program may write it"), "{read_only}");
+    }
+
+    /// `x` read as float texels at unit 0, `y` a storage buffer at binding 1.
+    fn texel_interface() -> ProgramInterface {
+        let mut texels = interface();
+        texels.storage[0] = StorageSlot {
+            binding: 0,
+            names: vec!["x".into()],
+            min_bytes: 0,
+            read_only: Some(true),
+            texels: Some(TexelComponent::Float),
+        };
+        texels
+    }
+
+    fn limits() -> Limits {
+        Limits {
+            max_workgroup_size: [1024; 3],
+            max_workgroup_invocations: 1024,
+            max_workgroup_count: [65535; 3],
+            max_shared_memory_bytes: 49152,
+            max_storage_buffer_bytes: 1 << 30,
+            max_storage_buffer_bindings: 16,
+            storage_buffer_offset_alignment: 16,
+            max_texel_buffer_texels: 1024,
+            texel_buffer_offset_alignment: 256,
+        }
+    }
+
+    #[test]
+    fn texels_must_be_read_as_texels_of_the_samplers_component_type() {
+        let texels = KernelSpec::new("saxpy", [64, 1, 1])
+            .storage("x", Access::Texels(TexelFormat::Rgba32F))
+            .storage("y", Access::ReadWrite)
+            .scalar("a", ScalarType::F32)
+            .scalar("n", ScalarType::U32);
+        let planned = plan(&texels, &texel_interface()).unwrap();
+        assert_eq!(
+            planned.entries[0],
+            PlanEntry::Storage { slot: 0, min_bytes: 0, writes: false, texels: Some(TexelFormat::Rgba32F) }
+        );
+        let problem = |spec: &KernelSpec, interface: &ProgramInterface| {
+            super::plan(spec, interface).unwrap_err().to_string()
+        };
+        let as_storage = problem(&spec(), &texel_interface());
+        assert!(
+            as_storage.contains("`x`: the program reads it as texels (a `samplerBuffer`)"),
+            "{as_storage}"
+        );
+        let mut uint_texels = texels.clone();
+        uint_texels.bindings[0] =
+            Binding::Storage { name: "x".into(), access: Access::Texels(TexelFormat::R32Ui) };
+        let wrong_type = problem(&uint_texels, &texel_interface());
+        assert!(
+            wrong_type.contains(
+                "r32ui texels, which a `usamplerBuffer` reads, but the program declares a `samplerBuffer`"
+            ),
+            "{wrong_type}"
+        );
+        let not_a_sampler = problem(&texels, &interface());
+        assert!(not_a_sampler.contains("but the program declares a storage buffer"), "{not_a_sampler}");
+    }
+
+    #[test]
+    fn a_device_without_texel_buffers_refuses_texel_reads_before_compiling() {
+        let texels = KernelSpec::new("k", [64, 1, 1]).storage("x", Access::Texels(TexelFormat::R32F));
+        assert!(check_spec(&texels, &limits()).is_ok());
+        let none = Limits { max_texel_buffer_texels: 0, ..limits() };
+        let refused = check_spec(&texels, &none).unwrap_err().to_string();
+        assert!(
+            refused.contains("reads `x` as texels (Access::Texels), and this device has no texel buffers")
+        );
+    }
+
+    #[test]
+    fn a_texel_range_is_whole_texels_aligned_and_within_the_devices_texel_count() {
+        let limits = limits();
+        assert!(check_texels(&limits, TexelFormat::Rgba32F, 256, 16 * 1024).is_ok());
+        let ragged = check_texels(&limits, TexelFormat::Rgba32F, 0, 20).unwrap_err();
+        assert!(
+            ragged.contains("20 bytes are not a whole number of rgba32f texels (16 bytes each)"),
+            "{ragged}"
+        );
+        let misaligned = check_texels(&limits, TexelFormat::R32F, 16, 64).unwrap_err();
+        assert!(misaligned.contains("texel buffer offset alignment (256 bytes)"), "{misaligned}");
+        let too_many = check_texels(&limits, TexelFormat::R32F, 0, 4 * 1025).unwrap_err();
+        assert!(too_many.contains("1025 texels are more than a texel buffer holds on this device (1024)"));
     }
 }

@@ -470,6 +470,8 @@ mod tests {
             max_storage_buffer_bytes: 1 << 31,
             max_storage_buffer_bindings: 16,
             storage_buffer_offset_alignment: 16,
+            max_texel_buffer_texels: 1 << 27,
+            texel_buffer_offset_alignment: 16,
         };
         let shape = GemmShape { gm: 1000, gn: 1000, gk: 1000, vec_a: true, vec_b: true };
         let candidates = GemmVariant::candidates(&limits, &shape);

@@ -446,6 +446,8 @@ mod tests {
             max_storage_buffer_bytes: 1 << 31,
             max_storage_buffer_bindings: 16,
             storage_buffer_offset_alignment: 16,
+            max_texel_buffer_texels: 1 << 27,
+            texel_buffer_offset_alignment: 16,
         }
     }
 

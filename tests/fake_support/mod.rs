@@ -23,6 +23,8 @@ pub fn device_info(backend: &'static str, identity: &str) -> DeviceInfo {
             max_storage_buffer_bytes: 1 << 20,
             max_storage_buffer_bindings: 8,
             storage_buffer_offset_alignment: 16,
+            max_texel_buffer_texels: 1 << 27,
+            texel_buffer_offset_alignment: 16,
         },
         persists_programs: false,
         parallel_compile: false,
@@ -41,6 +43,7 @@ pub fn parse_interface(source: &str) -> Result<ProgramInterface> {
                 names: vec![name.to_owned()],
                 min_bytes: 4,
                 read_only: Some(access == "ro"),
+                texels: None,
             }),
             ["scalar", name, ty] => interface.scalars.push(ScalarSlot {
                 name: name.to_owned(),
