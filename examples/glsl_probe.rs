@@ -11,7 +11,7 @@
 //! `micro` runs a program with one read-write storage buffer `outp` (THREADS·GROUPS floats) and
 //! reports its rate from FLOPS_PER_INVOCATION. `sgemm`/`conv2d` build a variant of the GEMM core
 //! from the defines (BM BN BK TM TN VA VB WARP UNROLL SPLIT FRAG STORE_ALWAYS KSLICE FIX_M FIX_N
-//! FIX_K; others are passed through), swap in FILE as its source, check the result against the
+//! FIX_K TEXELS; others are passed through), swap in FILE as its source, check the result against the
 //! CPU reference and time it as `sparkle tune` times its leaders (back to back, after warming up
 //! until the GPU time settles; a single dispatch where the device cannot time batches). Lines
 //! starting with `#` are skipped.
@@ -119,6 +119,7 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
         store_always: get("STORE_ALWAYS", 0)?,
         kslice: get("KSLICE", 1)?,
         fixed: [get("FIX_M", 0)?, get("FIX_N", 0)?, get("FIX_K", 0)?],
+        texels: get("TEXELS", 0)?,
     };
     if !variant.well_formed() {
         return Err(format!("{variant} is not a well-formed variant").into());

@@ -29,7 +29,8 @@
 // last slice), KSLICE (1, 2 or 4: sliced-K — the workgroup holds KSLICE groups of THREADS
 // invocations; slices are KSLICE·BK deep, group g multiplies their rows g·BK to (g + 1)·BK − 1,
 // and the groups' sums are added into group 0's through shared memory at the end, so that a
-// problem with few tiles keeps more invocations per multiprocessor without a second dispatch).
+// problem with few tiles keeps more invocations per multiprocessor without a second dispatch),
+// TEXELS (1: sgemm reads A and B as texels, rgba32f where loaded 4 wide, r32f otherwise).
 // WINOGRAD (defined or not): the core becomes `gemm_main`, batched over workgroup z, for
 // shaders/winograd.comp. Every load outside the matrices reads zero and every store outside is
 // skipped, so any size works — except with FIX_M, FIX_N, FIX_K (an unsplit sgemm only): the
@@ -50,6 +51,13 @@
 #endif
 #ifndef KSLICE
 #define KSLICE 1
+#endif
+// TEXELS 1: sgemm reads its operands as texels.
+#ifndef TEXELS
+#define TEXELS 0
+#endif
+#if TEXELS && (CONV || defined(WINOGRAD))
+#error "TEXELS is for sgemm"
 #endif
 #ifdef FIX_K
 #if CONV || defined(WINOGRAD) || SPLIT > 1
@@ -124,6 +132,15 @@ uniform uint K;
 #if SPLIT > 1
 #error "the Winograd product takes workgroup z as its batch, so it cannot be split"
 #endif
+#elif TEXELS
+// The operands as texels (rgba32f where loaded 4 wide, r32f otherwise): no bounds test around
+// the loads, which NVIDIA's driver puts around every storage-buffer load.
+layout(binding = 0) uniform samplerBuffer a;
+layout(binding = 1) uniform samplerBuffer b;
+layout(std430, binding = 2) restrict buffer C { C_ELEM c[]; };
+uniform uint M;
+uniform uint N;
+uniform uint K;
 #else
 layout(std430, binding = 0) restrict readonly buffer A { A_ELEM a[]; };
 layout(std430, binding = 1) restrict readonly buffer B { B_ELEM b[]; };
@@ -135,6 +152,22 @@ uniform uint K;
 #endif
 #if SPLIT > 1
 uniform uint phase;
+#endif
+// Element i of the left operand (a vec4 where VA is 4) and of the right one (VB).
+#if TEXELS
+#if VA == 4
+#define LOAD_P(i) texelFetch(a, int(i))
+#else
+#define LOAD_P(i) texelFetch(a, int(i)).x
+#endif
+#if VB == 4
+#define LOAD_Q(i) texelFetch(b, int(i))
+#else
+#define LOAD_Q(i) texelFetch(b, int(i)).x
+#endif
+#else
+#define LOAD_P(i) P_DATA[i]
+#define LOAD_Q(i) b[i]
 #endif
 
 #if VA == 4
@@ -197,7 +230,7 @@ void load_slice(uint row0, uint col0, uint k0) {
         uint row = row0 + q / uint(SLICE / 4);
         uint k = k0 + (q % uint(SLICE / 4)) * 4u;
         bool inside = INSIDE(row < GM && k < K_END);
-        vec4 v = P_DATA[inside ? (P_BASE + row * GK + k) / 4u : 0u];
+        vec4 v = LOAD_P(inside ? (P_BASE + row * GK + k) / 4u : 0u);
         reg_p[i] = inside ? v : vec4(0.0);
 #else
         // Four rows at one k: the registers hold the slice already transposed.
@@ -205,7 +238,7 @@ void load_slice(uint row0, uint col0, uint k0) {
         uint row = row0 + (q / uint(SLICE)) * 4u;
         for (int r = 0; r < 4; ++r) {
             bool inside = INSIDE(row + uint(r) < GM && k < K_END);
-            float v = P_DATA[inside ? P_BASE + (row + uint(r)) * GK + k : 0u];
+            float v = LOAD_P(inside ? P_BASE + (row + uint(r)) * GK + k : 0u);
             reg_p[i][r] = inside ? v : 0.0;
         }
 #endif
@@ -233,12 +266,12 @@ void load_slice(uint row0, uint col0, uint k0) {
         uint col = col0 + (q % uint(BN / 4)) * 4u;
 #if VB == 4
         bool inside = INSIDE(k < K_END && col < GN);
-        vec4 v = b[inside ? (Q_BASE + k * GN + col) / 4u : 0u];
+        vec4 v = LOAD_Q(inside ? (Q_BASE + k * GN + col) / 4u : 0u);
         reg_q[i] = inside ? v : vec4(0.0);
 #else
         for (int j = 0; j < 4; ++j) {
             bool inside = INSIDE(k < K_END && col + uint(j) < GN);
-            float v = b[inside ? Q_BASE + k * GN + col + uint(j) : 0u];
+            float v = LOAD_Q(inside ? Q_BASE + k * GN + col + uint(j) : 0u);
             reg_q[i][j] = inside ? v : 0.0;
         }
 #endif

@@ -123,6 +123,27 @@ fn fixed_sgemm_variants_are_correct_on_their_problem_and_refuse_any_other() {
 }
 
 #[test]
+fn sgemm_variants_reading_texels_are_correct_fixed_and_ragged() {
+    let backend = backend();
+    let limits = &backend.info().limits;
+    // Whole tiles (texel forms of the fixed twins) and ragged sizes, with 1- and 4-wide loads.
+    for (m, n, k) in [(128, 256, 48), (130, 131, 37), (200, 136, 72)] {
+        let case = Sgemm::random(m, n, k, (m * 3 + k) as u64);
+        let texels: Vec<(String, KernelSpec)> =
+            case.variants(limits).into_iter().filter(|(label, _)| label.ends_with(" texels")).collect();
+        assert!(!texels.is_empty(), "{m}x{n}x{k}: the tuner is offered variants reading texels");
+        assert_eq!(
+            texels.iter().any(|(label, _)| label.ends_with(" fixed texels")),
+            m % 128 == 0 && n % 128 == 0,
+            "{m}x{n}x{k}: the fixed twins' texel forms where the problem is whole tiles"
+        );
+        for (label, spec) in &texels {
+            assert_correct(&backend, &case, spec, label);
+        }
+    }
+}
+
+#[test]
 fn conv2d_variants_are_correct_at_ragged_and_aligned_shapes() {
     let backend = backend();
     let atomics = has_float_atomics(&backend);

@@ -93,16 +93,18 @@ pub(crate) fn plan(spec: &KernelSpec, interface: &ProgramInterface) -> Result<Pl
                     (Access::Texels(format), Some(component)) if format.component() == component => {
                         Some(format)
                     }
-                    (Access::Texels(format), Some(component)) => return Err(mismatch(
-                        name,
-                        format!(
+                    (Access::Texels(format), Some(component)) => {
+                        return Err(mismatch(
+                            name,
+                            format!(
                             "the spec reads it as {} texels, which a `{}` reads, but the program declares \
                                  a `{}`",
                             format.name(),
                             format.component().sampler(),
                             component.sampler()
                         ),
-                    )),
+                        ))
+                    }
                     (Access::Texels(format), None) => {
                         return Err(mismatch(
                             name,

@@ -52,6 +52,11 @@ pub struct GemmVariant {
     /// Its spec pins the scalars M, N and K ([`KernelSpec::pin`]), so any other problem is
     /// refused before it runs.
     pub fixed: [u32; 3],
+    /// 1: sgemm reads both operands as texels ([`Access::Texels`](crate::Access::Texels): no
+    /// bounds test of the driver's around each load, where NVIDIA's driver puts one around
+    /// every storage-buffer load). sgemm only; needs a device with texel buffers. See
+    /// [`texel_twin`](Self::texel_twin).
+    pub texels: u32,
 }
 
 /// The problem a variant runs: `gm`×`gn` outputs, `gk` deep. `vec_a`/`vec_b` say whether the
@@ -74,6 +79,9 @@ const DEFINES: [&str; 13] =
     ["BM", "BN", "BK", "TM", "TN", "VA", "VB", "WARP", "UNROLL", "SPLIT", "FRAG", "STORE_ALWAYS", "KSLICE"];
 /// A [`fixed`](GemmVariant::fixed) program's problem; absent from other variants' specs.
 const FIXED_DEFINES: [&str; 3] = ["FIX_M", "FIX_N", "FIX_K"];
+/// Defined (as 1) only for a [`texels`](GemmVariant::texels) variant, so that other variants'
+/// specs, and the programs cached for them, stay as they were.
+const TEXELS_DEFINE: &str = "TEXELS";
 
 impl GemmVariant {
     /// Invocations per workgroup.
@@ -97,8 +105,23 @@ impl GemmVariant {
     /// Whether the shader's index arithmetic holds for these numbers (every invocation loads
     /// whole chunks, tiles split evenly).
     pub fn well_formed(&self) -> bool {
-        let Self { bm, bn, bk, tm, tn, va, vb, warp, unroll, frag, split, store_always, kslice, fixed } =
-            *self;
+        let Self {
+            bm,
+            bn,
+            bk,
+            tm,
+            tn,
+            va,
+            vb,
+            warp,
+            unroll,
+            frag,
+            split,
+            store_always,
+            kslice,
+            fixed,
+            texels,
+        } = *self;
         let threads = self.group_threads();
         let warp_ok = match warp {
             0 => true,
@@ -126,6 +149,7 @@ impl GemmVariant {
             // operand's two slices.
             && (kslice == 1 || 2 * bk * kslice * (bn / 4) >= 4 * threads)
             && (fixed == [0; 3] || self.whole_tiles(fixed))
+            && texels <= 1
     }
 
     /// Whether a problem of `[m, n, k]` is whole tiles of this variant, unsplit, with the vector
@@ -158,6 +182,29 @@ impl GemmVariant {
         .then_some(twin)
     }
 
+    /// This variant reading its operands as texels, if it is one worth that and the device
+    /// holds both operands in texel buffers: the same selection as
+    /// [`fixed_twin`](Self::fixed_twin) (on an H100, sgemm 4096³ went from 3.00 to 2.93 ms
+    /// with 4-wide loads of the left matrix, 3.03 to 2.99 with 1-wide ones; 1024³ on 128×128
+    /// tiles went from 0.106 to 0.115 ms, so the tuner decides). sgemm only.
+    pub fn texel_twin(&self, limits: &Limits, shape: &GemmShape) -> Option<Self> {
+        let twin = Self { texels: 1, ..*self };
+        (self.texels == 0
+            && self.tm * self.tn == 64
+            && self.warp == 1
+            && self.store_always == 1
+            && twin.fits(limits, shape))
+        .then_some(twin)
+    }
+
+    /// Whether the device's texel buffers hold both operands of `shape`, if this variant reads
+    /// them as texels.
+    fn texels_fit(&self, limits: &Limits, shape: &GemmShape) -> bool {
+        let a = (shape.gm as u64).saturating_mul(shape.gk as u64) / u64::from(self.va);
+        let b = (shape.gk as u64).saturating_mul(shape.gn as u64) / u64::from(self.vb);
+        self.texels == 0 || a.max(b) <= limits.max_texel_buffer_texels
+    }
+
     /// Whether this variant can run `shape`: any, unless it is built for one problem.
     pub fn runs(&self, shape: &GemmShape) -> bool {
         self.fixed == [0; 3] || fixed_dims(shape) == self.fixed
@@ -173,6 +220,7 @@ impl GemmVariant {
             && (self.vb == 1 || shape.vec_b)
             && self.groups(shape).iter().zip(&limits.max_workgroup_count).all(|(&g, &max)| g <= max)
             && self.runs(shape)
+            && self.texels_fit(limits, shape)
     }
 
     /// The spec of kernel `name` built from the core with these numbers (its bindings still to
@@ -202,6 +250,9 @@ impl GemmVariant {
                 spec = spec.define(*define, value);
             }
         }
+        if self.texels == 1 {
+            spec = spec.define(TEXELS_DEFINE, 1);
+        }
         spec.define("CONV", u32::from(conv))
     }
 
@@ -226,6 +277,7 @@ impl GemmVariant {
             store_always: value("STORE_ALWAYS").unwrap_or(0),
             kslice: value("KSLICE").unwrap_or(1),
             fixed: FIXED_DEFINES.map(|name| value(name).unwrap_or(0)),
+            texels: value(TEXELS_DEFINE).unwrap_or(0),
         };
         (variant.well_formed() && spec.workgroup_size == [variant.threads(), 1, 1]).then_some(variant)
     }
@@ -390,6 +442,7 @@ impl GemmVariant {
         store_always: 0,
         kslice: 1,
         fixed: [0; 3],
+        texels: 0,
     };
     /// 128×128 tiles, 8×8 outputs per invocation, subgroup-shaped layout: big problems on big
     /// GPUs.
@@ -408,6 +461,7 @@ impl GemmVariant {
         store_always: 0,
         kslice: 1,
         fixed: [0; 3],
+        texels: 0,
     };
     /// 128×64 tiles with 128 invocations, 8×8 outputs each.
     pub const MEDIUM: Self = Self { bn: 64, warp: 0, ..Self::BIG };
@@ -447,6 +501,9 @@ impl fmt::Display for GemmVariant {
         }
         if self.fixed != [0; 3] {
             write!(f, " fixed")?;
+        }
+        if self.texels == 1 {
+            write!(f, " texels")?;
         }
         Ok(())
     }
@@ -555,6 +612,23 @@ mod tests {
         assert!(!GemmVariant { split: 2, ..twin }.well_formed(), "a fixed program is unsplit");
         assert!(!GemmVariant { fixed: [4096, 4096, 4100], ..winner }.well_formed());
         assert!(candidates.iter().all(|v| v.fixed == [0; 3]), "the core's own candidates run any problem");
+        // Texel twins: the same selection, named apart, a define only where they read texels,
+        // and only where the device's texel buffers hold both operands.
+        let texels = twin.texel_twin(&limits, &v4096).expect("the fixed winner reads texels too");
+        assert_eq!(texels.to_string(), format!("{winner} fixed texels"));
+        assert_eq!(GemmVariant::from_spec(&texels.spec("sgemm", false)), Some(texels));
+        assert!(!twin.spec("sgemm", false).defines.iter().any(|(name, _)| name == "TEXELS"));
+        assert!(winner.texel_twin(&limits, &big_but(4000, 4000, 4000)).is_some(), "ragged problems too");
+        assert!(texels.texel_twin(&limits, &v4096).is_none(), "a twin has no twin");
+        assert!(GemmVariant { warp: 0, ..winner }.texel_twin(&limits, &v4096).is_none());
+        assert!(candidates.iter().all(|v| v.texels == 0), "storage-buffer loads unless offered");
+        let small = Limits { max_texel_buffer_texels: 4096 * 4096 - 1, ..limits.clone() };
+        assert!(winner.texel_twin(&small, &v4096).is_none(), "16 Mi r32f texels of A are too many");
+        let vector = GemmVariant { va: 4, ..winner };
+        assert!(vector.texel_twin(&small, &v4096).is_some(), "4 Mi rgba32f texels fit");
+        let none = Limits { max_texel_buffer_texels: 0, ..limits.clone() };
+        assert!(winner.texel_twin(&none, &v4096).is_none(), "no texel buffers on the device");
+        assert!(!GemmVariant { texels: 2, ..winner }.well_formed());
         for shape in [(1024, 1024, 1024), (4096, 4096, 4096), (128, 25088, 1152), (64, 3136, 576)] {
             let shape = GemmShape { gm: shape.0, gn: shape.1, gk: shape.2, vec_a: true, vec_b: true };
             eprintln!("{shape:?}: {} candidates", GemmVariant::candidates(&limits, &shape).len());

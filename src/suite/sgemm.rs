@@ -7,7 +7,7 @@
 //! reference computed in f64.
 
 use crate::hal::BufferUsage;
-use crate::kernel::{Access, KernelSpec, ScalarType};
+use crate::kernel::{Access, KernelSpec, ScalarType, TexelFormat};
 use crate::runtime::{Arg, Buffer, Commands, Program, Runtime};
 use crate::Result;
 
@@ -26,10 +26,16 @@ pub fn spec() -> KernelSpec {
 
 /// The kernel built with `variant` (same bindings as [`spec`]).
 pub fn variant_spec(variant: &GemmVariant) -> KernelSpec {
+    // Read as texels, an operand loaded 4 wide is rgba32f texels, one loaded 1 wide r32f.
+    let operand = |width: u32| match (variant.texels, width) {
+        (0, _) => Access::ReadOnly,
+        (_, 4) => Access::Texels(TexelFormat::Rgba32F),
+        _ => Access::Texels(TexelFormat::R32F),
+    };
     let spec = variant
         .spec(NAME, false)
-        .storage("a", Access::ReadOnly)
-        .storage("b", Access::ReadOnly)
+        .storage("a", operand(variant.va))
+        .storage("b", operand(variant.vb))
         .storage("c", Access::ReadWrite)
         .scalar("M", ScalarType::U32)
         .scalar("N", ScalarType::U32)
@@ -149,7 +155,16 @@ impl Case for Sgemm {
     fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)> {
         let shape = self.shape();
         let generic = GemmVariant::candidates(limits, &shape);
-        let twins: Vec<GemmVariant> = generic.iter().filter_map(|v| v.fixed_twin(&shape)).collect();
+        // Where a candidate has a fixed twin, its texel form is the twin's (fixed ones win on
+        // whole tiles); elsewhere the candidate's own.
+        let twins: Vec<GemmVariant> = generic
+            .iter()
+            .flat_map(|v| match v.fixed_twin(&shape) {
+                Some(fixed) => [Some(fixed), fixed.texel_twin(limits, &shape)],
+                None => [v.texel_twin(limits, &shape), None],
+            })
+            .flatten()
+            .collect();
         generic.iter().chain(&twins).map(|v| (v.to_string(), variant_spec(v))).collect()
     }
 
