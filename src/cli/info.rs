@@ -88,12 +88,17 @@ pub fn run(json: bool) -> CliResult<ExitCode> {
             }
             let l = &device.limits;
             println!(
-                "  limits: workgroup {:?} (≤ {} invocations), groups {:?}, shared memory {} B, buffers ≤ {} B",
+                "  limits: workgroup {:?} (≤ {} invocations), groups {:?}, shared memory {} B, buffers ≤ {} B, \
+                 texel buffers {}",
                 l.max_workgroup_size,
                 l.max_workgroup_invocations,
                 l.max_workgroup_count,
                 l.max_shared_memory_bytes,
-                l.max_storage_buffer_bytes
+                l.max_storage_buffer_bytes,
+                match l.max_texel_buffer_texels {
+                    0 => "none".to_owned(),
+                    texels => format!("≤ {texels} texels"),
+                }
             );
             println!("\nGPU id {}:", device.gpu_id);
             for (name, value) in device.gpu_id.fields() {
