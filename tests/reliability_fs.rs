@@ -172,21 +172,29 @@ fn the_cache_folder_deleted_while_running_costs_compiles_never_results() {
 }
 
 const VANDAL_ENV: &str = "SPARKLE_TEST_VANDAL_DIR";
+/// The file whose existence tells the vandal to stop.
+const VANDAL_STOP_ENV: &str = "SPARKLE_TEST_VANDAL_STOP";
+/// The longest the vandal and the cache go on without having met both ways.
+const VANDAL_LIMIT: Duration = Duration::from_secs(60);
 
-/// Child role: for a while, deletes, truncates, zeroes, swaps and rewrites every entry it finds.
+/// Child role: until told to stop, deletes, truncates, zeroes, swaps and rewrites the entries it
+/// finds, one every millisecond or so: paced, so that the cache also finds intact entries
+/// whatever the relative speed of the two processes on a loaded machine.
 #[test]
 fn vandal_role() {
     let Ok(dir) = std::env::var(VANDAL_ENV) else { return };
-    let deadline = Instant::now() + Duration::from_secs(4);
+    let stop = std::env::var_os(VANDAL_STOP_ENV).map(std::path::PathBuf::from);
+    let deadline = Instant::now() + VANDAL_LIMIT;
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut acts = 0u64;
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && !stop.as_ref().is_some_and(|s| s.exists()) {
         let entries: Vec<_> =
             DiskStore::open(&dir).list().map(|l| l.into_iter().map(|e| e.path).collect()).unwrap_or_default();
         if entries.is_empty() {
             std::thread::yield_now();
             continue;
         }
+        std::thread::sleep(Duration::from_millis(1));
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
@@ -226,20 +234,29 @@ fn entries_deleted_or_replaced_by_another_process_mid_read_never_give_a_wrong_pr
             s
         })
         .collect();
+    let flags = tempfile::tempdir().unwrap();
+    let stop = flags.path().join("stop");
     let vandal = Command::new(std::env::current_exe().unwrap())
         .args(["vandal_role", "--exact", "--nocapture", "--test-threads=1"])
         .env(VANDAL_ENV, dir.path())
+        .env(VANDAL_STOP_ENV, &stop)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let cache = ProgramCache::open(gpu.clone(), &disk_only(dir.path()));
     let started = Instant::now();
     let mut rounds = 0;
-    while started.elapsed() < Duration::from_secs(4) {
+    // At least 4 s of vandalism, and on until the cache has both read an intact entry and
+    // rejected a damaged one (bounded: a cache that never meets the vandal fails below).
+    let met = |stats: &sparkle::cache::CacheStats| stats.disk_rejected > 0 && stats.disk_hits > 0;
+    while started.elapsed() < Duration::from_secs(4)
+        || (!met(&cache.stats()) && started.elapsed() < VANDAL_LIMIT)
+    {
         // Sources' `load` asserts that the blob it is given is exactly the program's own.
         get_all(&cache, &sources, 1);
         rounds += 1;
     }
+    std::fs::write(&stop, b"").unwrap();
     let output = vandal.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
