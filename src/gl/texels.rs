@@ -48,7 +48,7 @@ impl TexelUnits {
     }
 
     /// Attaches each range to its unit's buffer texture, after a barrier that makes earlier
-    /// shader writes visible to texel fetches.
+    /// shader writes visible to texel fetches; on an error, none stays attached.
     ///
     /// # Safety
     /// The context these entry points came from must be current on this thread, and every
@@ -61,8 +61,14 @@ impl TexelUnits {
         // buffers and the device's alignment when the dispatch was recorded.
         unsafe {
             gl.memory_barrier(glow::TEXTURE_FETCH_BARRIER_BIT);
-            for &(unit, buffer, offset, size, format) in ranges {
-                let texture = self.texture(gl, unit)?;
+            for (attached, &(unit, buffer, offset, size, format)) in ranges.iter().enumerate() {
+                let texture = match self.texture(gl, unit) {
+                    Ok(texture) => texture,
+                    Err(err) => {
+                        self.detach(gl, &ranges[..attached]);
+                        return Err(err);
+                    }
+                };
                 gl.active_texture(glow::TEXTURE0 + unit);
                 gl.bind_texture(glow::TEXTURE_BUFFER, Some(texture));
                 (self.tex_buffer_range)(
