@@ -3,7 +3,7 @@
 //! program's slots), and a dispatch's arguments and grid against both.
 
 use crate::hal::{Limits, ProgramInterface, ScalarValue};
-use crate::kernel::{Access, Binding, KernelError, KernelSpec, ScalarType, TexelFormat};
+use crate::kernel::{Access, Binding, KernelError, KernelSpec, ScalarType, TexelComponent, TexelFormat};
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
@@ -89,46 +89,8 @@ pub(crate) fn plan(spec: &KernelSpec, interface: &ProgramInterface) -> Result<Pl
                     ));
                 };
                 let declared = &interface.storage[slot];
-                let texels = match (*access, declared.texels) {
-                    (Access::Texels(format), Some(component)) if format.component() == component => {
-                        Some(format)
-                    }
-                    (Access::Texels(format), Some(component)) => {
-                        return Err(mismatch(
-                            name,
-                            format!(
-                            "the spec reads it as {} texels, which a `{}` reads, but the program declares \
-                                 a `{}`",
-                            format.name(),
-                            format.component().sampler(),
-                            component.sampler()
-                        ),
-                        ))
-                    }
-                    (Access::Texels(format), None) => {
-                        return Err(mismatch(
-                            name,
-                            format!(
-                                "the spec reads it as {} texels, but the program declares a storage buffer; \
-                                 declare it as `uniform {} {name}` and read it with texelFetch, or list it \
-                                 as a storage buffer",
-                                format.name(),
-                                format.component().sampler()
-                            ),
-                        ))
-                    }
-                    (_, Some(component)) => {
-                        return Err(mismatch(
-                            name,
-                            format!(
-                                "the program reads it as texels (a `{}`), but the spec lists a storage \
-                                 buffer; list it with Access::Texels and the texels' format",
-                                component.sampler()
-                            ),
-                        ))
-                    }
-                    (_, None) => None,
-                };
+                let texels =
+                    texel_view(*access, declared.texels).map_err(|problem| mismatch(name, problem))?;
                 if declared.binding != storage_index {
                     return Err(mismatch(
                         name,
@@ -219,6 +181,33 @@ pub(crate) fn plan(spec: &KernelSpec, interface: &ProgramInterface) -> Result<Pl
         ));
     }
     Ok(Plan { entries })
+}
+
+/// How the spec's access and the program's declaration of one buffer agree: the texel format
+/// where both read it as texels (of one component type), `None` where both take a storage
+/// buffer, or the disagreement.
+fn texel_view(access: Access, declared: Option<TexelComponent>) -> Result<Option<TexelFormat>, String> {
+    match (access, declared) {
+        (Access::Texels(format), Some(component)) if format.component() == component => Ok(Some(format)),
+        (Access::Texels(format), Some(component)) => Err(format!(
+            "the spec reads it as {} texels, which a `{}` reads, but the program declares a `{}`",
+            format.name(),
+            format.component().sampler(),
+            component.sampler()
+        )),
+        (Access::Texels(format), None) => Err(format!(
+            "the spec reads it as {} texels, but the program declares a storage buffer; declare it as a \
+             `{}` uniform and read it with texelFetch, or list it as a storage buffer",
+            format.name(),
+            format.component().sampler()
+        )),
+        (_, Some(component)) => Err(format!(
+            "the program reads it as texels (a `{}`), but the spec lists a storage buffer; list it with \
+             Access::Texels and the texels' format",
+            component.sampler()
+        )),
+        (_, None) => Ok(None),
+    }
 }
 
 fn describe_storage(interface: &ProgramInterface) -> String {
@@ -330,27 +319,16 @@ pub(crate) fn check_dispatch<'a>(
                         buffer.size()
                     )));
                 }
-                let alignment = limits.storage_buffer_offset_alignment.max(1);
-                if offset % alignment != 0 {
-                    return Err(argument(format!(
-                        "offset {offset} is not a multiple of the device's storage buffer offset alignment \
-                         ({alignment} bytes)"
-                    )));
-                }
                 if size == 0 || size < min_bytes {
                     return Err(argument(format!(
                         "{size} bytes are fewer than the {} bytes the program's buffer declares",
                         min_bytes.max(1)
                     )));
                 }
-                if size > limits.max_storage_buffer_bytes {
-                    return Err(argument(format!(
-                        "{size} bytes are more than a kernel may bind on this device ({} bytes)",
-                        limits.max_storage_buffer_bytes
-                    )));
-                }
-                if let Some(format) = texels {
-                    check_texels(limits, format, offset, size).map_err(argument)?;
+                match texels {
+                    // Bound as a texel buffer, not as a storage buffer: the texel limits apply.
+                    Some(format) => check_texels(limits, format, offset, size).map_err(argument)?,
+                    None => check_storage_range(limits, offset, size).map_err(argument)?,
                 }
                 checked.buffers.push(CheckedBuffer { buffer, slot, offset, size, writes, texels });
             }
@@ -404,6 +382,24 @@ pub(crate) fn check_dispatch<'a>(
     Ok(checked)
 }
 
+/// A range bound as a storage buffer: a start the device can bind, not more bytes than a kernel
+/// may bind.
+fn check_storage_range(limits: &Limits, offset: u64, size: u64) -> Result<(), String> {
+    let alignment = limits.storage_buffer_offset_alignment.max(1);
+    if offset % alignment != 0 {
+        return Err(format!(
+            "offset {offset} is not a multiple of the device's storage buffer offset alignment ({alignment} bytes)"
+        ));
+    }
+    if size > limits.max_storage_buffer_bytes {
+        return Err(format!(
+            "{size} bytes are more than a kernel may bind on this device ({} bytes)",
+            limits.max_storage_buffer_bytes
+        ));
+    }
+    Ok(())
+}
+
 /// A range read as texels: whole texels, a start the device can bind, not more texels than a
 /// texel buffer holds.
 fn check_texels(limits: &Limits, format: TexelFormat, offset: u64, size: u64) -> Result<(), String> {
@@ -444,7 +440,6 @@ fn type_error(spec: &KernelSpec, index: usize, binding: &Binding, arg: &Arg<'_>)
 mod tests {
     use super::*;
     use crate::hal::{ScalarSlot, StorageSlot};
-    use crate::kernel::TexelComponent;
 
     fn interface() -> ProgramInterface {
         ProgramInterface {
