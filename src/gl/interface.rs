@@ -1,6 +1,7 @@
 //! What a linked GL program declares, read with GL 4.3 program introspection
 //! (`glGetProgramInterfaceiv` / `glGetProgramResourceiv` / `glGetProgramResourceName`): its
-//! storage blocks (binding, fixed size, member names) and its default-block uniforms (name, type,
+//! storage blocks (binding, fixed size, member names), its buffer samplers (storage read as
+//! texels: texture unit, component type) and its other default-block uniforms (name, type,
 //! location). The runtime checks a kernel's spec against this, never the other way round.
 
 use std::ffi::{c_char, c_void, CStr};

@@ -150,8 +150,9 @@ impl Case for Sgemm {
         variant_spec(&GemmVariant::default_for(info, &self.shape()))
     }
 
-    /// The core's candidates, and those worth it built for this problem alone
-    /// ([`GemmVariant::fixed_twin`]) where it is whole tiles.
+    /// The core's candidates, those worth it built for this problem alone
+    /// ([`GemmVariant::fixed_twin`]) where it is whole tiles, and forms of them reading the
+    /// operands as texels ([`GemmVariant::texel_twin`]) where the device has texel buffers.
     fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)> {
         let shape = self.shape();
         let generic = GemmVariant::candidates(limits, &shape);
