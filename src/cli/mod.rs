@@ -11,6 +11,7 @@ mod chart;
 mod fault_proxy;
 #[cfg(feature = "remote")]
 mod fleet;
+mod gpu_warm;
 mod info;
 mod overhead;
 mod pipeline;

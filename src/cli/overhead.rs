@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sparkle::cache::CacheConfig;
+use sparkle::suite;
 use sparkle::suite::saxpy::SaxpyVariant;
-use sparkle::suite::{self, timing, Case};
 use sparkle::{Arg, Buffer, BufferUsage, Program, Runtime};
 
+use super::gpu_warm::warm_gpu;
 use super::plain_gl::{Baseline, BaselineKernel, RoundTripSteps, SaxpyInputs};
 use super::{table, CliResult, UsageError};
 
@@ -36,9 +37,6 @@ const SPARKLE_STAGED: &str = "sparkle: dispatch, read (y in a staging buffer)";
 
 /// Most dispatches one loop may run: `y` must stay below 2²⁴ to be exact in f32.
 pub const MAX_DISPATCHES: usize = 500_000;
-
-/// How long the GPU is kept busy before anything is timed (its clock follows its load).
-const GPU_WARM_UP: Duration = Duration::from_millis(600);
 
 /// Untimed round trips at the start of every block, on each side.
 const WARM_UP_ROUND_TRIPS: usize = 3;
@@ -284,9 +282,7 @@ pub fn measure(runtime: &Runtime, options: &Options, started: Instant) -> CliRes
     sparkle.submit_each(2, &mut check)?;
     sparkle.one_submission(2, 2, &mut check)?;
     check.compare("warm-up", &baseline.dispatch_loop(&kernels, &inputs, 2)?.y, &inputs, 2);
-    if runtime.info().class == sparkle::DeviceClass::Gpu {
-        warm_gpu(runtime)?;
-    }
+    warm_gpu(runtime)?;
 
     step(started, &format!("{} dispatches x {} repeats, each way", plan.dispatches, plan.repeats));
     let n = plan.dispatches;
@@ -554,15 +550,6 @@ fn round_trips(
             RoundTripStepTimes::of("plain glow loop", &plain),
         ],
     })
-}
-
-/// Keeps the GPU busy with a memory-bound saxpy so that its clock has risen.
-fn warm_gpu(runtime: &Runtime) -> CliResult<()> {
-    let case = suite::saxpy::Saxpy::random(1 << 22, 3);
-    let program = runtime.program(&case.spec())?;
-    let sets = timing::upload_copies(runtime, &case, Some(&program), 1)?;
-    timing::warm(runtime, &program, &case, &sets, GPU_WARM_UP)?;
-    Ok(())
 }
 
 fn median_us(values: Vec<Duration>) -> f64 {

@@ -10,7 +10,7 @@
 //! until a fence behind it signalled (PyTorch: `copy_` then `torch.cuda.synchronize()`), a
 //! read-back until the bytes are in host memory (staging: in the staging buffer). Host memory is
 //! allocated and touched once before timing, on both sides. Every read-back is checked against
-//! what was uploaded.
+//! what was uploaded. A GPU is kept busy for 0.6 s before the first size, as the peer's is.
 //! `--study` adds what the driver makes of plain GL ways to do the same (`plain_gl/study.rs`).
 
 use std::process::{Command, ExitCode};
@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sparkle::cache::CacheConfig;
 use sparkle::{Buffer, BufferUsage, Runtime};
 
+use super::gpu_warm::warm_gpu;
 use super::{table, CliResult, UsageError, WRONG_RESULT};
 
 /// Sizes measured by default on a GPU.
@@ -164,6 +165,9 @@ fn gbps(bytes: usize, time: Duration) -> f64 {
 
 /// Every size, every way.
 pub fn measure(runtime: &Runtime, sizes: &[usize]) -> CliResult<TransferReport> {
+    // The peer warms its GPU before it times anything; so does this side, or the first sizes
+    // would pay for a clock and link still rising.
+    warm_gpu(runtime)?;
     let mut rows = Vec::new();
     let mut mismatches = Vec::new();
     let scratch =
