@@ -1,7 +1,8 @@
 //! Large uploads and read-backs of plain buffers on the gl backend (they go through a ring of
 //! mapped staging buffers, chunk by chunk): every byte lands where it was written, at offsets
 //! and lengths that do not fall on chunk boundaries, small transfers next to large ones stay
-//! right, and kernels see an upload's bytes and write what a large read-back returns.
+//! right, kernels see an upload's bytes and write what a large read-back returns, and a Staging
+//! buffer's host writes reach a device copy whole.
 
 #![cfg(feature = "gl")]
 
@@ -73,4 +74,30 @@ fn kernels_see_large_uploads_and_large_reads_see_kernels() {
         let wrong = got.iter().zip(&values).position(|(g, v)| *g != 2.0 * v + 1.0);
         assert_eq!(wrong, None, "round {round}: first wrong element");
     }
+}
+
+/// A Staging buffer's host writes (split over threads when large, with stores that bypass the
+/// CPU's caches) reach the device whole: copied on the device into a plain buffer, every byte
+/// reads back where it was written, at offsets on no alignment, next to bytes left as they were.
+#[test]
+fn staging_writes_reach_device_copies_byte_for_byte_at_any_offset() {
+    let rt = runtime();
+    let size = (3 << 20) + 4321;
+    let staging = rt.create_buffer(size as u64, BufferUsage::Staging).unwrap();
+    let device = rt.create_buffer(size as u64, BufferUsage::InOut).unwrap();
+    let mut want = pattern(size, 4);
+    rt.write_buffer(&staging, 0, &want).unwrap();
+    for (at, n, seed) in [(7, (2 << 20) + 13, 5), (3, 17, 6), (size - 61, 61, 7), ((1 << 20) + 9, 100_003, 8)]
+    {
+        let bytes = pattern(n, seed);
+        rt.write_buffer(&staging, at as u64, &bytes).unwrap();
+        want[at..at + n].copy_from_slice(&bytes);
+    }
+    let mut commands = rt.commands();
+    commands.copy(&staging, 0, &device, 0, size as u64).unwrap();
+    rt.submit(commands).unwrap().wait(Duration::from_secs(60)).unwrap();
+    let mut got = vec![0u8; size];
+    rt.read_buffer(&device, 0, &mut got).unwrap();
+    let wrong = got.iter().zip(&want).position(|(g, w)| g != w);
+    assert_eq!(wrong, None, "the first byte the device copy of the staging buffer got wrong");
 }

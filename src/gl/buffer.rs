@@ -42,8 +42,9 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    /// Copies `data` in at `offset` (split over a few threads when large); the runtime checked
-    /// the range and that no unfinished work uses the buffer.
+    /// Copies `data` in at `offset` (split over a few threads when large) with stores that
+    /// bypass the CPU's caches, since the GPU reads the bytes next; the runtime checked the range
+    /// and that no unfinished work uses the buffer.
     pub(crate) fn write(&self, offset: u64, data: &[u8]) -> Result<(), GlError> {
         let start = self.check(offset, data.len())?;
         let _guard = self.copying.lock().unwrap_or_else(PoisonError::into_inner);
@@ -52,7 +53,11 @@ impl Mapping {
             // SAFETY: `start + data.len() <= len` was checked; the pieces are disjoint parts of
             // the checked range, and `data` is host memory, never the mapping itself.
             unsafe {
-                std::ptr::copy_nonoverlapping(data[from..to].as_ptr(), (base + from) as *mut u8, to - from)
+                crate::hal::stream_copy::copy_for_device(
+                    data[from..to].as_ptr(),
+                    (base + from) as *mut u8,
+                    to - from,
+                )
             };
         });
         Ok(())

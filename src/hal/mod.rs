@@ -18,6 +18,7 @@
 //! | [`Device::submit_timed`] / [`Device::take_gpu_time`] (optional) | `GL_TIME_ELAPSED` query around the commands, read after the fence | not yet (default: unsupported) |
 
 pub mod spin;
+pub(crate) mod stream_copy;
 mod timeline;
 
 use std::time::Duration;
