@@ -12,6 +12,7 @@ use glow::HasContext;
 
 use super::thread::{GlState, GlThread, LiveGuard};
 use super::GlError;
+use crate::hal::stream_copy::Stores;
 use crate::hal::BufferUsage;
 
 /// A GL buffer object.
@@ -42,10 +43,9 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    /// Copies `data` in at `offset` (split over a few threads when large) with stores that
-    /// bypass the CPU's caches, since the GPU reads the bytes next; the runtime checked the range
-    /// and that no unfinished work uses the buffer.
-    pub(crate) fn write(&self, offset: u64, data: &[u8]) -> Result<(), GlError> {
+    /// Copies `data` in at `offset` (split over a few threads when large), stored as `stores`
+    /// says; the runtime checked the range and that no unfinished work uses the buffer.
+    pub(crate) fn write(&self, offset: u64, data: &[u8], stores: Stores) -> Result<(), GlError> {
         let start = self.check(offset, data.len())?;
         let _guard = self.copying.lock().unwrap_or_else(PoisonError::into_inner);
         let base = self.ptr.as_ptr() as usize + start;
@@ -57,6 +57,7 @@ impl Mapping {
                     data[from..to].as_ptr(),
                     (base + from) as *mut u8,
                     to - from,
+                    stores,
                 )
             };
         });

@@ -39,6 +39,7 @@ use submit::Step;
 use thread::{GlThread, LiveGuard};
 
 use crate::cache::{Blob, LoadFailure};
+use crate::hal::stream_copy::Stores;
 use crate::hal::{
     self, Api, BufferUsage, Command, Compiled, DeviceClass, DeviceInfo, Prepared, ProgramInterface,
 };
@@ -224,7 +225,8 @@ impl hal::Device<Gl> for GlDevice {
 
     fn write_buffer(&self, buffer: &GlBuffer, offset: u64, data: &[u8]) -> Result<()> {
         if let Some(mapping) = buffer.mapping() {
-            return Ok(mapping.write(offset, data)?);
+            // A staging buffer's bytes are for a device copy (or kernel) to read next.
+            return Ok(mapping.write(offset, data, Stores::Streaming)?);
         }
         if transfer::through_ring(data.len()) && self.probe.buffer_storage {
             let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
