@@ -136,15 +136,16 @@ impl DeviceInfo {
         )))
     }
 
-    /// The cache identity: PCI id, revisions, family, full gfx target and GC version, the kernel
-    /// driver's version, and the compiler that builds the blobs.
+    /// The cache identity under this backend's name (tests build it; the backends call
+    /// [`gpu_id_for`](Self::gpu_id_for)).
     #[cfg(test)]
     pub fn gpu_id(&self, compiler_identity: &str) -> GpuId {
         self.gpu_id_for(BACKEND_NAME, compiler_identity)
     }
 
-    /// [`gpu_id`](Self::gpu_id) for a backend of another name (a simulator has its own cache
-    /// folder).
+    /// The cache identity under `backend`'s name (a simulator has its own cache folder): PCI id,
+    /// revisions, family, full gfx target and GC version, the kernel driver's version, and the
+    /// compiler that builds the blobs.
     pub fn gpu_id_for(&self, backend: &str, compiler_identity: &str) -> GpuId {
         GpuId::new(
             backend,

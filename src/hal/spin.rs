@@ -33,7 +33,7 @@ const DEFAULT_WINDOW: Duration = Duration::from_micros(50);
 /// The wait window for a GPU on a host with enough cores, when `SPARKLE_SPIN_US` is unset.
 const DEFAULT_WAIT_WINDOW: Duration = Duration::from_millis(10);
 
-/// Logical CPUs a host needs before waits poll for [`DEFAULT_WAIT_WINDOW`]: a waiter and the GL
+/// Logical CPUs a host needs before waits poll for the long window (10 ms): a waiter and the GL
 /// thread may both poll, which should leave most of the cores to the application.
 pub const CORES_FOR_LONG_WAITS: usize = 4;
 
