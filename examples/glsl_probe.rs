@@ -6,6 +6,7 @@
 //! micro  LABEL FILE THREADS GROUPS FLOPS_PER_INVOCATION [DEFINE=VALUE ...]
 //! sgemm  LABEL FILE M N K               DEFINE=VALUE ...
 //! conv2d LABEL FILE N C H W K           DEFINE=VALUE ...
+//! saxpy  LABEL FILE N WORKGROUP GROUPS   [DEFINE=VALUE ...]
 //! ```
 //!
 //! `micro` runs a program with one read-write storage buffer `outp` (THREADS·GROUPS floats) and
@@ -13,14 +14,21 @@
 //! from the defines (BM BN BK TM TN VA VB WARP UNROLL SPLIT FRAG STORE_ALWAYS KSLICE FIX_M FIX_N
 //! FIX_K TEXELS; others are passed through), swap in FILE as its source, check the result against the
 //! CPU reference and time it as `sparkle tune` times its leaders (back to back, after warming up
-//! until the GPU time settles; a single dispatch where the device cannot time batches). Lines
-//! starting with `#` are skipped.
+//! until the GPU time settles; a single dispatch where the device cannot time batches). `saxpy`
+//! builds FILE with bindings `x` (read) and `y` (read-write) and scalars `a` and `n`, dispatches
+//! GROUPS workgroups of WORKGROUP invocations over N floats, checks every output against the CPU
+//! and times it the same way, each launch ordered after the one before (it reads the `y` that
+//! one wrote); the probe's own defines PAD_BEFORE=BYTES and PAD_BETWEEN=BYTES hold buffers
+//! allocated before `x` and between `x` and `y`, and FREED=COUNT:BYTES writes and frees that
+//! many buffers first, to move the operands in memory. `mimic LABEL N WG PT VEC PRE SEED` times
+//! the suite's saxpy variant step by step as `sparkle bench` does (PRE=1: the bench's 4M-float
+//! problem first). Lines starting with `#` are skipped.
 
 use std::time::Duration;
 
 use sparkle::suite::gemm::GemmVariant;
 use sparkle::suite::{self, conv2d, sgemm, timing, DISPATCH_TIMEOUT};
-use sparkle::{Access, Arg, BufferUsage, KernelSpec, Runtime};
+use sparkle::{Access, Arg, BufferUsage, KernelSpec, Runtime, ScalarType};
 
 type Failure = Box<dyn std::error::Error>;
 
@@ -35,6 +43,8 @@ fn main() -> Result<(), Failure> {
         let outcome = match words.first().copied() {
             Some("micro") => micro(&runtime, &words[1..], &mut warmed),
             Some(kind @ ("sgemm" | "conv2d")) => gemm(&runtime, kind, &words[1..], &mut warmed),
+            Some("saxpy") => saxpy(&runtime, &words[1..]),
+            Some("mimic") => mimic(&runtime, &words[1..]),
             _ => Err(format!("unknown experiment: {line}").into()),
         };
         if let Err(err) = outcome {
@@ -161,4 +171,140 @@ fn gemm(runtime: &Runtime, kind: &str, words: &[&str], warmed: &mut bool) -> Res
         case.work().flops / seconds / 1e12
     );
     Ok(())
+}
+
+fn saxpy(runtime: &Runtime, words: &[&str]) -> Result<(), Failure> {
+    let [label, file, n, workgroup, groups, rest @ ..] = words else {
+        return Err("saxpy LABEL FILE N WORKGROUP GROUPS [DEFINES]".into());
+    };
+    let (n, workgroup, groups): (usize, u32, u32) = (n.parse()?, workgroup.parse()?, groups.parse()?);
+    let mut spec = KernelSpec::new(*label, [workgroup, 1, 1])
+        .glsl(std::fs::read_to_string(file)?)
+        .storage("x", Access::ReadOnly)
+        .storage("y", Access::ReadWrite)
+        .scalar("a", ScalarType::F32)
+        .scalar("n", ScalarType::U32);
+    let mut pads = (0u64, 0u64);
+    for (name, value) in defines(rest)? {
+        match name.as_str() {
+            "PAD_BEFORE" => pads.0 = value.parse()?,
+            "PAD_BETWEEN" => pads.1 = value.parse()?,
+            "FREED" => {
+                // COUNT:BYTES buffers written and freed before the operands are allocated.
+                let (count, bytes) = value.split_once(':').ok_or("FREED=COUNT:BYTES")?;
+                let floats = vec![1.0f32; bytes.parse::<usize>()? / 4];
+                let freed: Vec<_> = (0..count.parse::<usize>()?)
+                    .map(|_| runtime.upload(&floats, BufferUsage::InOut))
+                    .collect::<Result<_, _>>()?;
+                drop(freed);
+            }
+            _ => spec = spec.define(name, value),
+        }
+    }
+    let program = runtime.program(&spec)?;
+    let problem = suite::saxpy::Saxpy::random(n, 7);
+    let pad = |bytes: u64| (bytes > 0).then(|| runtime.create_buffer(bytes, BufferUsage::InOut)).transpose();
+    let _before = pad(pads.0)?;
+    let x = runtime.upload(&problem.x, BufferUsage::Input)?;
+    let _between = pad(pads.1)?;
+    let y = runtime.upload(&problem.y, BufferUsage::InOut)?;
+    let record = |commands: &mut sparkle::Commands| {
+        let n = u32::try_from(n).map_err(|_| "n does not fit u32")?;
+        commands.dispatch(
+            &program,
+            &[Arg::Buffer(&x), Arg::Buffer(&y), Arg::F32(problem.a), Arg::U32(n)],
+            [groups, 1, 1],
+        )?;
+        Ok::<(), Failure>(())
+    };
+    let mut commands = runtime.commands();
+    record(&mut commands)?;
+    runtime.submit(commands)?.wait(DISPATCH_TIMEOUT)?;
+    let out: Vec<f32> = runtime.download(&y)?;
+    let wrong = (0..n)
+        .filter(|&i| {
+            let (a, xi, yi) = (f64::from(problem.a), f64::from(problem.x[i]), f64::from(problem.y[i]));
+            let tolerance = 2.0 * f64::from(f32::EPSILON) * ((a * xi).abs() + yi.abs()) + 1e-30;
+            (f64::from(out[i]) - (a * xi + yi)).abs() > tolerance
+        })
+        .count();
+    if wrong > 0 {
+        return Err(format!("{wrong} of {n} outputs wrong").into());
+    }
+    // As the tuner and the bench time saxpy: warmed, then batches of about 20 ms back to back.
+    // GPU time per launch where the device's timer queries are plausible, else wall time.
+    let batch = |launches: usize| -> Result<(Duration, &'static str), Failure> {
+        let started = std::time::Instant::now();
+        let gpu = timing::timed_launches(runtime, launches, |commands, _| {
+            record(commands)
+                .map_err(|err| sparkle::Error::new(sparkle::ErrorKind::InvalidArgument, err.to_string()))
+        })?;
+        Ok(match gpu {
+            Some(per) => (per, "GPU"),
+            None => (started.elapsed() / launches.max(1) as u32, "wall"),
+        })
+    };
+    let started = std::time::Instant::now();
+    let mut launches = 10;
+    while started.elapsed() < Duration::from_millis(600) {
+        launches = timing::launches_for(batch(launches)?.0);
+    }
+    let mut times = Vec::new();
+    let mut clock = "GPU";
+    for _ in 0..7 {
+        let (time, kind) = batch(launches)?;
+        times.push(time);
+        clock = kind;
+    }
+    times.sort();
+    let (median, fastest, slowest) = (times[times.len() / 2], times[0], times[times.len() - 1]);
+    println!(
+        "{label:<40} {:9.4} ms (min {:.4}, max {:.4}) {:6.3} TB/s  {launches} launches, {clock} time",
+        median.as_secs_f64() * 1e3,
+        fastest.as_secs_f64() * 1e3,
+        slowest.as_secs_f64() * 1e3,
+        12.0 * n as f64 / median.as_secs_f64() / 1e12
+    );
+    Ok(())
+}
+
+/// `mimic LABEL N WG PT VEC PRE SEED`: saxpy timed step by step as `sparkle bench` times it.
+fn mimic(runtime: &Runtime, words: &[&str]) -> Result<(), Failure> {
+    let [label, n, wg, pt, vec, pre, seed] = words else {
+        return Err("mimic LABEL N WG PT VEC PRE SEED".into());
+    };
+    let (n, seed): (usize, u64) = (n.parse()?, seed.parse()?);
+    let limits = runtime.info().limits.clone();
+    let step = |case: &dyn suite::Case, spec: &KernelSpec, what: &str| -> Result<(), Failure> {
+        let program = runtime.program(spec)?;
+        let fresh = case.upload_for(runtime, &program)?;
+        case.dispatch(runtime, &program, &fresh)?.wait(DISPATCH_TIMEOUT)?;
+        let verdict = suite::verify_sampled(case, program.spec(), &case.download(runtime, &fresh)?, 20_000);
+        drop(fresh);
+        let sets = timing::upload_copies(runtime, case, Some(&program), timing::copies_for(case))?;
+        timing::warm(runtime, &program, case, &sets, Duration::from_millis(600))?;
+        let b0 = timing::back_to_back(runtime, &program, case, &sets, 74, Duration::from_secs(1))?;
+        let timed = timing::time(runtime, &program, case, &sets, 30, Duration::from_secs(2))?;
+        let launches = timing::launches_for(timed.best());
+        let b1 = timing::back_to_back(runtime, &program, case, &sets, launches, Duration::from_secs(2))?;
+        let b2 = timing::back_to_back(runtime, &program, case, &sets, 74, Duration::from_secs(1))?;
+        let ms = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
+        println!(
+            "{label:<24} {what:<10} {} after warm {:.4}  single {:.4}  b2b({launches}) {:.4}  b2b(74) {:.4}",
+            verdict.passed(),
+            ms(b0),
+            ms(timed.gpu),
+            ms(b1),
+            ms(b2)
+        );
+        Ok(())
+    };
+    if *pre == "1" {
+        let small = suite::case("saxpy", &[1 << 22], seed, &limits)?;
+        step(small.as_ref(), &small.default_spec(runtime.info()), "4M first")?;
+    }
+    let case = suite::case("saxpy", &[n], seed, &limits)?;
+    let variant =
+        suite::saxpy::SaxpyVariant { workgroup: wg.parse()?, per_thread: pt.parse()?, vec: vec.parse()? };
+    step(case.as_ref(), &variant.spec(), "target")
 }

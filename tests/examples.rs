@@ -287,7 +287,8 @@ fn tuned_variants() {
 }
 
 /// The kernel-experiment probe, with one experiment of each kind: a micro-benchmark of a
-/// kernel file, and the GEMM core with chosen defines (checked against the CPU first).
+/// kernel file, the GEMM core with chosen defines, saxpy with its operands moved in memory, and
+/// saxpy replayed as the bench times it (each checked against the CPU first).
 #[test]
 fn glsl_probe() {
     let folder = tempfile::tempdir().expect("a temporary folder");
@@ -299,18 +300,26 @@ fn glsl_probe() {
     )
     .expect("writing the kernel");
     let gemm = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders/gemm.comp");
+    let saxpy = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders/saxpy.comp");
     let plan = folder.path().join("plan");
     std::fs::write(
         &plan,
         format!(
-            "# one of each\nmicro fill {} 64 16 1\nsgemm ragged {} 65 47 100 BM=64 BN=64 BK=16 TM=4 TN=4 VA=1 VB=1\n",
+            "# one of each\nmicro fill {} 64 16 1\nsgemm ragged {} 65 47 100 BM=64 BN=64 BK=16 TM=4 TN=4 VA=1 VB=1\n\
+             saxpy moved {} 4100 64 17 VEC=4 PER_THREAD=1 PAD_BETWEEN=65536 FREED=2:4096\n\
+             mimic replayed 4100 64 1 4 0 1\n",
             kernel.display(),
-            gemm.display()
+            gemm.display(),
+            saxpy.display()
         ),
     )
     .expect("writing the plan");
     let output = run_example("glsl_probe", &[&plan]);
-    assert_ran("glsl_probe", &output, &["device: ", "fill ", "ragged ", "64x64x16 t4x4 v1/1"]);
+    assert_ran(
+        "glsl_probe",
+        &output,
+        &["device: ", "fill ", "ragged ", "64x64x16 t4x4 v1/1", "moved ", "replayed ", "target     true"],
+    );
     assert!(!String::from_utf8_lossy(&output.stdout).contains("FAILED"), "{}", text(&output));
 }
 
