@@ -221,15 +221,10 @@ fn saxpy(runtime: &Runtime, words: &[&str]) -> Result<(), Failure> {
     record(&mut commands)?;
     runtime.submit(commands)?.wait(DISPATCH_TIMEOUT)?;
     let out: Vec<f32> = runtime.download(&y)?;
-    let wrong = (0..n)
-        .filter(|&i| {
-            let (a, xi, yi) = (f64::from(problem.a), f64::from(problem.x[i]), f64::from(problem.y[i]));
-            let tolerance = 2.0 * f64::from(f32::EPSILON) * ((a * xi).abs() + yi.abs()) + 1e-30;
-            (f64::from(out[i]) - (a * xi + yi)).abs() > tolerance
-        })
-        .count();
-    if wrong > 0 {
-        return Err(format!("{wrong} of {n} outputs wrong").into());
+    // Every output, against the suite's own reference and rounding bound.
+    let verdict = suite::verify_sampled(&problem, &spec, &out, n);
+    if !verdict.passed() {
+        return Err(verdict.to_string().into());
     }
     // As the tuner and the bench time saxpy: warmed, then batches of about 20 ms back to back.
     // GPU time per launch where the device's timer queries are plausible, else wall time.

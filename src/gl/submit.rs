@@ -86,28 +86,25 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, timed: 
     }
     match outcome {
         Ok(()) => {
-            // The closing barrier: issued now, or behind the fence (the module's documentation).
-            let closing = if closing_barrier_behind_fence(&steps) {
-                ALL_BARRIERS
-            } else {
-                // SAFETY: the context is current on the GL thread.
-                unsafe { state.gl().memory_barrier(ALL_BARRIERS) };
-                0
-            };
             let unfenced = state.unfenced;
             let streaming = state.next_is_submission();
             // Only dispatches share a fence. A submission that copies is a pipeline's batch,
             // whose consumer waits for it alone: sharing its fence with the batches queued
             // behind it (they queue while the driver runs the copy on this thread) made the
             // consumer wait for all of them, and a pipeline of depth 3 completed in threes.
-            if query.is_none() && !copies(&steps) && unfenced.count < MAX_UNFENCED && streaming {
-                if closing != 0 {
-                    // SAFETY: the context is current on the GL thread.
-                    unsafe { state.gl().memory_barrier(closing) };
-                }
+            let leaves_fence =
+                query.is_none() && !copies(&steps) && unfenced.count < MAX_UNFENCED && streaming;
+            // The closing barrier: now, or behind this submission's own fence (the module's
+            // documentation).
+            let behind_fence = !leaves_fence && closing_barrier_behind_fence(&steps);
+            if !behind_fence {
+                // SAFETY: the context is current on the GL thread.
+                unsafe { state.gl().memory_barrier(ALL_BARRIERS) };
+            }
+            if leaves_fence {
                 state.unfenced = Unfenced { newest: Some(fence), count: unfenced.count + 1 };
             } else {
-                fence_through(state, fence, query, closing);
+                fence_through(state, fence, query, if behind_fence { ALL_BARRIERS } else { 0 });
                 if streaming {
                     // A stream of submissions keeps this thread busy: signal what already
                     // completed now rather than when it goes idle (a poll does not wait).
