@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use sparkle::cache::{Blob, CacheConfig, LoadFailure};
 use sparkle::hal::{
-    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Prepared, ProgramInterface, ScalarValue, Timeline,
+    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Prepared, ProgramInterface, ReadTarget,
+    ScalarValue, Timeline,
 };
 use sparkle::runtime::{Pipeline, Stage, DEFAULT_DEPTH};
 use sparkle::{
@@ -146,13 +147,14 @@ impl hal::Device<Fake> for FakeDevice {
         Ok(())
     }
 
-    fn read_buffer(&self, buffer: &FakeBuffer, offset: u64, out: &mut [u8]) -> Result<()> {
+    fn read_buffer(&self, buffer: &FakeBuffer, offset: u64, out: &mut ReadTarget<'_>) -> Result<()> {
         self.gpu.reads.fetch_add(1, Ordering::SeqCst);
         let queued = self.gpu.queued.lock().unwrap();
         if queued.iter().flat_map(|(_, ops)| ops).any(|op| Arc::ptr_eq(&op.dst, &buffer.bytes)) {
             self.gpu.premature_reads.fetch_add(1, Ordering::SeqCst);
         }
-        out.copy_from_slice(&buffer.bytes.lock().unwrap()[offset as usize..][..out.len()]);
+        let len = out.len();
+        out.bytes_mut().copy_from_slice(&buffer.bytes.lock().unwrap()[offset as usize..][..len]);
         Ok(())
     }
 

@@ -101,3 +101,23 @@ fn staging_writes_reach_device_copies_byte_for_byte_at_any_offset() {
     let wrong = got.iter().zip(&want).position(|(g, w)| g != w);
     assert_eq!(wrong, None, "the first byte the device copy of the staging buffer got wrong");
 }
+
+/// `read_vec` fills memory it never zeroed on every read path: out of a Staging buffer's
+/// mapping (split over threads), through the ring (plain buffers from 4 MiB), and with
+/// `glGetBufferSubData` (small plain reads) — every byte the buffer holds, at odd offsets.
+#[test]
+fn reads_into_new_vectors_return_every_byte_on_every_read_path() {
+    let rt = runtime();
+    let size = (9 << 20) + 4099;
+    let want = pattern(size, 9);
+    for usage in [BufferUsage::Staging, BufferUsage::InOut] {
+        let buffer = rt.create_buffer(size as u64, usage).unwrap();
+        rt.write_buffer(&buffer, 0, &want).unwrap();
+        for (at, n) in [(0, size), (13, (5 << 20) + 7), (size - 999, 999), (3, 0)] {
+            let got: Vec<u8> = rt.read_vec(&buffer, at as u64, n).unwrap();
+            assert!(got == want[at..at + n], "{usage:?}: {n} bytes at {at}");
+        }
+        let words: Vec<u32> = rt.read_vec(&buffer, 4, 1000).unwrap();
+        assert!(bytemuck::cast_slice::<u32, u8>(&words) == &want[4..4004], "{usage:?}: as u32s");
+    }
+}

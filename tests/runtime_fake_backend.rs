@@ -4,13 +4,13 @@
 //! work using them completed, failures reach their waiters, and another device's objects are
 //! refused before any device call.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sparkle::cache::{Blob, CacheConfig, LoadFailure};
 use sparkle::hal::{
-    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Prepared, ProgramInterface, Timeline,
+    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Prepared, ProgramInterface, ReadTarget, Timeline,
 };
 use sparkle::{
     Access, Arg, Error, ErrorKind, KernelSource, KernelSpec, Result, Runtime, ScalarType, SourceLanguage,
@@ -38,6 +38,8 @@ struct FakeDevice {
     /// How a read that may settle its writer first behaves: `None`, the fake declines; else the
     /// writer settles with this outcome and the read happens in the same call.
     read_settles: Arc<Mutex<Option<Result<()>>>>,
+    /// A defective backend: reads return `Ok` without writing anything.
+    skips_reads: Arc<AtomicBool>,
 }
 
 struct FakeBuffer {
@@ -102,9 +104,13 @@ impl hal::Device<Fake> for FakeDevice {
         Ok(())
     }
 
-    fn read_buffer(&self, buffer: &FakeBuffer, offset: u64, out: &mut [u8]) -> Result<()> {
+    fn read_buffer(&self, buffer: &FakeBuffer, offset: u64, out: &mut ReadTarget<'_>) -> Result<()> {
         self.log("read_buffer");
-        out.copy_from_slice(&buffer.bytes.lock().unwrap()[offset as usize..][..out.len()]);
+        if self.skips_reads.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let len = out.len();
+        out.bytes_mut().copy_from_slice(&buffer.bytes.lock().unwrap()[offset as usize..][..len]);
         Ok(())
     }
 
@@ -113,7 +119,7 @@ impl hal::Device<Fake> for FakeDevice {
         buffer: &FakeBuffer,
         fence: u64,
         offset: u64,
-        out: &mut [u8],
+        out: &mut ReadTarget<'_>,
     ) -> Result<bool> {
         self.log("read_buffer_once_settled");
         let Some(outcome) = self.read_settles.lock().unwrap().clone() else { return Ok(false) };
@@ -121,7 +127,8 @@ impl hal::Device<Fake> for FakeDevice {
             self.timeline.fail(fence, error);
         }
         self.timeline.signal(fence);
-        out.copy_from_slice(&buffer.bytes.lock().unwrap()[offset as usize..][..out.len()]);
+        let len = out.len();
+        out.bytes_mut().copy_from_slice(&buffer.bytes.lock().unwrap()[offset as usize..][..len]);
         Ok(true)
     }
 
@@ -153,6 +160,7 @@ struct Harness {
     calls: Arc<Mutex<Vec<String>>>,
     live_buffers: Arc<AtomicUsize>,
     read_settles: Arc<Mutex<Option<Result<()>>>>,
+    skips_reads: Arc<AtomicBool>,
 }
 
 fn harness(token: u64) -> Harness {
@@ -166,11 +174,13 @@ fn harness(token: u64) -> Harness {
         calls: calls.clone(),
         live_buffers: live_buffers.clone(),
         read_settles: Arc::default(),
+        skips_reads: Arc::default(),
     };
     let read_settles = device.read_settles.clone();
+    let skips_reads = device.skips_reads.clone();
     let runtime = Runtime::from_device::<Fake>(device, &CacheConfig::memory_only())
         .with_host_timeout(Duration::from_millis(50));
-    Harness { runtime, timeline, calls, live_buffers, read_settles }
+    Harness { runtime, timeline, calls, live_buffers, read_settles, skips_reads }
 }
 
 fn copy_kernel() -> KernelSpec {
@@ -220,6 +230,33 @@ fn host_reads_wait_for_writers_only_and_host_writes_for_every_user() {
     commands.copy(&dst, 4, &unrelated, 0, 4).unwrap();
     let err = h.runtime.submit(commands).unwrap().wait(Duration::ZERO).unwrap_err();
     assert!(err.to_string().contains("the submission of kernel `copy` and 2 copies did not"), "{err}");
+}
+
+/// `read_vec` hands the backend memory it never initialised, and gives it to the caller only
+/// if the backend filled it: a backend that returns without writing costs an error.
+#[test]
+fn reads_into_new_vectors_return_what_the_buffer_holds_and_never_memory_nobody_wrote() {
+    let h = harness(1);
+    let buffer = h.runtime.upload(&[1u32, 2, 3, 4, 5], BufferUsage::InOut).unwrap();
+    assert_eq!(h.runtime.read_vec::<u32>(&buffer, 4, 3).unwrap(), vec![2, 3, 4]);
+    assert_eq!(h.runtime.read_vec::<u32>(&buffer, 0, 0).unwrap(), Vec::<u32>::new());
+    assert_eq!(h.runtime.download::<u16>(&buffer).unwrap(), vec![1, 0, 2, 0, 3, 0, 4, 0, 5, 0]);
+    for (offset, count) in [(4, 5), (21, 0), (0, usize::MAX / 2)] {
+        let err = h.runtime.read_vec::<u32>(&buffer, offset, count).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        assert!(err.to_string().contains("past its end"), "{err}");
+    }
+
+    h.skips_reads.store(true, Ordering::SeqCst);
+    let err = h.runtime.read_vec::<u32>(&buffer, 0, 5).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::DeviceLost, "{err}");
+    assert!(err.to_string().contains("returned from a read of 20 bytes without filling them"), "{err}");
+    let err = h.runtime.download::<u8>(&buffer).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::DeviceLost, "{err}");
+    // Into the caller's initialised bytes, a defective read cannot expose anything unwritten.
+    let mut bytes = [7u8; 4];
+    h.runtime.read_buffer(&buffer, 0, &mut bytes).unwrap();
+    assert_eq!(bytes, [7; 4]);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use libfuzzer_sys::fuzz_target;
 use sparkle::cache::{Blob, CacheConfig, GpuId, LoadFailure};
 use sparkle::hal::{
-    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Limits, Prepared, ProgramInterface, Timeline,
+    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Limits, Prepared, ProgramInterface, ReadTarget, Timeline,
 };
 use sparkle::{Error, KernelSource, KernelSpec, Result, Runtime, SourceLanguage};
 
@@ -67,7 +67,8 @@ impl hal::Device<Text> for TextDevice {
     fn write_buffer(&self, _: &(), _: u64, _: &[u8]) -> Result<()> {
         Ok(())
     }
-    fn read_buffer(&self, _: &(), _: u64, _: &mut [u8]) -> Result<()> {
+    fn read_buffer(&self, _: &(), _: u64, out: &mut ReadTarget<'_>) -> Result<()> {
+        out.bytes_mut();
         Ok(())
     }
     fn submit(&self, _: &[Command<'_, Text>]) -> Result<u64> {

@@ -27,7 +27,7 @@ use super::submit::{Op, Queue, ScratchWaves};
 use crate::cache::{Blob, LoadFailure};
 use crate::hal::{
     self, Api, BufferUsage, Command, Compiled, DeviceClass, DeviceInfo, Limits, Prepared, ProgramInterface,
-    ScalarValue,
+    ReadTarget, ScalarValue,
 };
 use crate::kernel::{KernelSpec, SourceLanguage};
 use crate::{Error, ErrorKind, Result};
@@ -342,8 +342,10 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
         Ok(buffer.write(offset, data)?)
     }
 
-    fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8]) -> Result<()> {
-        Ok(buffer.read(offset, out)?)
+    /// Copies out of the buffer's CPU mapping into the target as a slice (zeroed first where
+    /// the caller lent uninitialised memory).
+    fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut ReadTarget<'_>) -> Result<()> {
+        Ok(buffer.read(offset, out.bytes_mut())?)
     }
 
     fn submit(&self, commands: &[Command<'_, AmdgpuApi<F>>]) -> Result<u64> {

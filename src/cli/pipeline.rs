@@ -77,7 +77,7 @@ struct Row {
     transfers: &'static str,
     megabytes_in: f64,
     megabytes_out: f64,
-    /// Mean time of each stage alone, per batch.
+    /// Each stage alone, per batch: the median over a stream on a warmed-up set.
     upload_ms: f64,
     gpu_ms: f64,
     download_ms: f64,
@@ -240,30 +240,38 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
     })
 }
 
-/// Mean milliseconds per batch of each stage run on its own, on one set: upload, the batch's
-/// GPU work (submit + wait), read-back.
+/// Milliseconds per batch of each stage run on its own, on one set: upload, the batch's GPU
+/// work (submit + wait), read-back; the median over the batches, after a few untimed ones. A
+/// set's first batches cost the driver more (its buffers' first use), which a mean over a
+/// short stream would add to every stage and so to the slowest one.
 fn stages_alone(runtime: &Runtime, stage: &Conv2dStage, batches: &[Vec<f32>]) -> CliResult<(f64, f64, f64)> {
     let mut set = stage.create_set(runtime)?;
-    let (mut upload, mut gpu, mut download) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
-    for batch in batches {
+    let mut run = |batch: &Vec<f32>| -> CliResult<[Duration; 3]> {
         let input = batch.clone();
         let started = Instant::now();
         stage.upload(runtime, &mut set, input)?;
-        upload += started.elapsed();
+        let upload = started.elapsed();
 
         let started = Instant::now();
         let mut commands = runtime.commands();
         stage.record(runtime, &set, &mut commands)?;
         runtime.submit(commands)?.wait(suite::DISPATCH_TIMEOUT)?;
-        gpu += started.elapsed();
+        let gpu = started.elapsed();
 
         let started = Instant::now();
         std::hint::black_box(stage.download(runtime, &mut set)?);
-        download += started.elapsed();
+        Ok([upload, gpu, started.elapsed()])
+    };
+    for batch in batches.iter().take(STAGE_WARM_UP_BATCHES) {
+        run(batch)?;
     }
-    let mean = |total: Duration| total.as_secs_f64() * 1e3 / batches.len() as f64;
-    Ok((mean(upload), mean(gpu), mean(download)))
+    let times = batches.iter().map(&mut run).collect::<CliResult<Vec<_>>>()?;
+    let stage_ms = |i: usize| median(&times.iter().map(|t| t[i]).collect::<Vec<_>>()) * 1e3;
+    Ok((stage_ms(0), stage_ms(1), stage_ms(2)))
 }
+
+/// Untimed batches through a fresh set before its stages are timed alone.
+const STAGE_WARM_UP_BATCHES: usize = 4;
 
 fn median(times: &[Duration]) -> f64 {
     let mut seconds: Vec<f64> = times.iter().map(Duration::as_secs_f64).collect();

@@ -13,7 +13,7 @@ use glow::HasContext;
 use super::thread::{GlState, GlThread, LiveGuard};
 use super::GlError;
 use crate::hal::stream_copy::Stores;
-use crate::hal::BufferUsage;
+use crate::hal::{BufferUsage, ReadTarget};
 
 /// A GL buffer object.
 pub struct GlBuffer {
@@ -66,15 +66,31 @@ impl Mapping {
 
     /// Copies `out.len()` bytes at `offset` out (split over a few threads when large); every
     /// write of the buffer completed.
-    pub(crate) fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), GlError> {
-        let start = self.check(offset, out.len())?;
+    pub(crate) fn read(&self, offset: u64, out: &mut ReadTarget<'_>) -> Result<(), GlError> {
+        // SAFETY: the target lends `out.len()` bytes from its pointer, and is marked filled
+        // below only after the copy wrote all of them.
+        unsafe { self.read_into(offset, out.as_mut_ptr(), out.len())? };
+        // SAFETY: `read_into` returned after writing all `out.len()` bytes on this thread or on
+        // scoped threads it joined.
+        unsafe { out.assume_filled() };
+        Ok(())
+    }
+
+    /// Copies `len` bytes at `offset` out to `dst` (split over a few threads when large);
+    /// every write of the buffer completed. On `Ok`, all `len` bytes at `dst` were written.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `len` bytes, used by nobody else during the call, and
+    /// must not point into this mapping.
+    pub(crate) unsafe fn read_into(&self, offset: u64, dst: *mut u8, len: usize) -> Result<(), GlError> {
+        let start = self.check(offset, len)?;
         let _guard = self.copying.lock().unwrap_or_else(PoisonError::into_inner);
         let base = self.ptr.as_ptr() as usize + start;
-        let len = out.len();
-        let target = out.as_mut_ptr() as usize;
+        let target = dst as usize;
         in_pieces(len, |from, to| {
-            // SAFETY: as in `write`, with the mapping as the source; each piece writes
-            // its own disjoint part of `out`, which outlives the scoped threads.
+            // SAFETY: `start + len <= self.len` was checked and `dst` is valid for `len` bytes
+            // (the caller's contract); the pieces are disjoint parts of both ranges, and the
+            // scoped threads are joined before `in_pieces` returns.
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     (base + from) as *const u8,
@@ -210,10 +226,11 @@ impl GlBuffer {
         })?
     }
 
-    /// Reads `out.len()` bytes at `offset` (checked by the runtime) straight into `out`.
-    pub(crate) fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), GlError> {
+    /// Reads `out.len()` bytes at `offset` (checked by the runtime) straight into `out`
+    /// (`glGetBufferSubData` takes a slice, so memory that held no values is zeroed first).
+    pub(crate) fn read(&self, offset: u64, out: &mut ReadTarget<'_>) -> Result<(), GlError> {
         let id = self.id;
-        let target = HostBytesMut::of(out);
+        let target = HostBytesMut::of(out.bytes_mut());
         self.live.thread().call(move |state| {
             // SAFETY: as in `write`: the caller's `out` outlives this job.
             read_on_thread(state, id, offset, unsafe { target.as_slice() })
@@ -224,9 +241,14 @@ impl GlBuffer {
     /// submission `fence` settle, polling for a short window; `false` if it had not by then
     /// (nothing read). Saves a synchronous read-back the hand-offs of waiting on the caller's
     /// thread first.
-    pub(crate) fn read_once_settled(&self, fence: u64, offset: u64, out: &mut [u8]) -> Result<bool, GlError> {
+    pub(crate) fn read_once_settled(
+        &self,
+        fence: u64,
+        offset: u64,
+        out: &mut ReadTarget<'_>,
+    ) -> Result<bool, GlError> {
         let id = self.id;
-        let target = HostBytesMut::of(out);
+        let target = HostBytesMut::of(out.bytes_mut());
         self.live.thread().call_keeping_fences(move |state| {
             // A failed write leaves the read to the runtime, which reports the failure.
             if !state.settle_briefly(fence) || state.timeline.wait(fence, Duration::ZERO).is_err() {

@@ -42,6 +42,7 @@ use crate::cache::{Blob, LoadFailure};
 use crate::hal::stream_copy::Stores;
 use crate::hal::{
     self, Api, BufferUsage, Command, Compiled, DeviceClass, DeviceInfo, Prepared, ProgramInterface,
+    ReadTarget,
 };
 use crate::kernel::{KernelSource, KernelSpec, SourceLanguage};
 use crate::Result;
@@ -240,7 +241,7 @@ impl hal::Device<Gl> for GlDevice {
         Ok(buffer.write(offset, data)?)
     }
 
-    fn read_buffer(&self, buffer: &GlBuffer, offset: u64, out: &mut [u8]) -> Result<()> {
+    fn read_buffer(&self, buffer: &GlBuffer, offset: u64, out: &mut ReadTarget<'_>) -> Result<()> {
         if let Some(mapping) = buffer.mapping() {
             return Ok(mapping.read(offset, out)?);
         }
@@ -261,7 +262,7 @@ impl hal::Device<Gl> for GlDevice {
         buffer: &GlBuffer,
         fence: u64,
         offset: u64,
-        out: &mut [u8],
+        out: &mut ReadTarget<'_>,
     ) -> Result<bool> {
         if buffer.mapping().is_some() || transfer::through_ring(out.len()) {
             // A copy from the mapping needs no GL call, and a large read goes through the

@@ -725,6 +725,7 @@ extern "C" fn stop_gl_threads() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hal::ReadTarget;
 
     #[test]
     fn a_panicking_job_is_an_error_for_its_caller_and_the_thread_goes_on() {
@@ -769,10 +770,13 @@ mod tests {
         let after = submit(|_| vec![Step::Barrier], false);
         // A read that settles its writer first never reads after a failed one.
         let mut out = [0u8; 16];
-        assert!(!buffer.read_once_settled(refused, 0, &mut out).unwrap());
+        assert!(!buffer.read_once_settled(refused, 0, &mut ReadTarget::new(&mut out)).unwrap());
         let wait = |fence| timeline.wait(fence, Duration::from_secs(30));
         assert!(wait(after).unwrap(), "the last submission completes");
-        assert!(buffer.read_once_settled(after, 0, &mut out).unwrap(), "read once its writer settled");
+        assert!(
+            buffer.read_once_settled(after, 0, &mut ReadTarget::new(&mut out)).unwrap(),
+            "read once its writer settled"
+        );
         assert!(wait(empty).unwrap() && wait(timed).unwrap());
         let err = wait(refused).unwrap_err();
         assert!(err.to_string().contains("copy"), "{err}");

@@ -17,7 +17,7 @@ use super::buffer::GlBuffer;
 use super::thread::GlThread;
 use super::GlError;
 use crate::hal::stream_copy::Stores;
-use crate::hal::BufferUsage;
+use crate::hal::{BufferUsage, ReadTarget};
 
 /// Transfers of at least this many bytes go through the ring, unless
 /// `SPARKLE_GL_TRANSFER_RING_MIN` (bytes) says otherwise.
@@ -82,6 +82,14 @@ impl RingCell {
             Some(ring) => transfer(ring).map(Some),
             None => Ok(None),
         }
+    }
+}
+
+/// A ring buffer without its mapping: [`Ring::new`] refuses those, so no transfer meets one.
+fn unmapped_slot() -> GlError {
+    GlError::BufferCreation {
+        size: CHUNK as u64,
+        reason: "a buffer of the staging ring is not mapped".into(),
     }
 }
 
@@ -152,10 +160,10 @@ impl Ring {
         post: &PostCopy<'_>,
         src: &GlBuffer,
         offset: u64,
-        out: &mut [u8],
+        out: &mut ReadTarget<'_>,
     ) -> crate::Result<()> {
-        let chunks = out.len().div_ceil(CHUNK);
         let len = out.len();
+        let chunks = len.div_ceil(CHUNK);
         let span = |k: usize| (k * CHUNK, (len - k * CHUNK).min(CHUNK));
         let issue = |ring: &mut Ring, k: usize| -> crate::Result<()> {
             let slot = k % SLOTS;
@@ -167,17 +175,21 @@ impl Ring {
         for k in 0..chunks.min(SLOTS) {
             issue(self, k)?;
         }
+        let base = out.as_mut_ptr();
         for k in 0..chunks {
             let slot = k % SLOTS;
             self.settle(thread, slot)?;
             let (start, size) = span(k);
-            if let Some(mapping) = self.slots[slot].mapping() {
-                mapping.read(0, &mut out[start..start + size])?;
-            }
+            let mapping = self.slots[slot].mapping().ok_or_else(unmapped_slot)?;
+            // SAFETY: `start + size <= len`, the bytes the target lends from `base`, which the
+            // ring's own mapping never overlaps.
+            unsafe { mapping.read_into(0, base.add(start), size)? };
             if k + SLOTS < chunks {
                 issue(self, k + SLOTS)?;
             }
         }
+        // SAFETY: the chunks cover `0..len` and each was copied in full above.
+        unsafe { out.assume_filled() };
         Ok(())
     }
 }

@@ -17,6 +17,7 @@
 //! | [`Device::completed`] / [`Device::wait`] | `glClientWaitSync` on the GL thread | WAIT_CS on the sequence number |
 //! | [`Device::submit_timed`] / [`Device::take_gpu_time`] (optional) | `GL_TIME_ELAPSED` query around the commands, read after the fence | not yet (default: unsupported) |
 
+mod read_target;
 pub mod spin;
 pub(crate) mod stream_copy;
 mod timeline;
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use read_target::ReadTarget;
 pub use timeline::Timeline;
 
 use crate::cache::{Blob, GpuId, LoadFailure};
@@ -280,8 +282,10 @@ pub trait Device<A: Api>: Send + Sync + 'static {
     fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<A::Buffer>;
     /// Host writes; ranges were checked and no unfinished submission uses the buffer.
     fn write_buffer(&self, buffer: &A::Buffer, offset: u64, data: &[u8]) -> Result<()>;
-    /// Host reads; ranges were checked and every submission writing the buffer completed.
-    fn read_buffer(&self, buffer: &A::Buffer, offset: u64, out: &mut [u8]) -> Result<()>;
+    /// Host reads; ranges were checked and every submission writing the buffer completed. On
+    /// success every byte of `out` was written and `out` says so ([`ReadTarget::is_filled`]);
+    /// the runtime refuses the read otherwise.
+    fn read_buffer(&self, buffer: &A::Buffer, offset: u64, out: &mut ReadTarget<'_>) -> Result<()>;
 
     /// A host read of a buffer whose last writer, submission `fence`, may still be running:
     /// where the backend can let the fence settle and read in one step on its worker (the
@@ -294,7 +298,7 @@ pub trait Device<A: Api>: Send + Sync + 'static {
         _buffer: &A::Buffer,
         _fence: u64,
         _offset: u64,
-        _out: &mut [u8],
+        _out: &mut ReadTarget<'_>,
     ) -> Result<bool> {
         Ok(false)
     }

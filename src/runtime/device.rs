@@ -19,7 +19,7 @@ use super::{Buffer, Program};
 use crate::cache::{
     Blob, Built, CacheConfig, CacheKey, CacheStats, LoadFailure, ProgramCache, ProgramHandle, ProgramSource,
 };
-use crate::hal::{Api, BoundBuffer, BufferUsage, Command, Device, DeviceInfo};
+use crate::hal::{Api, BoundBuffer, BufferUsage, Command, Device, DeviceInfo, ReadTarget};
 use crate::kernel::KernelSpec;
 use crate::{Error, ErrorKind, Result};
 
@@ -36,7 +36,13 @@ pub(crate) trait DynDevice: Send + Sync {
     fn check_program(&self, program: &Program) -> Result<()>;
     fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<Buffer>;
     fn write_buffer(&self, buffer: &Buffer, offset: u64, data: &[u8], timeout: Duration) -> Result<()>;
-    fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8], timeout: Duration) -> Result<()>;
+    fn read_buffer(
+        &self,
+        buffer: &Buffer,
+        offset: u64,
+        out: &mut ReadTarget<'_>,
+        timeout: Duration,
+    ) -> Result<()>;
     fn program(&self, kernel: &KernelSpec) -> Result<Program>;
     fn warm_up(&self, kernels: &[KernelSpec]) -> Result<Vec<Program>>;
     fn submit(&self, commands: Commands, timed: bool) -> Result<u64>;
@@ -48,6 +54,21 @@ pub(crate) trait DynDevice: Send + Sync {
     fn cache_dir(&self) -> Option<PathBuf>;
     #[cfg(feature = "remote")]
     fn fleet(&self) -> &dyn crate::cache::FleetCache;
+}
+
+/// Refuses a read the backend reported done without marking its target filled: the caller
+/// would otherwise get memory nobody wrote. A backend defect, reported as the device failing.
+fn filled(out: &ReadTarget<'_>, backend: &str) -> Result<()> {
+    if out.is_filled() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::DeviceLost,
+        format!(
+            "the {backend} backend returned from a read of {} bytes without filling them (a backend defect)",
+            out.len()
+        ),
+    ))
 }
 
 /// Objects an unfinished submission uses, released when its fence completes.
@@ -202,7 +223,13 @@ impl<A: Api> DynDevice for Core<A> {
         Ok(())
     }
 
-    fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8], timeout: Duration) -> Result<()> {
+    fn read_buffer(
+        &self,
+        buffer: &Buffer,
+        offset: u64,
+        out: &mut ReadTarget<'_>,
+        timeout: Duration,
+    ) -> Result<()> {
         let object = buffer.object::<A::Buffer>(self.token())?;
         buffer.check_range(offset, out.len() as u64)?;
         let last_write = buffer.last_write();
@@ -213,10 +240,12 @@ impl<A: Api> DynDevice for Core<A> {
             && timeout >= crate::hal::spin::window()
             && self.device.read_buffer_once_settled(object, last_write, offset, out)?
         {
-            return self.wait_for_host(last_write, Duration::ZERO, "reading a buffer", true);
+            self.wait_for_host(last_write, Duration::ZERO, "reading a buffer", true)?;
+            return filled(out, A::NAME);
         }
         self.wait_for_host(last_write, timeout, "reading a buffer", true)?;
-        self.device.read_buffer(object, offset, out)
+        self.device.read_buffer(object, offset, out)?;
+        filled(out, A::NAME)
     }
 
     fn program(&self, kernel: &KernelSpec) -> Result<Program> {

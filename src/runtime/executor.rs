@@ -136,9 +136,7 @@ impl From<BatchError> for Error {
 ///     }
 ///
 ///     fn download(&self, runtime: &Runtime, set: &mut Set) -> sparkle::Result<Vec<f32>> {
-///         let mut out = vec![0f32; set.len];
-///         runtime.read_buffer(&set.data, 0, bytemuck::cast_slice_mut(&mut out))?;
-///         Ok(out)
+///         runtime.read_vec(&set.data, 0, set.len)
 ///     }
 /// }
 ///

@@ -12,6 +12,7 @@ mod registry;
 
 mod validate;
 
+use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -26,7 +27,7 @@ pub use validate::Arg;
 use device::DynDevice;
 
 use crate::cache::{CacheConfig, CacheStats};
-use crate::hal::{BufferUsage, DeviceInfo};
+use crate::hal::{BufferUsage, DeviceInfo, ReadTarget};
 use crate::kernel::KernelSpec;
 use crate::{Error, ErrorKind, Result};
 
@@ -139,15 +140,48 @@ impl Runtime {
     /// Reads `out.len()` bytes at `offset`, after the submissions that write the buffer (and
     /// only those) completed.
     pub fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8]) -> Result<()> {
-        self.device.read_buffer(buffer, offset, out, self.host_timeout)
+        self.device.read_buffer(buffer, offset, &mut ReadTarget::new(out), self.host_timeout)
     }
 
-    /// The whole buffer as `T`s.
-    pub fn download<T: bytemuck::Pod>(&self, buffer: &Buffer) -> Result<Vec<T>> {
-        let count = buffer.size() as usize / std::mem::size_of::<T>();
-        let mut out = vec![T::zeroed(); count];
-        self.read_buffer(buffer, 0, bytemuck::cast_slice_mut(&mut out))?;
+    /// Reads `count` `T`s at byte `offset` into a new `Vec`, as [`read_buffer`](Self::read_buffer)
+    /// waits. The `Vec` is not zeroed first: where the backend copies straight into it (out of
+    /// a [`BufferUsage::Staging`] buffer's mapping, or through the gl backend's staging ring
+    /// from 4 MiB), that saves a pass over host memory as long as the copy.
+    pub fn read_vec<T: bytemuck::Pod>(&self, buffer: &Buffer, offset: u64, count: usize) -> Result<Vec<T>> {
+        let bytes = count
+            .checked_mul(std::mem::size_of::<T>())
+            .filter(|&bytes| offset.checked_add(bytes as u64).is_some_and(|end| end <= buffer.size()));
+        let Some(bytes) = bytes else {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "reading {count} elements of {} bytes at offset {offset} of a {}-byte buffer: past its end",
+                    std::mem::size_of::<T>(),
+                    buffer.size()
+                ),
+            ));
+        };
+        let mut out: Vec<T> = Vec::with_capacity(count);
+        let spare = out.spare_capacity_mut();
+        // SAFETY: the spare capacity holds at least `count` `T`s, `bytes` bytes in all, which
+        // `MaybeUninit<u8>` (alignment 1, any content) may view; the view borrows `out`.
+        let spare =
+            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<MaybeUninit<u8>>(), bytes) };
+        let mut target = ReadTarget::uninit(spare);
+        self.device.read_buffer(buffer, offset, &mut target, self.host_timeout)?;
+        // The device checked that the target was filled before returning `Ok`.
+        debug_assert!(target.is_filled());
+        // SAFETY: all `bytes` bytes of the first `count` elements were written, and every byte
+        // pattern is a valid `T` (`Pod`).
+        unsafe { out.set_len(count) };
         Ok(out)
+    }
+
+    /// The whole buffer as `T`s (its size rounded down to whole `T`s), read as
+    /// [`read_vec`](Self::read_vec) reads.
+    pub fn download<T: bytemuck::Pod>(&self, buffer: &Buffer) -> Result<Vec<T>> {
+        let count = buffer.size() as usize / std::mem::size_of::<T>().max(1);
+        self.read_vec(buffer, 0, count)
     }
 
     /// The program for `kernel`: from memory, the disk cache, or compiled — once, however many

@@ -648,10 +648,8 @@ impl crate::runtime::Stage for Conv2dStage {
 
     fn download(&self, runtime: &Runtime, set: &mut Conv2dSet) -> Result<Vec<f32>> {
         let Shape { h, w, k, .. } = self.shape;
-        let mut out = vec![0f32; set.images * k * h * w];
         let source = set.staging.as_ref().map_or(&set.output, |(_, staging_out)| staging_out);
-        runtime.read_buffer(source, 0, bytemuck::cast_slice_mut(&mut out))?;
-        Ok(out)
+        runtime.read_vec(source, 0, set.images * k * h * w)
     }
 }
 
