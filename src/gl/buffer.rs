@@ -70,8 +70,9 @@ impl Mapping {
         // SAFETY: the target lends `out.len()` bytes from its pointer, and is marked filled
         // below only after the copy wrote all of them.
         unsafe { self.read_into(offset, out.as_mut_ptr(), out.len())? };
-        // SAFETY: `read_into` returned after writing all `out.len()` bytes on this thread or on
-        // scoped threads it joined.
+        // SAFETY: `read_into` returned after writing all `out.len()` bytes, on this thread or on
+        // helper threads whose completion it waited for (a mutex hand-off, so their writes are
+        // visible here).
         unsafe { out.assume_filled() };
         Ok(())
     }
@@ -89,8 +90,8 @@ impl Mapping {
         let target = dst as usize;
         in_pieces(len, |from, to| {
             // SAFETY: `start + len <= self.len` was checked and `dst` is valid for `len` bytes
-            // (the caller's contract); the pieces are disjoint parts of both ranges, and the
-            // scoped threads are joined before `in_pieces` returns.
+            // (the caller's contract); the pieces are disjoint parts of both ranges, and every
+            // piece is done before `in_pieces` returns.
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     (base + from) as *const u8,
@@ -120,14 +121,15 @@ impl Mapping {
     }
 }
 
-/// The least each thread of a split copy copies. Starting a thread costs tens of µs in a VM,
-/// so threads pay only for whole MiBs: on an H100 guest, 1 MiB into a mapping took 48-57 µs on
-/// one thread and 90 on four, 2 MiB 132-146 µs on two and 155-189 on one.
+/// The least each thread of a split copy copies: one MiB. Timed alone on an H100 guest when each
+/// piece started a thread of its own, 1 MiB into a mapping took 48-57 µs on one thread and 90 on
+/// four, 2 MiB 132-146 µs on two and 155-189 on one; the pieces now go to threads that wait for
+/// them ([`crate::hal::copy_helpers`]).
 const MIN_PIECE: usize = 1 << 20;
 
 /// Runs `copy(from, to)` over `len` bytes in disjoint pieces: on the calling thread for small
-/// copies, else on a few scoped threads, each with at least [`MIN_PIECE`] bytes (a single
-/// core's memory copies are the slow part of a large transfer).
+/// copies, else split with the host copy helpers, each piece at least [`MIN_PIECE`] bytes (a
+/// single core's memory copies are the slow part of a large transfer).
 fn in_pieces(len: usize, copy: impl Fn(usize, usize) + Sync) {
     in_pieces_on(len, threads_for(len, (crate::hal::spin::host_cores() / 2).clamp(1, 4)), copy);
 }
@@ -139,18 +141,7 @@ fn threads_for(len: usize, most: usize) -> usize {
 
 /// [`in_pieces`] on at most `threads` threads.
 fn in_pieces_on(len: usize, threads: usize, copy: impl Fn(usize, usize) + Sync) {
-    if threads <= 1 || len == 0 {
-        copy(0, len);
-        return;
-    }
-    let piece = len.div_ceil(threads).next_multiple_of(4096);
-    std::thread::scope(|scope| {
-        let copy = &copy;
-        for from in (piece..len).step_by(piece) {
-            scope.spawn(move || copy(from, (from + piece).min(len)));
-        }
-        copy(0, piece.min(len));
-    });
+    crate::hal::copy_helpers::in_pieces(len, threads, &copy);
 }
 
 impl Drop for GlBuffer {

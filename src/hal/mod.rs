@@ -17,6 +17,7 @@
 //! | [`Device::completed`] / [`Device::wait`] | `glClientWaitSync` on the GL thread | WAIT_CS on the sequence number |
 //! | [`Device::submit_timed`] / [`Device::take_gpu_time`] (optional) | `GL_TIME_ELAPSED` query around the commands, read after the fence | not yet (default: unsupported) |
 
+pub(crate) mod copy_helpers;
 mod read_target;
 pub mod spin;
 pub(crate) mod stream_copy;
