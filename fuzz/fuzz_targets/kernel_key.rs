@@ -11,7 +11,7 @@ use std::time::Duration;
 use libfuzzer_sys::fuzz_target;
 use sparkle::cache::{Blob, CacheConfig, GpuId, LoadFailure};
 use sparkle::hal::{
-    self, Api, BufferUsage, Command, Compiled, DeviceInfo, Limits, Prepared, ProgramInterface, ReadTarget, Timeline,
+    self, Api, BufferUsage, Command, Compiled, DeviceClass, DeviceInfo, Limits, Prepared, ProgramInterface, ReadTarget, Timeline,
 };
 use sparkle::{Error, KernelSource, KernelSpec, Result, Runtime, SourceLanguage};
 
@@ -105,6 +105,8 @@ fn fixture() -> &'static Fixture {
             max_storage_buffer_bytes: 1 << 30,
             max_storage_buffer_bindings: 16,
             storage_buffer_offset_alignment: 16,
+            max_texel_buffer_texels: 1 << 27,
+            texel_buffer_offset_alignment: 16,
         };
         let device = TextDevice {
             info: DeviceInfo {
@@ -115,6 +117,8 @@ fn fixture() -> &'static Fixture {
                 limits,
                 persists_programs: true,
                 parallel_compile: false,
+                languages: vec![SourceLanguage::Glsl],
+                class: DeviceClass::Simulator,
             },
             timeline: Arc::new(Timeline::new()),
         };

@@ -17,9 +17,12 @@
 //! | [`Device::completed`] / [`Device::wait`] | `glClientWaitSync` on the GL thread | WAIT_CS on the sequence number |
 //! | [`Device::submit_timed`] / [`Device::take_gpu_time`] (optional) | `GL_TIME_ELAPSED` query around the commands, read after the fence | not yet (default: unsupported) |
 
+// Host copies through mappings; only the gl backend maps buffers this way so far.
+#[cfg(feature = "gl")]
 pub(crate) mod copy_helpers;
 mod read_target;
 pub mod spin;
+#[cfg(feature = "gl")]
 pub(crate) mod stream_copy;
 mod timeline;
 
