@@ -115,6 +115,12 @@ fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
     let rows = report["rows"].as_array().unwrap();
     let modes: Vec<&str> = rows.iter().map(|row| row["transfers"].as_str().unwrap()).collect();
     assert_eq!(modes, ["plain", "staged", "mapped"]);
+    // Whether freed host memory stays in the process is part of what was measured.
+    let details = report["details"].as_array().unwrap();
+    let host_memory = details.iter().find(|pair| pair[0] == "host memory").expect("a host memory detail");
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        assert!(host_memory[1].as_str().unwrap().starts_with("freed blocks kept"), "{host_memory}");
+    }
     for row in rows {
         assert_eq!(row["correct"], "yes", "{row}");
         for stage in ["upload_ms", "gpu_ms", "download_ms", "synchronous_ms", "pipelined_ms"] {

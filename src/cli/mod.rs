@@ -12,6 +12,7 @@ mod fault_proxy;
 #[cfg(feature = "remote")]
 mod fleet;
 mod gpu_warm;
+mod host_memory;
 mod info;
 mod overhead;
 mod pipeline;

@@ -4,11 +4,14 @@
 //! (the slowest stage) is known. Every shape runs with each way of moving data (plain buffer
 //! writes and reads, mapped staging buffers with device copies, the kernel on mapped buffers).
 //!
-//! Each figure is the median of `--repeats` runs over the whole stream after a warm-up of at
-//! least `--warmup-ms` (GPUs raise their clocks only under sustained work); the timed runs drop
-//! each result as it arrives. Untimed runs of both paths then check the results: the pipelined
-//! ones must equal the synchronous ones bit for bit, and the first image of the first batch is
-//! checked against the CPU.
+//! Each figure is the median of `--repeats` rounds after a warm-up of at least `--warmup-ms`;
+//! every round times the stages alone, the synchronous path and the pipelined one, in that
+//! order. A GPU sets its clocks by how busy it was lately (an H100 ran this bench anywhere from
+//! 345 to 1980 MHz), so stages timed once, apart from the runs they are compared with, were
+//! timed at other clocks. The timed runs drop each result as it arrives, and the process keeps
+//! the memory it frees ([`super::host_memory`]). Untimed runs of both paths then check the
+//! results: the pipelined ones must equal the synchronous ones bit for bit, and the first image
+//! of the first batch is checked against the CPU.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -77,7 +80,8 @@ struct Row {
     transfers: &'static str,
     megabytes_in: f64,
     megabytes_out: f64,
-    /// Each stage alone, per batch: the median over a stream on a warmed-up set.
+    /// Each stage alone, per batch: the median over the rounds of its median over the stream,
+    /// on a warmed-up set.
     upload_ms: f64,
     gpu_ms: f64,
     download_ms: f64,
@@ -112,6 +116,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     if options.batches == 0 || options.repeats == 0 {
         return Err(Box::new(UsageError("--batches and --repeats must be at least 1".into())));
     }
+    let host_memory = super::host_memory::keep_freed_memory();
     let runtime = Runtime::from_env()?;
     let shapes = if options.shapes.is_empty() { default_shapes() } else { options.shapes.clone() };
     let modes =
@@ -139,10 +144,16 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         }
     }
     let info = runtime.info();
+    let mut details = info.details.clone();
+    details.push((
+        "host memory".to_owned(),
+        host_memory
+            .unwrap_or_else(|| "freed blocks go back to the kernel (the allocator's defaults)".to_owned()),
+    ));
     let report = Report {
         device: info.name.clone(),
         backend: info.backend.to_owned(),
-        details: info.details.clone(),
+        details,
         batches: options.batches,
         depth: options.depth,
         rows,
@@ -168,14 +179,17 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
         pipeline.run(batches.clone(), |_, _| Ok(()))?;
     }
 
-    let (upload, gpu, download) = stages_alone(runtime, pipeline.stage(), &batches)?;
+    let mut alone = StagesAlone::new(runtime, pipeline.stage(), &batches)?;
 
     // Timed runs drop each result as it arrives: a consumer that kept them all would measure
     // the page faults of fresh memory for every batch (7 ms of an 8 MB batch's 8 ms read-back
     // on the H100 machine), not the executor. Correctness is checked on untimed runs below.
+    let mut stages = Vec::new();
     let mut synchronous = Vec::new();
     let mut pipelined = Vec::new();
     for _ in 0..options.repeats {
+        stages.push(alone.time(&batches)?);
+
         let inputs = batches.clone();
         let started = Instant::now();
         pipeline.run_serial(inputs, |_, output| {
@@ -219,6 +233,8 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
 
     let per_batch = |times: &[Duration]| median(times) * 1e3 / batches.len() as f64;
     let (synchronous_ms, pipelined_ms) = (per_batch(&synchronous), per_batch(&pipelined));
+    let stage_ms = |i: usize| median_of(&stages.iter().map(|round: &[f64; 3]| round[i]).collect::<Vec<_>>());
+    let (upload, gpu, download) = (stage_ms(0), stage_ms(1), stage_ms(2));
     let slowest = upload.max(gpu).max(download);
     let Shape { n, c, h, w, k } = shape;
     Ok(Row {
@@ -240,43 +256,62 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
     })
 }
 
-/// Milliseconds per batch of each stage run on its own, on one set: upload, the batch's GPU
-/// work (submit + wait), read-back; the median over the batches, after a few untimed ones. A
-/// set's first batches cost the driver more (its buffers' first use), which a mean over a
-/// short stream would add to every stage and so to the slowest one.
-fn stages_alone(runtime: &Runtime, stage: &Conv2dStage, batches: &[Vec<f32>]) -> CliResult<(f64, f64, f64)> {
-    let mut set = stage.create_set(runtime)?;
-    let mut run = |batch: &Vec<f32>| -> CliResult<[Duration; 3]> {
-        let input = batch.clone();
+/// Each stage run on its own, on one set kept for the whole measurement: upload, the batch's
+/// GPU work (submit + wait), read-back. A set's first batches cost the driver more (its
+/// buffers' first use), so a few untimed ones go through it first.
+struct StagesAlone<'a> {
+    runtime: &'a Runtime,
+    stage: &'a Conv2dStage,
+    set: <Conv2dStage as Stage>::Set,
+}
+
+impl<'a> StagesAlone<'a> {
+    fn new(runtime: &'a Runtime, stage: &'a Conv2dStage, batches: &[Vec<f32>]) -> CliResult<Self> {
+        let mut alone = Self { runtime, stage, set: stage.create_set(runtime)? };
+        for batch in batches.iter().take(STAGE_WARM_UP_BATCHES) {
+            alone.one(batch)?;
+        }
+        Ok(alone)
+    }
+
+    /// Milliseconds per batch of each stage over `batches`: the median over the batches.
+    fn time(&mut self, batches: &[Vec<f32>]) -> CliResult<[f64; 3]> {
+        let times = batches.iter().map(|batch| self.one(batch)).collect::<CliResult<Vec<_>>>()?;
+        let stage_ms = |i: usize| median(&times.iter().map(|t| t[i]).collect::<Vec<_>>()) * 1e3;
+        Ok([stage_ms(0), stage_ms(1), stage_ms(2)])
+    }
+
+    fn one(&mut self, batch: &[f32]) -> CliResult<[Duration; 3]> {
+        let (runtime, stage) = (self.runtime, self.stage);
+        let input = batch.to_vec();
         let started = Instant::now();
-        stage.upload(runtime, &mut set, input)?;
+        stage.upload(runtime, &mut self.set, input)?;
         let upload = started.elapsed();
 
         let started = Instant::now();
         let mut commands = runtime.commands();
-        stage.record(runtime, &set, &mut commands)?;
+        stage.record(runtime, &self.set, &mut commands)?;
         runtime.submit(commands)?.wait(suite::DISPATCH_TIMEOUT)?;
         let gpu = started.elapsed();
 
         let started = Instant::now();
-        std::hint::black_box(stage.download(runtime, &mut set)?);
+        std::hint::black_box(stage.download(runtime, &mut self.set)?);
         Ok([upload, gpu, started.elapsed()])
-    };
-    for batch in batches.iter().take(STAGE_WARM_UP_BATCHES) {
-        run(batch)?;
     }
-    let times = batches.iter().map(&mut run).collect::<CliResult<Vec<_>>>()?;
-    let stage_ms = |i: usize| median(&times.iter().map(|t| t[i]).collect::<Vec<_>>()) * 1e3;
-    Ok((stage_ms(0), stage_ms(1), stage_ms(2)))
 }
 
 /// Untimed batches through a fresh set before its stages are timed alone.
 const STAGE_WARM_UP_BATCHES: usize = 4;
 
 fn median(times: &[Duration]) -> f64 {
-    let mut seconds: Vec<f64> = times.iter().map(Duration::as_secs_f64).collect();
-    seconds.sort_by(f64::total_cmp);
-    seconds.get(seconds.len() / 2).copied().unwrap_or(f64::NAN)
+    median_of(&times.iter().map(Duration::as_secs_f64).collect::<Vec<_>>())
+}
+
+/// The median of `values` (the upper one of an even count); NaN if there are none.
+fn median_of(values: &[f64]) -> f64 {
+    let mut values = values.to_vec();
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn digest(output: &[f32]) -> u64 {
@@ -293,7 +328,7 @@ fn print_report(report: &Report) {
         println!("  {name}: {value}");
     }
     println!(
-        "\nconv2d 3×3 over {} batches, {} buffer sets in flight; milliseconds per batch (median of the runs):",
+        "\nconv2d 3×3 over {} batches, {} buffer sets in flight; milliseconds per batch (median of the rounds):",
         report.batches, report.depth
     );
     let rows: Vec<Vec<String>> = report
