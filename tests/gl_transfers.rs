@@ -1,8 +1,9 @@
 //! Large uploads and read-backs of plain buffers on the gl backend (they go through a ring of
 //! mapped staging buffers, chunk by chunk): every byte lands where it was written, at offsets
 //! and lengths that do not fall on chunk boundaries, small transfers next to large ones stay
-//! right, kernels see an upload's bytes and write what a large read-back returns, and a Staging
-//! buffer's host writes reach a device copy whole.
+//! right, uploads and read-backs on two threads at once stay right, kernels see an upload's bytes
+//! and write what a large read-back returns, and a Staging buffer's host writes reach a device
+//! copy whole.
 
 #![cfg(feature = "gl")]
 
@@ -45,6 +46,33 @@ fn large_writes_and_reads_land_byte_for_byte_at_any_offset() {
         rt.read_buffer(&buffer, at as u64, &mut part).unwrap();
         assert!(part == want[at..at + n], "{n} bytes at {at}");
     }
+}
+
+/// Large uploads on one thread while another reads back (a pipeline's feeder and reader): each
+/// way has a ring of its own, the two run at once, and neither disturbs the other's bytes.
+#[test]
+fn large_uploads_and_reads_on_two_threads_at_once_land_byte_for_byte() {
+    let rt = runtime();
+    let size = (9 << 20) + 12_345;
+    let written = rt.create_buffer(size as u64, BufferUsage::InOut).unwrap();
+    let kept = rt.create_buffer(size as u64, BufferUsage::InOut).unwrap();
+    let fixed = pattern(size, 7);
+    rt.write_buffer(&kept, 0, &fixed).unwrap();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            for round in 0..4u32 {
+                let data = pattern(size, 100 + round);
+                rt.write_buffer(&written, 0, &data).unwrap();
+                let back: Vec<u8> = rt.read_vec(&written, 0, size).unwrap();
+                assert!(back == data, "round {round}: the written buffer read back other bytes");
+            }
+        });
+        for round in 0..6 {
+            let got: Vec<u8> = rt.read_vec(&kept, 0, size).unwrap();
+            assert!(got == fixed, "round {round}: the kept buffer read back other bytes");
+        }
+        writer.join().expect("the writing thread");
+    });
 }
 
 #[test]

@@ -63,8 +63,8 @@ pub struct GlDevice {
     live: LiveGuard,
     probe: Probe,
     info: DeviceInfo,
-    /// Staging buffers for large transfers of plain buffers (`transfer.rs`).
-    ring: transfer::RingCell,
+    /// Staging rings for large transfers of plain buffers, one each way (`transfer.rs`).
+    rings: transfer::RingCell,
 }
 
 impl GlDevice {
@@ -99,7 +99,7 @@ impl GlDevice {
             class: if probe.is_cpu_renderer() { DeviceClass::Cpu } else { DeviceClass::Gpu },
         };
         tracing::info!(device = %info.name, version = %probe.version, "gl backend ready");
-        Ok(Self { live: thread.acquire(), probe, info, ring: transfer::RingCell::default() })
+        Ok(Self { live: thread.acquire(), probe, info, rings: transfer::RingCell::default() })
     }
 
     fn thread(&self) -> &GlThread {
@@ -234,7 +234,8 @@ impl hal::Device<Gl> for GlDevice {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
             };
             let thread = self.thread();
-            if self.ring.with(thread, |ring| ring.upload(thread, &post, buffer, offset, data))?.is_some() {
+            let upload = |ring: &mut transfer::Ring| ring.upload(thread, &post, buffer, offset, data);
+            if self.rings.with(thread, transfer::Direction::Upload, upload)?.is_some() {
                 return Ok(());
             }
         }
@@ -250,7 +251,8 @@ impl hal::Device<Gl> for GlDevice {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
             };
             let thread = self.thread();
-            if self.ring.with(thread, |ring| ring.download(thread, &post, buffer, offset, out))?.is_some() {
+            let download = |ring: &mut transfer::Ring| ring.download(thread, &post, buffer, offset, out);
+            if self.rings.with(thread, transfer::Direction::Download, download)?.is_some() {
                 return Ok(());
             }
         }

@@ -5,10 +5,13 @@
 //! `glBufferSubData` / `glGetBufferSubData` moved 5–12 GB/s depending on the size, with the
 //! host's memory copy, not the GPU's, as the slow part (`sparkle bench-transfer --study`).
 //!
-//! The ring belongs to the device and is made on the first large transfer; transfers take it in
-//! turn. Each chunk's GPU copy is an ordinary submission on the device's timeline, so a ring
-//! buffer is reused only once the copy that used it has completed, and GL's ordering puts every
-//! later command on the destination after the copies of an upload.
+//! The device has two rings, one for uploads and one for read-backs, each made on the first large
+//! transfer its way; transfers the same way take their ring in turn. With one ring for both, a
+//! pipeline's read-back of one batch waited for the upload of the next to finish with the ring
+//! (and the other way round), so the two host copies never overlapped. Each chunk's GPU copy is
+//! an ordinary submission on the device's timeline, so a ring buffer is reused only once the copy
+//! that used it has completed, and GL's ordering puts every later command on the destination
+//! after the copies of an upload.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -54,21 +57,36 @@ pub(crate) struct Ring {
 /// Where a chunk's GPU copy goes: `post` queues one copy and returns its fence.
 pub(crate) type PostCopy<'a> = dyn Fn(&GlBuffer, u64, &GlBuffer, u64, u64) -> crate::Result<u64> + 'a;
 
-/// The device's ring, made on first use.
+/// Which way a transfer through a ring goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// Host memory into a buffer.
+    Upload,
+    /// A buffer into host memory.
+    Download,
+}
+
+/// The device's two rings, each made on first use.
 #[derive(Default)]
 pub(crate) struct RingCell {
-    ring: Mutex<Option<Ring>>,
+    uploads: Mutex<Option<Ring>>,
+    downloads: Mutex<Option<Ring>>,
 }
 
 impl RingCell {
-    /// Runs `transfer` with the ring (made now if needed); `Ok(None)`: the ring could not be
-    /// made, the caller transfers directly.
+    /// Runs `transfer` with the ring of `direction` (made now if needed); `Ok(None)`: the ring
+    /// could not be made, the caller transfers directly.
     pub(crate) fn with<R>(
         &self,
         thread: &GlThread,
+        direction: Direction,
         transfer: impl FnOnce(&mut Ring) -> crate::Result<R>,
     ) -> crate::Result<Option<R>> {
-        let mut ring = self.ring.lock().unwrap_or_else(PoisonError::into_inner);
+        let cell = match direction {
+            Direction::Upload => &self.uploads,
+            Direction::Download => &self.downloads,
+        };
+        let mut ring = cell.lock().unwrap_or_else(PoisonError::into_inner);
         if ring.is_none() {
             match Ring::new(thread) {
                 Ok(made) => *ring = Some(made),
