@@ -2,8 +2,9 @@
 //! mapped staging buffers, chunk by chunk): every byte lands where it was written, at offsets
 //! and lengths that do not fall on chunk boundaries, small transfers next to large ones stay
 //! right, uploads and read-backs on two threads at once stay right, kernels see an upload's bytes
-//! and write what a large read-back returns, and a Staging buffer's host writes reach a device
-//! copy whole.
+//! and write what a large read-back returns, a Staging buffer's host writes reach a device copy
+//! whole, and the host and the GPU see each other's latest bytes in Staging buffers round after
+//! round.
 
 #![cfg(feature = "gl")]
 
@@ -147,5 +148,58 @@ fn reads_into_new_vectors_return_every_byte_on_every_read_path() {
         }
         let words: Vec<u32> = rt.read_vec(&buffer, 4, 1000).unwrap();
         assert!(bytemuck::cast_slice::<u32, u8>(&words) == &want[4..4004], "{usage:?}: as u32s");
+    }
+}
+
+/// Staging buffers carry no barrier between the host and the GPU (their mapping is coherent),
+/// so every submission must still see the host's latest writes and the host every submission's
+/// latest results: round after round, the host writes new words into one Staging buffer, and one
+/// submission copies them to a device buffer, runs a kernel over them, copies the result into a
+/// second Staging buffer and runs the kernel over a third in place; the host reads both at once
+/// after the wait. A stale word from any earlier round shows.
+#[test]
+fn every_round_through_staging_buffers_sees_the_latest_bytes_both_ways() {
+    let rt = runtime();
+    let spec = KernelSpec::new("times_three_plus", [64, 1, 1])
+        .glsl(
+            "layout(std430, binding = 0) buffer Data { uint v[]; };
+             uniform uint n;
+             uniform uint add;
+             void main() { uint i = gl_GlobalInvocationID.x; if (i < n) v[i] = 3u * v[i] + add; }",
+        )
+        .storage("v", Access::ReadWrite)
+        .scalar("n", ScalarType::U32)
+        .scalar("add", ScalarType::U32);
+    let program = rt.program(&spec).unwrap();
+    let n = 16 << 10;
+    let bytes = (n * 4) as u64;
+    let input = rt.create_buffer(bytes, BufferUsage::Staging).unwrap();
+    let device = rt.create_buffer(bytes, BufferUsage::InOut).unwrap();
+    let output = rt.create_buffer(bytes, BufferUsage::Staging).unwrap();
+    let in_place = rt.create_buffer(bytes, BufferUsage::Staging).unwrap();
+    let groups = [(n as u32).div_ceil(64), 1, 1];
+    let mut kept = vec![0u32; n];
+    rt.write_buffer(&in_place, 0, bytemuck::cast_slice(&kept)).unwrap();
+    for round in 0..200u32 {
+        let words: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) ^ round).collect();
+        rt.write_buffer(&input, 0, bytemuck::cast_slice(&words)).unwrap();
+        let mut commands = rt.commands();
+        commands.copy(&input, 0, &device, 0, bytes).unwrap();
+        commands
+            .dispatch(&program, &[Arg::Buffer(&device), Arg::U32(n as u32), Arg::U32(round)], groups)
+            .unwrap();
+        commands.copy(&device, 0, &output, 0, bytes).unwrap();
+        commands
+            .dispatch(&program, &[Arg::Buffer(&in_place), Arg::U32(n as u32), Arg::U32(round)], groups)
+            .unwrap();
+        rt.submit(commands).unwrap().wait(Duration::from_secs(60)).unwrap();
+        let copied: Vec<u32> = rt.read_vec(&output, 0, n).unwrap();
+        let changed: Vec<u32> = rt.read_vec(&in_place, 0, n).unwrap();
+        for (i, w) in words.iter().enumerate() {
+            kept[i] = kept[i].wrapping_mul(3).wrapping_add(round);
+            let want = w.wrapping_mul(3).wrapping_add(round);
+            assert_eq!(copied[i], want, "round {round}: word {i} of the copied result");
+            assert_eq!(changed[i], kept[i], "round {round}: word {i} of the Staging buffer changed in place");
+        }
     }
 }

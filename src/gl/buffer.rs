@@ -26,6 +26,9 @@ pub struct GlBuffer {
 const STAGING_MAP_FLAGS: u32 =
     glow::MAP_READ_BIT | glow::MAP_WRITE_BIT | glow::MAP_PERSISTENT_BIT | glow::MAP_COHERENT_BIT;
 
+// Submissions issue no client-mapped barrier because these mappings are coherent (`submit.rs`).
+const _: () = assert!(STAGING_MAP_FLAGS & glow::MAP_COHERENT_BIT != 0);
+
 /// A persistent, coherent mapping of a whole buffer.
 pub(crate) struct Mapping {
     ptr: NonNull<u8>,

@@ -108,18 +108,18 @@ impl GlDevice {
 
     /// Queues the commands on the GL thread; `timed` measures them with a timer query.
     fn post(&self, commands: &[Command<'_, Gl>], timed: bool) -> Result<u64> {
-        let mut steps: Vec<Step> = commands.iter().map(step).collect();
-        if commands.iter().any(touches_mapped_buffer) {
-            // Host writes through the mapping reach the GPU before the commands, and shader
-            // writes reach the mapping before the fence.
-            steps.insert(0, Step::ClientMappedBarrier);
-            steps.push(Step::ClientMappedBarrier);
-        }
+        let steps: Vec<Step> = commands.iter().map(step).collect();
+        // Mapped buffers need no client-mapped barrier, being coherent (`submit.rs`).
+        let closing = if commands.iter().any(touches_mapped_buffer) {
+            submit::Closing::BehindFence
+        } else {
+            submit::Closing::BeforeFence
+        };
         let quick = !timed && !submit::copies(&steps);
         let timeline = self.thread().timeline().clone();
         let fence = self.thread().post_submission(
             || timeline.issue(),
-            move |state, fence| submit::execute(state, fence, steps, timed),
+            move |state, fence| submit::execute(state, fence, steps, closing, timed),
             quick,
         )?;
         Ok(fence)

@@ -758,7 +758,9 @@ mod tests {
             thread
                 .post_submission(
                     move || timeline.issue(),
-                    move |state, fence| submit::execute(state, fence, steps(id), timed),
+                    move |state, fence| {
+                        submit::execute(state, fence, steps(id), submit::Closing::BeforeFence, timed)
+                    },
                     false,
                 )
                 .unwrap()
@@ -808,7 +810,9 @@ mod tests {
                 thread
                     .post_submission(
                         move || timeline.issue(),
-                        move |state, fence| submit::execute(state, fence, steps, false),
+                        move |state, fence| {
+                            submit::execute(state, fence, steps, submit::Closing::BeforeFence, false)
+                        },
                         quick,
                     )
                     .unwrap()
