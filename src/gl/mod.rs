@@ -109,12 +109,7 @@ impl GlDevice {
     /// Queues the commands on the GL thread; `timed` measures them with a timer query.
     fn post(&self, commands: &[Command<'_, Gl>], timed: bool) -> Result<u64> {
         let steps: Vec<Step> = commands.iter().map(step).collect();
-        // Mapped buffers need no client-mapped barrier, being coherent (`submit.rs`).
-        let closing = if commands.iter().any(touches_mapped_buffer) {
-            submit::Closing::BehindFence
-        } else {
-            submit::Closing::BeforeFence
-        };
+        let closing = closing_of(commands);
         let quick = !timed && !submit::copies(&steps);
         let timeline = self.thread().timeline().clone();
         let fence = self.thread().post_submission(
@@ -299,6 +294,17 @@ impl hal::Device<Gl> for GlDevice {
     }
 }
 
+/// Where the barrier closing `commands` goes: behind the fence where they touch a mapped
+/// buffer, whose result the host takes through the mapping. Mapped buffers need no client-mapped
+/// barrier, being coherent (`submit.rs`).
+fn closing_of(commands: &[Command<'_, Gl>]) -> submit::Closing {
+    if commands.iter().any(touches_mapped_buffer) {
+        submit::Closing::BehindFence
+    } else {
+        submit::Closing::BeforeFence
+    }
+}
+
 fn touches_mapped_buffer(command: &Command<'_, Gl>) -> bool {
     match command {
         Command::Dispatch { buffers, .. } => buffers.iter().any(|b| b.buffer.mapping().is_some()),
@@ -339,5 +345,32 @@ fn step(command: &Command<'_, Gl>) -> Step {
             size: *size as i32,
         },
         Command::Barrier => Step::Barrier,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hal::BufferUsage;
+    use submit::Closing;
+
+    /// Only a submission that touches a Staging buffer's mapping has its closing barrier behind
+    /// its fence; one of device buffers only keeps it in front.
+    #[test]
+    fn only_submissions_touching_a_mapping_close_behind_their_fence() {
+        let (thread, probe) = GlThread::shared().expect("a GL context (Mesa's llvmpipe is enough)");
+        assert!(probe.buffer_storage, "the test's context maps Staging buffers (GL 4.4)");
+        let device = GlBuffer::create(&thread, 16, BufferUsage::InOut, true).unwrap();
+        let other = GlBuffer::create(&thread, 16, BufferUsage::Output, true).unwrap();
+        let staging = GlBuffer::create(&thread, 16, BufferUsage::Staging, true).unwrap();
+        assert!(staging.mapping().is_some() && device.mapping().is_none());
+        let copy = |src, dst| Command::Copy { src, src_offset: 0, dst, dst_offset: 0, size: 16 };
+        assert_eq!(closing_of(&[]), Closing::BeforeFence);
+        assert_eq!(closing_of(&[copy(&device, &other), Command::Barrier]), Closing::BeforeFence);
+        assert_eq!(closing_of(&[copy(&staging, &device)]), Closing::BehindFence);
+        assert_eq!(
+            closing_of(&[copy(&device, &other), Command::Barrier, copy(&other, &staging)]),
+            Closing::BehindFence
+        );
     }
 }
