@@ -14,6 +14,7 @@ mod driver_cache;
 mod error;
 mod fences;
 mod glsl;
+mod host_copies;
 mod interface;
 mod live;
 mod program;
@@ -222,9 +223,11 @@ impl hal::Device<Gl> for GlDevice {
     fn write_buffer(&self, buffer: &GlBuffer, offset: u64, data: &[u8]) -> Result<()> {
         if let Some(mapping) = buffer.mapping() {
             // A staging buffer's bytes are for a device copy (or kernel) to read next.
+            let _copying = self.thread().host_copy();
             return Ok(mapping.write(offset, data, Stores::Streaming)?);
         }
         if transfer::through_ring(data.len()) && self.probe.buffer_storage {
+            let _copying = self.thread().host_copy();
             let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
             };
@@ -239,9 +242,11 @@ impl hal::Device<Gl> for GlDevice {
 
     fn read_buffer(&self, buffer: &GlBuffer, offset: u64, out: &mut ReadTarget<'_>) -> Result<()> {
         if let Some(mapping) = buffer.mapping() {
+            let _copying = self.thread().host_copy();
             return Ok(mapping.read(offset, out)?);
         }
         if transfer::through_ring(out.len()) && self.probe.buffer_storage {
+            let _copying = self.thread().host_copy();
             let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
             };

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use super::context::{self, EglContext};
 use super::device::{self, Probe};
 use super::fences::{self, FenceThreadControl, Fences, Hooks, Watch};
+use super::host_copies::{HostCopies, HostCopy};
 use super::GlError;
 use crate::hal::Timeline;
 
@@ -205,6 +206,8 @@ struct Shared {
     gpu_times: Arc<Mutex<HashMap<u64, Duration>>>,
     /// Identifies the context: objects made on another one are refused.
     token: u64,
+    /// Host copies through mappings, which keep the idle thread polling (`host_copies.rs`).
+    host_copies: HostCopies,
 }
 
 impl Shared {
@@ -368,6 +371,7 @@ impl GlThread {
             timeline: Arc::new(Timeline::new()),
             gpu_times: Arc::default(),
             token: NEXT_TOKEN.fetch_add(1, Ordering::Relaxed),
+            host_copies: HostCopies::default(),
         });
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let thread_shared = shared.clone();
@@ -428,6 +432,12 @@ impl GlThread {
 
     pub fn timeline(&self) -> &Arc<Timeline> {
         &self.shared.timeline
+    }
+
+    /// Marks a host copy through a mapping in flight until the guard drops: the thread keeps
+    /// polling for the submission that usually follows (`host_copies.rs`).
+    pub(crate) fn host_copy(&self) -> HostCopy<'_> {
+        self.shared.host_copies.start()
     }
 
     /// Removes and returns the GPU time measured for the timed submission `fence`.
@@ -580,11 +590,18 @@ fn serve(shared: &Shared, mut state: GlState) {
                 shared.announce_progress(&queue);
                 if !polled {
                     // The next job often follows within microseconds (a read-back after a
-                    // submission): look for it briefly before sleeping.
+                    // submission): look for it briefly before sleeping — longer, within the
+                    // wait window, while the host copies through a mapping (`host_copies.rs`).
                     polled = true;
                     drop(queue);
-                    let window = shared.timeline.idle_window();
-                    crate::hal::spin::poll_within(window, || shared.queued.load(Ordering::Acquire) > 0);
+                    let (idle, wait) = (shared.timeline.idle_window(), shared.timeline.wait_window());
+                    let queued = || shared.queued.load(Ordering::Acquire) > 0;
+                    let found = crate::hal::spin::poll_within(idle, queued);
+                    if !found && wait > idle && shared.host_copies.active_within(idle) {
+                        crate::hal::spin::poll_within(wait - idle, || {
+                            queued() || !shared.host_copies.active_within(idle)
+                        });
+                    }
                     queue = shared.lock();
                     continue;
                 }
