@@ -5,7 +5,8 @@
 //! and only then sleeps.
 //!
 //! Two windows. A thread that only might get work soon (the GL thread between jobs) polls for
-//! the short *idle* window, 50 µs. A thread that waits for a result someone asked for — a caller
+//! the short *idle* window, 50 µs (the GL thread polls on, within the wait window, while the
+//! host copies through a mapping and a submission is likely to follow: `gl/host_copies.rs`). A thread that waits for a result someone asked for — a caller
 //! in `wait` or a read, and the GL thread watching fences while such a caller exists — polls for
 //! the *wait* window, 10 ms, as CUDA's default synchronisation spins while a host has more cores
 //! than busy GPU contexts. Sleeping there cost a single call of 0.1–4 ms of GPU work 20–60 µs
