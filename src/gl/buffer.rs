@@ -124,27 +124,43 @@ impl Mapping {
     }
 }
 
-/// The least each thread of a split copy copies: one MiB. Timed alone on an H100 guest when each
-/// piece started a thread of its own, 1 MiB into a mapping took 48-57 µs on one thread and 90 on
-/// four, 2 MiB 132-146 µs on two and 155-189 on one; the pieces now go to threads that wait for
-/// them ([`crate::hal::copy_helpers`]).
-const MIN_PIECE: usize = 1 << 20;
+/// The smallest copy split over several threads. Waking the helpers costs tens of microseconds
+/// in a guest whose idle CPUs halt; below 2 MiB that cost more than the helpers gave (on an H100
+/// guest, a 1 MiB read out of a mapping on four threads took 20–40% longer than on one).
+const SPLIT_FROM: usize = 2 << 20;
 
-/// Runs `copy(from, to)` over `len` bytes in disjoint pieces: on the calling thread for small
-/// copies, else split with the host copy helpers, each piece at least [`MIN_PIECE`] bytes (a
-/// single core's memory copies are the slow part of a large transfer).
+/// The least each thread of a split copy copies. A single core's memory copies are the slow
+/// part of a copy through a mapping: on an H100 guest, writing 2 MiB into a Staging buffer took
+/// 0.14–0.20 ms on one or two threads and 0.07–0.10 on eight.
+const PER_THREAD: usize = 256 << 10;
+
+/// The unit the threads of a split copy claim, one at a time: small, so that a helper thread
+/// that wakes late still finds work and the caller never waits long for the last part.
+const PART: usize = 64 << 10;
+
+/// The most threads one copy uses, the caller's among them.
+const MOST_THREADS: usize = 8;
+
+/// Runs `copy(from, to)` over `len` bytes in disjoint parts: on the calling thread below
+/// [`SPLIT_FROM`] bytes, else with the host copy helpers ([`crate::hal::copy_helpers`]), on a
+/// thread per [`PER_THREAD`] bytes, up to half the host's cores and at most [`MOST_THREADS`].
 fn in_pieces(len: usize, copy: impl Fn(usize, usize) + Sync) {
-    in_pieces_on(len, threads_for(len, (crate::hal::spin::host_cores() / 2).clamp(1, 4)), copy);
+    let most = (crate::hal::spin::host_cores() / 2).clamp(1, MOST_THREADS);
+    in_pieces_on(len, threads_for(len, most), copy);
 }
 
-/// Threads for a copy of `len` bytes: one per [`MIN_PIECE`], at least one, at most `most`.
+/// Threads for a copy of `len` bytes: one below [`SPLIT_FROM`], else one per [`PER_THREAD`], at
+/// most `most`.
 fn threads_for(len: usize, most: usize) -> usize {
-    (len / MIN_PIECE).clamp(1, most.max(1))
+    if len < SPLIT_FROM {
+        return 1;
+    }
+    (len / PER_THREAD).clamp(1, most.max(1))
 }
 
 /// [`in_pieces`] on at most `threads` threads.
 fn in_pieces_on(len: usize, threads: usize, copy: impl Fn(usize, usize) + Sync) {
-    crate::hal::copy_helpers::in_pieces(len, threads, &copy);
+    crate::hal::copy_helpers::in_pieces(len, PART, threads.saturating_sub(1), &copy);
 }
 
 impl Drop for GlBuffer {
@@ -382,15 +398,18 @@ mod tests {
         assert_eq!(usage_hint(BufferUsage::Input), glow::STATIC_DRAW);
     }
 
-    /// A copy gets a thread per whole MiB, within the host's share.
+    /// A copy of 2 MiB or more gets a thread per whole share, within the host's; a smaller one
+    /// stays on the caller's thread.
     #[test]
-    fn a_copy_gets_a_thread_per_mebibyte_up_to_the_hosts_share() {
-        let cases = [(0, 4, 1), (MIN_PIECE - 1, 4, 1), (MIN_PIECE, 4, 1), (2 * MIN_PIECE, 4, 2)];
+    fn a_large_copy_gets_a_thread_per_share_up_to_the_hosts() {
+        let cases = [(0, 8, 1), (PER_THREAD, 8, 1), (SPLIT_FROM - 1, 8, 1), (SPLIT_FROM, 8, 8)];
         let more = [
-            (3 * MIN_PIECE + 1, 4, 3),
-            (64 * MIN_PIECE, 4, 4),
-            (64 * MIN_PIECE, 1, 1),
-            (8 * MIN_PIECE, 0, 1),
+            (SPLIT_FROM, 4, 4),
+            (SPLIT_FROM + PER_THREAD - 1, 16, 8),
+            (SPLIT_FROM + PER_THREAD, 16, 9),
+            (64 * PER_THREAD, 8, 8),
+            (64 * PER_THREAD, 1, 1),
+            (64 * PER_THREAD, 0, 1),
         ];
         for (len, most, threads) in cases.into_iter().chain(more) {
             assert_eq!(threads_for(len, most), threads, "{len} bytes, at most {most} threads");
@@ -400,8 +419,8 @@ mod tests {
     /// Every byte is copied exactly once, whatever the length and the number of threads.
     #[test]
     fn pieces_cover_every_byte_once() {
-        for threads in [1, 2, 3, 4] {
-            for len in [0, 1, 4095, MIN_PIECE - 1, MIN_PIECE, MIN_PIECE + 1, 3 * MIN_PIECE + 12_345] {
+        for threads in [1, 2, 3, 4, 8] {
+            for len in [0, 1, 4095, PART - 1, PART + 1, PER_THREAD, 3 * PER_THREAD + 12_345, 40 * PART] {
                 let seen: Vec<std::sync::atomic::AtomicU8> = (0..len).map(|_| Default::default()).collect();
                 in_pieces_on(len, threads, |from, to| {
                     assert!(from <= to && to <= len, "{from}..{to} of {len}");

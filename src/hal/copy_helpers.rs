@@ -1,48 +1,79 @@
-//! Long-lived helper threads for host copies split into pieces. Starting a thread cost 37–68 µs
+//! Long-lived helper threads for host copies split into parts. Starting a thread cost 37–68 µs
 //! in the H100's guests (one to three scoped threads around nothing), which every copy of 2 MiB
 //! and more through a staging buffer's mapping paid, each 8 MiB chunk of a ring transfer too;
-//! waking a thread that already waits costs less. A copy hands every piece but its first to the
-//! helpers, copies the first itself, and returns only once every piece is done — also when a
-//! piece panics, a panic it then passes on — so pieces may borrow the caller's memory.
+//! waking a thread that already waits costs less, but still tens of microseconds where its CPU
+//! had gone idle. So parts are not handed out in advance: the caller and the helpers it woke
+//! claim them one at a time, a helper that wakes late finds fewer or none left, and the caller
+//! waits only for parts already being copied, never for a helper that has not started. A copy
+//! returns once every part is done — also when a part panics, a panic it then passes on — so
+//! parts may borrow the caller's memory.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// Helper threads: two copies at once (a pipeline's upload and read-back overlap) each get
-/// three, the most pieces but one that a copy is split into.
-const HELPERS: usize = 6;
+/// seven, the most helpers one copy asks for (see `gl/buffer.rs`).
+const HELPERS: usize = 14;
 
-/// A piece of a copy: copies bytes `from..to` of it.
+/// A part of a copy: copies bytes `from..to` of it.
 type Piece<'a> = dyn Fn(usize, usize) + Sync + 'a;
 
-/// One piece handed to a helper.
-struct Job {
-    /// The caller's piece function with its lifetime erased; see [`in_pieces`] for why it
-    /// outlives every call.
+/// One copy in progress, shared by its caller and the helpers it asked for.
+struct Copy {
+    /// The caller's part function with its lifetime erased; see [`in_pieces`] for why it is
+    /// never called after the borrow ends.
     piece: *const Piece<'static>,
-    from: usize,
-    to: usize,
-    copy: Arc<Outstanding>,
-}
-
-// SAFETY: `piece` points at a `Sync` function, called through a shared reference only, while
-// the caller that lent it waits in `in_pieces`.
-unsafe impl Send for Job {}
-
-/// The pieces of one copy still running, and whether one panicked.
-#[derive(Default)]
-struct Outstanding {
+    len: usize,
+    part: usize,
+    /// The next part to claim, counted from 0; past the last one, nothing is left.
+    next: AtomicUsize,
+    /// Helpers that took this copy from the queue and have not yet reported back, and whether
+    /// a part panicked.
     state: Mutex<(usize, bool)>,
     done: Condvar,
 }
 
-impl Outstanding {
+// SAFETY: `piece` points at a `Sync` function, called through a shared reference only, and only
+// for a part claimed while the caller that lent it waits in `in_pieces`.
+unsafe impl Send for Copy {}
+// SAFETY: as above; every other field is itself `Sync`.
+unsafe impl Sync for Copy {}
+
+impl Copy {
     fn lock(&self) -> MutexGuard<'_, (usize, bool)> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn finish(&self, panicked: bool) {
+    /// Claims and copies parts until none is left; the panic of a part, if one panicked (the
+    /// claiming stops there for everyone: the copy fails anyway).
+    fn claim_parts(&self) -> Option<Box<dyn Any + Send>> {
+        loop {
+            let index = self.next.fetch_add(1, Ordering::Relaxed);
+            let from = index.saturating_mul(self.part);
+            if from >= self.len {
+                return None;
+            }
+            let to = from.saturating_add(self.part).min(self.len);
+            // SAFETY: this part was claimed before the caller stopped waiting (see
+            // `in_pieces`), so the function it lent is alive; it is `Sync`.
+            let outcome = panic::catch_unwind(AssertUnwindSafe(|| unsafe { (*self.piece)(from, to) }));
+            if let Err(panic) = outcome {
+                self.stop_claiming();
+                return Some(panic);
+            }
+        }
+    }
+
+    /// Leaves no part to claim.
+    fn stop_claiming(&self) {
+        self.next.store(usize::MAX / 2, Ordering::Relaxed);
+    }
+
+    /// A helper is done with this copy.
+    fn report(&self, panicked: bool) {
         let mut state = self.lock();
         state.0 -= 1;
         state.1 |= panicked;
@@ -50,21 +81,18 @@ impl Outstanding {
             self.done.notify_all();
         }
     }
-
-    /// Waits until every handed-out piece finished; whether one panicked.
-    fn wait(&self) -> bool {
-        let mut state = self.lock();
-        while state.0 > 0 {
-            state = self.done.wait(state).unwrap_or_else(PoisonError::into_inner);
-        }
-        state.1
-    }
 }
 
-/// Pieces waiting for a helper.
+/// Copies waiting for helpers: one entry per helper asked for.
 struct Queue {
-    jobs: Mutex<VecDeque<Job>>,
+    jobs: Mutex<VecDeque<Arc<Copy>>>,
     ready: Condvar,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<Arc<Copy>>> {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The helpers' queue, with the helpers started on first use; `None` where no thread could be
@@ -88,95 +116,144 @@ fn queue() -> Option<&'static Queue> {
     })
 }
 
-/// A helper's life: take a piece, run it, report it, forever.
+/// A helper's life: take a copy, claim its parts until none is left, report back, forever.
 fn help(queue: &'static Queue) {
     loop {
-        let job = {
-            let mut jobs = queue.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        let copy = {
+            let mut jobs = queue.lock();
             loop {
                 match jobs.pop_front() {
-                    Some(job) => break job,
+                    Some(copy) => break copy,
                     None => jobs = queue.ready.wait(jobs).unwrap_or_else(PoisonError::into_inner),
                 }
             }
         };
-        // SAFETY: the caller that lent `piece` waits in `in_pieces` until this job is reported
-        // finished below, so the function is alive; it is `Sync`, so calling it from here is
-        // sound.
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| unsafe { (*job.piece)(job.from, job.to) }));
-        // The piece is not touched after this: the caller may return as soon as it is reported.
-        job.copy.finish(outcome.is_err());
+        let panicked = copy.claim_parts().is_some();
+        // The part function is not touched after this: the caller may return once all report.
+        copy.report(panicked);
     }
 }
 
-/// Waits for a copy's handed-out pieces when dropped, so that the caller's memory outlives them
-/// even while the caller unwinds.
-struct WaitOnDrop<'a>(&'a Outstanding);
+/// Ends a copy when dropped, also while the caller unwinds: takes back the entries no helper
+/// took yet, then waits for the helpers that did, so that the caller's memory outlives every
+/// part. Whether a helper's part panicked.
+struct Finish<'a> {
+    queue: &'a Queue,
+    copy: &'a Arc<Copy>,
+}
 
-impl Drop for WaitOnDrop<'_> {
+impl Finish<'_> {
+    fn wait(&self) -> bool {
+        // Nothing more is claimed, also where the caller stopped early because it unwound.
+        self.copy.stop_claiming();
+        let untaken = {
+            let mut jobs = self.queue.lock();
+            let before = jobs.len();
+            jobs.retain(|job| !Arc::ptr_eq(job, self.copy));
+            before - jobs.len()
+        };
+        let mut state = self.copy.lock();
+        state.0 -= untaken;
+        while state.0 > 0 {
+            state = self.copy.done.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
+        state.1
+    }
+}
+
+impl Drop for Finish<'_> {
     fn drop(&mut self) {
-        self.0.wait();
+        self.wait();
     }
 }
 
-/// Runs `piece(from, to)` over `0..len` in `pieces` disjoint parts (each a multiple of 4 KiB but
-/// the last), the first on this thread and the others on the helpers, and returns once all are
-/// done. A panic in any part is passed on after every part finished. `piece` must not itself split
-/// work here: helpers waiting for helpers could wait forever.
-pub(crate) fn in_pieces(len: usize, pieces: usize, piece: &Piece<'_>) {
-    let size = len.div_ceil(pieces.max(1)).next_multiple_of(4096);
+/// Runs `piece(from, to)` over `0..len` in parts of `part` bytes (rounded up to a multiple of
+/// 4 KiB; the last part may be shorter), claimed one at a time by this thread and by up to
+/// `helpers` helper threads, and returns once every part is done. A helper that is slow to wake
+/// takes fewer parts, or none; this thread copies what they leave. A panic in any part is
+/// passed on after every part that began has finished.
+pub(crate) fn in_pieces(len: usize, part: usize, helpers: usize, piece: &Piece<'_>) {
+    let part = part.max(1).next_multiple_of(4096);
+    let helpers = helpers.min(len.div_ceil(part).saturating_sub(1));
     let queue = match queue() {
-        Some(queue) if pieces > 1 && size < len => queue,
+        Some(queue) if helpers > 0 => queue,
         _ => return piece(0, len),
     };
-    let starts: Vec<usize> = (size..len).step_by(size).collect();
-    let copy = Arc::new(Outstanding { state: Mutex::new((starts.len(), false)), done: Condvar::new() });
-    // SAFETY: only the lifetime is erased. Every job holding the pointer is reported finished
-    // before `wait` below returns, and `wait` runs before this function returns or unwinds (the
-    // guard), so no helper calls `piece` after the borrow ends.
+    // SAFETY: only the lifetime is erased. A part is claimed only while `next` is below the
+    // number of parts; `Finish` stops the claiming, takes back every entry no helper took, and
+    // waits until each helper that took one has reported (after its last claim), before this
+    // function returns or unwinds. So no helper calls `piece` after the borrow ends.
     let erased = unsafe { std::mem::transmute::<*const Piece<'_>, *const Piece<'static>>(piece) };
-    let guard = WaitOnDrop(&copy);
-    {
-        let mut jobs = queue.jobs.lock().unwrap_or_else(PoisonError::into_inner);
-        for &from in &starts {
-            jobs.push_back(Job { piece: erased, from, to: (from + size).min(len), copy: copy.clone() });
-        }
-    }
-    for _ in &starts {
+    let copy = Arc::new(Copy {
+        piece: erased,
+        len,
+        part,
+        next: AtomicUsize::new(0),
+        state: Mutex::new((helpers, false)),
+        done: Condvar::new(),
+    });
+    let finish = Finish { queue, copy: &copy };
+    queue.lock().extend(std::iter::repeat_n(copy.clone(), helpers));
+    for _ in 0..helpers {
         queue.ready.notify_one();
     }
-    piece(0, size);
-    drop(guard);
-    if copy.wait() {
-        panic!("a piece of a host copy panicked on a helper thread");
+    let panicked_here = copy.claim_parts();
+    let panicked_on_helper = finish.wait();
+    // Waited for above; the guard is for unwinding.
+    std::mem::forget(finish);
+    if let Some(panic) = panicked_here {
+        panic::resume_unwind(panic);
+    }
+    if panicked_on_helper {
+        panic!("a part of a host copy panicked on a helper thread");
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::in_pieces;
-    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-    use std::time::Duration;
+    use super::{in_pieces, HELPERS};
+    use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
 
     /// Every byte of the range is copied exactly once, whatever the split.
-    fn covers_once(len: usize, pieces: usize) {
+    fn covers_once(len: usize, part: usize, helpers: usize) {
         let hits: Vec<AtomicU8> = (0..len).map(|_| AtomicU8::new(0)).collect();
-        in_pieces(len, pieces, &|from, to| {
+        in_pieces(len, part, helpers, &|from, to| {
             assert!(from <= to && to <= len, "{from}..{to} of {len}");
             hits[from..to].iter().for_each(|hit| {
                 hit.fetch_add(1, Ordering::Relaxed);
             });
         });
         let wrong = hits.iter().position(|hit| hit.load(Ordering::Relaxed) != 1);
-        assert_eq!(wrong, None, "{len} bytes in {pieces} pieces: the first byte not copied exactly once");
+        assert_eq!(
+            wrong, None,
+            "{len} bytes in parts of {part} with {helpers} helpers: the first byte not copied exactly once"
+        );
+    }
+
+    /// Waits up to 20 s for `done`.
+    fn eventually(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what} did not happen within 20 s");
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     #[test]
-    fn pieces_cover_the_range_exactly_once() {
-        for (len, pieces) in
-            [(0, 4), (1, 4), (4096, 4), (4097, 2), (3 << 20, 3), ((5 << 20) + 13, 4), (100, 1)]
-        {
-            covers_once(len, pieces);
+    fn parts_cover_the_range_exactly_once() {
+        for (len, part, helpers) in [
+            (0, 4096, 4),
+            (1, 4096, 4),
+            (4096, 4096, 4),
+            (4097, 4096, 2),
+            (3 << 20, 1 << 20, 3),
+            ((5 << 20) + 13, 64 << 10, 7),
+            (100, 4096, 1),
+            (1 << 20, 1, 3),
+            (1 << 20, 64 << 10, 0),
+        ] {
+            covers_once(len, part, helpers);
         }
     }
 
@@ -186,38 +263,77 @@ mod tests {
             for t in 0..4 {
                 scope.spawn(move || {
                     for round in 0..20 {
-                        covers_once((1 << 20) + 4096 * (t + round), 4);
+                        covers_once((1 << 20) + 4096 * (t + round), 64 << 10, 7);
                     }
                 });
             }
         });
     }
 
+    /// With every helper held by another copy, a copy is not held up: its caller copies every
+    /// part itself instead of waiting for a helper to come free.
     #[test]
-    fn a_panicking_piece_is_passed_on_after_every_piece_finished() {
-        let slow_piece_done = AtomicBool::new(false);
+    fn a_copy_never_waits_for_a_helper_that_has_not_started() {
+        let (holding, release) = (AtomicUsize::new(0), AtomicBool::new(false));
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                // One part per helper and one for the caller, each held until released.
+                in_pieces((HELPERS + 1) * 4096, 4096, HELPERS, &|_, _| {
+                    holding.fetch_add(1, Ordering::SeqCst);
+                    eventually("the release", || release.load(Ordering::SeqCst));
+                });
+            });
+            eventually("every helper held by the first copy", || {
+                holding.load(Ordering::SeqCst) == HELPERS + 1
+            });
+            covers_once(1 << 20, 4096, 7);
+            assert!(!release.load(Ordering::SeqCst));
+            release.store(true, Ordering::SeqCst);
+        });
+    }
+
+    /// A part that panics on the caller's thread is passed on, but only after the parts that
+    /// helpers had begun finished.
+    #[test]
+    fn a_panic_in_the_callers_part_waits_for_the_helpers_parts() {
+        let caller = std::thread::current().id();
+        let (helper_began, helper_done) = (AtomicBool::new(false), AtomicBool::new(false));
         let outcome = std::panic::catch_unwind(|| {
-            in_pieces(3 * 4096, 3, &|from, _| {
-                if from == 0 {
-                    panic!("the caller's own piece");
+            in_pieces(64 * 4096, 4096, 3, &|_, _| {
+                if std::thread::current().id() == caller {
+                    // Only helpers can claim parts while the caller waits here.
+                    eventually("a helper's part", || helper_began.load(Ordering::SeqCst));
+                    panic!("the caller's own part");
                 }
+                helper_began.store(true, Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(50));
-                slow_piece_done.store(true, Ordering::SeqCst);
+                helper_done.store(true, Ordering::SeqCst);
             })
         });
-        assert!(outcome.is_err());
-        assert!(
-            slow_piece_done.load(Ordering::SeqCst),
-            "the caller unwound before the helpers' pieces ended"
-        );
+        let message = outcome.unwrap_err();
+        assert_eq!(message.downcast_ref::<&str>().copied(), Some("the caller's own part"));
+        assert!(helper_done.load(Ordering::SeqCst), "the caller unwound before a helper's part ended");
+    }
 
+    /// A part that panics on a helper is passed on by the caller; the helpers survive it.
+    #[test]
+    fn a_panic_on_a_helper_is_passed_on_and_the_helpers_survive() {
+        let caller = std::thread::current().id();
+        let helper_panicked = AtomicBool::new(false);
         let outcome = std::panic::catch_unwind(|| {
-            in_pieces(2 * 4096, 2, &|from, _| assert_eq!(from, 0, "a helper's piece"));
+            in_pieces(64 * 4096, 4096, 2, &|_, _| {
+                if std::thread::current().id() == caller {
+                    // Holds the caller in its first part until a helper's part panicked.
+                    eventually("a helper's part", || helper_panicked.load(Ordering::SeqCst));
+                } else {
+                    helper_panicked.store(true, Ordering::SeqCst);
+                    panic!("a helper's part");
+                }
+            })
         });
         let message = outcome.unwrap_err();
         let message = message.downcast_ref::<&str>().copied().unwrap_or_default();
         assert!(message.contains("panicked on a helper thread"), "{message}");
-        // The helpers survive their pieces' panics.
-        covers_once(4 << 20, 4);
+        covers_once(4 << 20, 64 << 10, 7);
     }
 }
