@@ -126,12 +126,13 @@ impl Mapping {
 
 /// The smallest copy split over several threads. Waking the helpers costs tens of microseconds
 /// in a guest whose idle CPUs halt; below 2 MiB that cost more than the helpers gave (on an H100
-/// guest, a 1 MiB read out of a mapping on four threads took 20–40% longer than on one).
+/// guest, 1 MiB read out of a Staging buffer with its device copy ran at 5–9 GB/s on two to eight
+/// threads, 9–11 on one).
 const SPLIT_FROM: usize = 2 << 20;
 
 /// The least each thread of a split copy copies. A single core's memory copies are the slow
 /// part of a copy through a mapping: on an H100 guest, writing 2 MiB into a Staging buffer took
-/// 0.14–0.20 ms on one or two threads and 0.07–0.10 on eight.
+/// 0.14–0.22 ms on one or two threads and 0.07–0.11 on eight.
 const PER_THREAD: usize = 256 << 10;
 
 /// The unit the threads of a split copy claim, one at a time: small, so that a helper thread
