@@ -22,7 +22,7 @@ const HELPERS: usize = 14;
 type Piece<'a> = dyn Fn(usize, usize) + Sync + 'a;
 
 /// One copy in progress, shared by its caller and the helpers it asked for.
-struct Copy {
+struct SplitCopy {
     /// The caller's part function with its lifetime erased; see [`in_pieces`] for why it is
     /// never called after the borrow ends.
     piece: *const Piece<'static>,
@@ -38,11 +38,11 @@ struct Copy {
 
 // SAFETY: `piece` points at a `Sync` function, called through a shared reference only, and only
 // for a part claimed while the caller that lent it waits in `in_pieces`.
-unsafe impl Send for Copy {}
+unsafe impl Send for SplitCopy {}
 // SAFETY: as above; every other field is itself `Sync`.
-unsafe impl Sync for Copy {}
+unsafe impl Sync for SplitCopy {}
 
-impl Copy {
+impl SplitCopy {
     fn lock(&self) -> MutexGuard<'_, (usize, bool)> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -85,12 +85,12 @@ impl Copy {
 
 /// Copies waiting for helpers: one entry per helper asked for.
 struct Queue {
-    jobs: Mutex<VecDeque<Arc<Copy>>>,
+    jobs: Mutex<VecDeque<Arc<SplitCopy>>>,
     ready: Condvar,
 }
 
 impl Queue {
-    fn lock(&self) -> MutexGuard<'_, VecDeque<Arc<Copy>>> {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<Arc<SplitCopy>>> {
         self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -139,7 +139,7 @@ fn help(queue: &'static Queue) {
 /// part. Whether a helper's part panicked.
 struct Finish<'a> {
     queue: &'a Queue,
-    copy: &'a Arc<Copy>,
+    copy: &'a Arc<SplitCopy>,
 }
 
 impl Finish<'_> {
@@ -184,7 +184,7 @@ pub(crate) fn in_pieces(len: usize, part: usize, helpers: usize, piece: &Piece<'
     // waits until each helper that took one has reported (after its last claim), before this
     // function returns or unwinds. So no helper calls `piece` after the borrow ends.
     let erased = unsafe { std::mem::transmute::<*const Piece<'_>, *const Piece<'static>>(piece) };
-    let copy = Arc::new(Copy {
+    let copy = Arc::new(SplitCopy {
         piece: erased,
         len,
         part,
