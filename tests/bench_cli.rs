@@ -253,3 +253,22 @@ fn the_transfer_bench_moves_every_size_each_way_and_checks_the_bytes() {
     let zero = sparkle(&["bench-transfer", "--size", "0"], dir.path());
     assert_eq!(zero.status.code(), Some(2), "a zero size is a usage error: {}", text(&zero));
 }
+
+/// The driver study runs each of its parts, the copy beside kernels among them (on a second
+/// context of its own), and fails when the kernels it timed did not all run.
+#[test]
+fn the_driver_study_times_a_copy_beside_kernels_on_a_second_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = sparkle(&["bench-transfer", "--size", "4096", "--study"], dir.path());
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+    let at =
+        printed.find("a device copy beside kernels").unwrap_or_else(|| panic!("no overlap part: {printed}"));
+    let ways = ["kernels alone", "copy alone", "kernels, then the copy, on one context", "at once"];
+    for (way, line) in ways.iter().zip(printed[at..].lines().skip(1)) {
+        assert!(line.contains(way), "{way}: {line}");
+        let times: Vec<f64> =
+            line.split_whitespace().filter_map(|word| word.parse().ok()).filter(|t: &f64| *t > 0.0).collect();
+        assert_eq!(times.len(), 2, "a 10th percentile and a median: {line}");
+    }
+}

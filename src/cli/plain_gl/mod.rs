@@ -7,10 +7,12 @@
 mod baseline;
 mod context;
 mod error;
+mod overlap;
 pub mod study;
 
 pub use baseline::{Baseline, BaselineKernel, RoundTripSteps, SaxpyInputs};
 pub use error::PlainGlError;
+pub use overlap::OverlapPlan;
 
 /// The barrier bits the gl backend issues after every dispatch (`ALL_BARRIERS` of
 /// `src/gl/submit.rs`); the plain loop issues the same.

@@ -4,8 +4,9 @@
 //! persistently mapped buffer; and uploads and read-backs at sizes from 4 KiB to 256 MiB through
 //! `glBufferSubData` / `glGetBufferSubData`, a mapping of the buffer, and persistently mapped
 //! staging buffers with each combination of `glBufferStorage` flags (client storage or not,
-//! coherent or explicitly flushed). `sparkle bench-transfer --study` prints it; the gl backend's
-//! choices rest on what it showed. For benchmarking only.
+//! coherent or explicitly flushed); and whether a device copy runs beside kernels (`overlap.rs`).
+//! `sparkle bench-transfer --study` prints it; the gl backend's choices rest on what it showed.
+//! For benchmarking only.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -14,18 +15,19 @@ use glow::HasContext;
 
 use super::baseline::{self, Baseline, BaselineKernel, Buffers, SaxpyInputs};
 use super::error::driver_error;
+use super::overlap::OverlapPlan;
 use super::{PlainGlError, ALL_BARRIERS};
 
 /// A staging buffer's storage flags, with a name for the report.
 #[derive(Clone, Copy)]
-struct Flags {
+pub(super) struct Flags {
     name: &'static str,
-    bits: u32,
+    pub(super) bits: u32,
 }
 
 const PERSISTENT: u32 = glow::MAP_PERSISTENT_BIT;
 
-const STAGING: [Flags; 4] = [
+pub(super) const STAGING: [Flags; 4] = [
     Flags {
         name: "read|write|coherent",
         bits: glow::MAP_READ_BIT | glow::MAP_WRITE_BIT | PERSISTENT | glow::MAP_COHERENT_BIT,
@@ -51,11 +53,13 @@ pub fn run(
     kernel: &BaselineKernel,
     inputs: &SaxpyInputs,
     sizes: &[usize],
+    overlap: &OverlapPlan,
 ) -> Result<String, PlainGlError> {
     let source = baseline::glsl_of(kernel)?;
     let groups = kernel.groups;
     let inputs = inputs.clone();
     let sizes = sizes.to_vec();
+    let overlap = *overlap;
     baseline.call(move |state| {
         let mut out = String::new();
         extensions(state.gl(), &mut out);
@@ -65,7 +69,8 @@ pub fn run(
         let outcome = (|| {
             fences(gl, &program, &buffers, inputs.a, groups, &mut out)?;
             round_trips(gl, &program, &buffers, inputs.a, groups, &mut out)?;
-            transfers(gl, &sizes, &mut out)
+            transfers(gl, &sizes, &mut out)?;
+            super::overlap::run(gl, &program, &overlap, &mut out)
         })();
         buffers.delete(gl);
         outcome.map(|()| out)
@@ -86,11 +91,11 @@ fn extensions(gl: &glow::Context, out: &mut String) {
     let _ = writeln!(out, "extensions about buffers, copies, memory, sync: {}", names.join(" "));
 }
 
-fn us(d: Duration) -> f64 {
+pub(super) fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn quantile(mut values: Vec<Duration>, q: f64) -> Duration {
+pub(super) fn quantile(mut values: Vec<Duration>, q: f64) -> Duration {
     values.sort();
     values[((values.len() - 1) as f64 * q).round() as usize]
 }
@@ -156,7 +161,7 @@ fn fences(
 }
 
 /// A buffer with immutable storage `flags`, mapped persistently with the same access bits.
-fn mapped(
+pub(super) fn mapped(
     gl: &glow::Context,
     size: usize,
     flags: u32,
@@ -191,7 +196,7 @@ fn extra_map_bits(flags: u32) -> u32 {
     }
 }
 
-fn device_buffer(gl: &glow::Context, size: usize) -> Result<glow::NativeBuffer, PlainGlError> {
+pub(super) fn device_buffer(gl: &glow::Context, size: usize) -> Result<glow::NativeBuffer, PlainGlError> {
     // SAFETY: the context is current on the baseline thread; the buffer is made here.
     unsafe {
         let id = gl
@@ -209,7 +214,7 @@ fn device_buffer(gl: &glow::Context, size: usize) -> Result<glow::NativeBuffer, 
 ///
 /// # Safety
 /// The context must be current; both buffers are its own and hold `size` bytes.
-unsafe fn copy(gl: &glow::Context, src: glow::NativeBuffer, dst: glow::NativeBuffer, size: usize) {
+pub(super) unsafe fn copy(gl: &glow::Context, src: glow::NativeBuffer, dst: glow::NativeBuffer, size: usize) {
     // SAFETY: per the contract.
     unsafe {
         gl.bind_buffer(glow::COPY_READ_BUFFER, Some(src));
@@ -221,7 +226,7 @@ unsafe fn copy(gl: &glow::Context, src: glow::NativeBuffer, dst: glow::NativeBuf
 }
 
 /// Polls `sync` without waiting in the driver until it signals, then deletes it.
-fn poll_and_delete(gl: &glow::Context, sync: glow::NativeFence) {
+pub(super) fn poll_and_delete(gl: &glow::Context, sync: glow::NativeFence) {
     // SAFETY: the context is current; the fence is its own and deleted once.
     unsafe {
         while gl.client_wait_sync(sync, 0, 0) == glow::TIMEOUT_EXPIRED {
