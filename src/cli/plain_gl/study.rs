@@ -168,7 +168,8 @@ pub(super) fn mapped(
 ) -> Result<(glow::NativeBuffer, *mut u8), PlainGlError> {
     let access = flags
         & (glow::MAP_READ_BIT | glow::MAP_WRITE_BIT | glow::MAP_PERSISTENT_BIT | glow::MAP_COHERENT_BIT);
-    // SAFETY: the context is current on the baseline thread; the buffer is made here.
+    // SAFETY: `gl`'s context is current on this thread (each caller runs on the thread that
+    // made it: the study's, or the overlap study's second); the buffer is made here.
     unsafe {
         let id = gl
             .create_buffer()
@@ -197,7 +198,8 @@ fn extra_map_bits(flags: u32) -> u32 {
 }
 
 pub(super) fn device_buffer(gl: &glow::Context, size: usize) -> Result<glow::NativeBuffer, PlainGlError> {
-    // SAFETY: the context is current on the baseline thread; the buffer is made here.
+    // SAFETY: `gl`'s context is current on this thread (each caller runs on the thread that
+    // made it: the study's, or the overlap study's second); the buffer is made here.
     unsafe {
         let id = gl
             .create_buffer()
