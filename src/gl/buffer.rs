@@ -49,10 +49,15 @@ impl Mapping {
     /// Copies `data` in at `offset` (split over a few threads when large), stored as `stores`
     /// says; the runtime checked the range and that no unfinished work uses the buffer.
     pub(crate) fn write(&self, offset: u64, data: &[u8], stores: Stores) -> Result<(), GlError> {
+        self.write_on(host_threads(data.len()), offset, data, stores)
+    }
+
+    /// [`write`](Self::write) on at most `threads` threads.
+    fn write_on(&self, threads: usize, offset: u64, data: &[u8], stores: Stores) -> Result<(), GlError> {
         let start = self.check(offset, data.len())?;
         let _guard = self.copying.lock().unwrap_or_else(PoisonError::into_inner);
         let base = self.ptr.as_ptr() as usize + start;
-        in_pieces(data.len(), |from, to| {
+        in_pieces_on(data.len(), threads, |from, to| {
             // SAFETY: `start + data.len() <= len` was checked; the pieces are disjoint parts of
             // the checked range, and `data` is host memory, never the mapping itself.
             unsafe {
@@ -87,11 +92,26 @@ impl Mapping {
     /// `dst` must be valid for writes of `len` bytes, used by nobody else during the call, and
     /// must not point into this mapping.
     pub(crate) unsafe fn read_into(&self, offset: u64, dst: *mut u8, len: usize) -> Result<(), GlError> {
+        // SAFETY: the caller's contract is this function's.
+        unsafe { self.read_into_on(host_threads(len), offset, dst, len) }
+    }
+
+    /// [`read_into`](Self::read_into) on at most `threads` threads.
+    ///
+    /// # Safety
+    /// As for [`read_into`](Self::read_into).
+    unsafe fn read_into_on(
+        &self,
+        threads: usize,
+        offset: u64,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<(), GlError> {
         let start = self.check(offset, len)?;
         let _guard = self.copying.lock().unwrap_or_else(PoisonError::into_inner);
         let base = self.ptr.as_ptr() as usize + start;
         let target = dst as usize;
-        in_pieces(len, |from, to| {
+        in_pieces_on(len, threads, |from, to| {
             // SAFETY: `start + len <= self.len` was checked and `dst` is valid for `len` bytes
             // (the caller's contract); the pieces are disjoint parts of both ranges, and every
             // piece is done before `in_pieces` returns.
@@ -142,12 +162,10 @@ const PART: usize = 64 << 10;
 /// The most threads one copy uses, the caller's among them.
 const MOST_THREADS: usize = 8;
 
-/// Runs `copy(from, to)` over `len` bytes in disjoint parts: on the calling thread below
-/// [`SPLIT_FROM`] bytes, else with the host copy helpers ([`crate::hal::copy_helpers`]), on a
-/// thread per [`PER_THREAD`] bytes, up to half the host's cores and at most [`MOST_THREADS`].
-fn in_pieces(len: usize, copy: impl Fn(usize, usize) + Sync) {
-    let most = (crate::hal::spin::host_cores() / 2).clamp(1, MOST_THREADS);
-    in_pieces_on(len, threads_for(len, most), copy);
+/// Threads for a host copy of `len` bytes through a mapping: one below [`SPLIT_FROM`] bytes,
+/// else one per [`PER_THREAD`] bytes, up to half the host's cores and at most [`MOST_THREADS`].
+fn host_threads(len: usize) -> usize {
+    threads_for(len, (crate::hal::spin::host_cores() / 2).clamp(1, MOST_THREADS))
 }
 
 /// Threads for a copy of `len` bytes: one below [`SPLIT_FROM`], else one per [`PER_THREAD`], at
@@ -159,7 +177,8 @@ fn threads_for(len: usize, most: usize) -> usize {
     (len / PER_THREAD).clamp(1, most.max(1))
 }
 
-/// [`in_pieces`] on at most `threads` threads.
+/// Runs `copy(from, to)` over `len` bytes in disjoint parts on at most `threads` threads: the
+/// caller's and the host copy helpers ([`crate::hal::copy_helpers`]).
 fn in_pieces_on(len: usize, threads: usize, copy: impl Fn(usize, usize) + Sync) {
     crate::hal::copy_helpers::in_pieces(len, PART, threads.saturating_sub(1), &copy);
 }
@@ -415,6 +434,33 @@ mod tests {
         for (len, most, threads) in cases.into_iter().chain(more) {
             assert_eq!(threads_for(len, most), threads, "{len} bytes, at most {most} threads");
         }
+    }
+
+    /// Through a real mapping, split over up to eight threads whatever this host's cores: every
+    /// byte written lands at its offset both ways of storing, and every byte read comes back, at
+    /// an offset and a length that are not multiples of a part.
+    #[test]
+    fn copies_through_a_mapping_split_over_threads_move_every_byte() {
+        let device = match super::super::GlDevice::open(None) {
+            Ok(device) => device,
+            Err(err) => panic!("these tests need a GL 4.4 context (llvmpipe will do): {err}"),
+        };
+        let len = 3 * SPLIT_FROM + 12_345;
+        let buffer =
+            GlBuffer::create(device.thread(), (len + 4096) as u64, BufferUsage::Staging, true).unwrap();
+        let mapping = buffer.mapping().expect("a Staging buffer is mapped where GL has glBufferStorage");
+        for (round, stores) in [Stores::Streaming, Stores::Cached].into_iter().enumerate() {
+            let data: Vec<u8> = (0..len).map(|i| (i * 31 + round * 7 + i / 4099) as u8).collect();
+            for threads in [1, 3, 8] {
+                mapping.write_on(threads, 1001, &data, stores).unwrap();
+                let mut back = vec![0u8; len];
+                // SAFETY: `back` holds `len` bytes, is this test's own and is not in the mapping.
+                unsafe { mapping.read_into_on(threads, 1001, back.as_mut_ptr(), len) }.unwrap();
+                let wrong = back.iter().zip(&data).position(|(b, d)| b != d);
+                assert_eq!(wrong, None, "{stores:?} on {threads} threads: the first byte that differs");
+            }
+        }
+        assert!(mapping.write_on(8, (len + 4096 - 10) as u64, &[0; 11], Stores::Cached).is_err());
     }
 
     /// Every byte is copied exactly once, whatever the length and the number of threads.
