@@ -265,7 +265,9 @@ fn the_driver_study_times_a_copy_beside_kernels_on_a_second_context() {
     let at =
         printed.find("a device copy beside kernels").unwrap_or_else(|| panic!("no overlap part: {printed}"));
     let ways = ["kernels alone", "copy alone", "kernels, then the copy, on one context", "at once"];
-    for (way, line) in ways.iter().zip(printed[at..].lines().skip(1)) {
+    let lines: Vec<&str> = printed[at..].lines().skip(1).take(ways.len()).collect();
+    assert_eq!(lines.len(), ways.len(), "a line per way: {printed}");
+    for (way, line) in ways.iter().zip(lines) {
         assert!(line.contains(way), "{way}: {line}");
         let times: Vec<f64> =
             line.split_whitespace().filter_map(|word| word.parse().ok()).filter(|t: &f64| *t > 0.0).collect();

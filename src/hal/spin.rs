@@ -6,13 +6,14 @@
 //!
 //! Two windows. A thread that only might get work soon (the GL thread between jobs) polls for
 //! the short *idle* window, 50 µs (the GL thread polls on, within the wait window, while the
-//! host copies through a mapping and a submission is likely to follow: `gl/host_copies.rs`). A thread that waits for a result someone asked for — a caller
-//! in `wait` or a read, and the GL thread watching fences while such a caller exists — polls for
-//! the *wait* window, 10 ms, as CUDA's default synchronisation spins while a host has more cores
-//! than busy GPU contexts. Sleeping there cost a single call of 0.1–4 ms of GPU work 20–60 µs
-//! more than polling did (H100, `sparkle bench`); a wait that outlasts the window polls for it
-//! once and then sleeps, and a host with fewer than [`CORES_FOR_LONG_WAITS`] cores keeps the idle
-//! window for waits too, so that two polling threads never hold most of its cores.
+//! host copies through a mapping and a submission is likely to follow: `gl/host_copies.rs`). A
+//! thread that waits for a result someone asked for — a caller in `wait` or a read, and the GL
+//! thread watching fences while such a caller exists — polls for the *wait* window, 10 ms, as
+//! CUDA's default synchronisation spins while a host has more cores than busy GPU contexts.
+//! Sleeping there cost a single call of 0.1–4 ms of GPU work 20–60 µs more than polling did
+//! (H100, `sparkle bench`); a wait that outlasts the window polls for it once and then sleeps,
+//! and a host with fewer than [`CORES_FOR_LONG_WAITS`] cores keeps the idle window for waits
+//! too, so that two polling threads never hold most of its cores.
 //!
 //! Polling pays only where the work runs elsewhere. A CPU renderer (Mesa's llvmpipe) runs kernels
 //! on the host's own cores, and a thread polling for their end takes a core from them: on two
