@@ -123,6 +123,9 @@ fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
     }
     for row in rows {
         assert_eq!(row["correct"], "yes", "{row}");
+        // Untuned: the device's default for the largest batch, named as `sparkle tune` names it.
+        let kernel = row["kernel"].as_str().unwrap();
+        assert!(kernel.contains(" t") && kernel.contains(" v"), "{row}");
         for stage in ["upload_ms", "gpu_ms", "download_ms", "synchronous_ms", "pipelined_ms"] {
             let ms = row[stage].as_f64().unwrap();
             assert!(ms.is_finite() && ms > 0.0, "{stage} in {row}");

@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use sparkle::cache::CacheConfig;
-use sparkle::suite::conv2d::{Conv2dStage, Shape, Transfers};
-use sparkle::suite::{self, Case};
+use sparkle::suite::conv2d::{Conv2d, Conv2dStage, Shape, Transfers};
+use sparkle::suite::{self, tuning, Case};
 use sparkle::{ErrorKind, Pipeline, Runtime};
 
 fn backend() -> Runtime {
@@ -54,9 +54,10 @@ fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
         assert_eq!(bits(&pipelined), bits(&serial), "depth {depth}, {transfers:?}: pipelined vs serial");
 
         for (i, (case, output)) in cases.iter().zip(&pipelined).enumerate() {
-            // The suite's own path: fresh buffers, one dispatch, wait, download.
-            let program = runtime.program(&case.spec()).unwrap();
-            let buffers = case.upload(&runtime).unwrap();
+            // The suite's own path with the stage's kernel: fresh buffers, one dispatch, wait,
+            // download.
+            let program = runtime.program(pipeline.stage().spec()).unwrap();
+            let buffers = case.upload_for(&runtime, &program).unwrap();
             case.dispatch(&runtime, &program, &buffers).unwrap().wait(suite::DISPATCH_TIMEOUT).unwrap();
             let direct = case.download(&runtime, &buffers).unwrap();
             assert_eq!(
@@ -65,9 +66,57 @@ fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
                 "depth {depth}, {transfers:?}, batch {i}"
             );
             if depth == 1 {
-                let (want, tolerance) = case.reference(&case.spec());
+                let (want, tolerance) = case.reference(pipeline.stage().spec());
                 let verdict = suite::verify(output, &want, &tolerance);
                 assert!(verdict.passed() && verdict.checked > 0, "batch {i}: {verdict}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stage_runs_the_variant_tuned_for_its_largest_batch_on_every_batch_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = CacheConfig { dir: Some(dir.path().to_path_buf()), ..CacheConfig::memory_only() };
+    let runtime = Runtime::open_backend("gl", &config).unwrap();
+    // Sides that are not multiples of Winograd's output tiles.
+    let largest = Shape { n: 3, c: 4, h: 10, w: 9, k: 8 };
+    let untuned = Conv2dStage::new(&runtime, largest, 11).unwrap();
+    let default = Conv2d::random(largest, 11).default_spec(runtime.info());
+    assert_eq!(untuned.spec(), &default, "untuned: the device's default for the largest batch");
+    let batches = untuned.random_batches(6, &[3, 1, 2], 5);
+
+    let largest_case = Conv2d::random(largest, 11);
+    let labels: Vec<String> = suite::variants_for(&runtime, &largest_case)
+        .into_iter()
+        .map(|(label, _)| label)
+        .filter(|label| label.starts_with("winograd f2x2 ") || label.starts_with("winograd f4x4 "))
+        .collect();
+    for form in ["winograd f2x2 ", "winograd f4x4 "] {
+        let label = labels.iter().find(|l| l.starts_with(form)).expect("Winograd is offered for 3×3");
+        let choice = tuning::Choice { variant: label.clone(), ms: 1.0, timer: "wall".into(), candidates: 1 };
+        tuning::Tuning::store(&runtime, &tuning::key(&largest_case), choice).unwrap();
+        for transfers in [Transfers::Plain, Transfers::Staged, Transfers::Mapped] {
+            let stage = Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(transfers);
+            assert_eq!(&stage.variant(), label, "{transfers:?}");
+            let cases: Vec<_> = batches.iter().map(|b| stage.case(b.clone())).collect();
+            let pipeline = Pipeline::new(&runtime, stage).with_depth(2).unwrap();
+            let mut outputs = Vec::new();
+            pipeline
+                .run(batches.clone(), |_, output| {
+                    outputs.push(output);
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(outputs.len(), batches.len());
+            for (i, (case, output)) in cases.iter().zip(&outputs).enumerate() {
+                let (want, tolerance) = case.reference(pipeline.stage().spec());
+                let verdict = suite::verify(output, &want, &tolerance);
+                assert!(
+                    verdict.passed() && verdict.checked == want.len(),
+                    "{label}, {transfers:?}, batch {i} of {} images: {verdict}",
+                    case.shape.n
+                );
             }
         }
     }

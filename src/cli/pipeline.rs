@@ -78,6 +78,8 @@ fn default_shapes() -> Vec<Shape> {
 struct Row {
     shape: String,
     transfers: &'static str,
+    /// The conv2d kernel's variant (`Conv2dStage::variant`).
+    kernel: String,
     megabytes_in: f64,
     megabytes_out: f64,
     /// Each stage alone, per batch: the median over the rounds of its median over the stream,
@@ -240,6 +242,7 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
     Ok(Row {
         shape: format!("{n}×{c}×{h}×{w}→{k}"),
         transfers: mode.name(),
+        kernel: pipeline.stage().variant(),
         megabytes_in: (n * c * h * w * 4) as f64 / 1e6,
         megabytes_out: (n * k * h * w * 4) as f64 / 1e6,
         upload_ms: upload,
@@ -379,4 +382,11 @@ fn print_report(report: &Report) {
          with plain transfers; \
          pipe/slowest: pipelined time over the slowest stage alone (target ≤ 1.15)."
     );
+    let mut kernels: Vec<(&str, &str)> =
+        report.rows.iter().map(|r| (r.shape.as_str(), r.kernel.as_str())).collect();
+    kernels.dedup();
+    println!("kernel (`sparkle tune conv2d N C H W K` for the largest batch chooses it):");
+    for (shape, kernel) in kernels {
+        println!("  {shape:20} {kernel}");
+    }
 }

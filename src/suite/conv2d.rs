@@ -443,7 +443,9 @@ impl Case for Conv2d {
 
 /// Conv2d over a stream of batches for the pipelined executor ([`crate::runtime::Pipeline`]):
 /// weights and bias live on the device for the whole stream; each batch is `n` images (any `n`
-/// from 1 to the stage's largest batch) of `C×H×W` floats in, `n×K×H×W` floats out.
+/// from 1 to the stage's largest batch) of `C×H×W` floats in, `n×K×H×W` floats out. The kernel
+/// is the one `sparkle tune` kept for the largest batch, else the device's default for it
+/// (`stage_spec` in this file).
 pub struct Conv2dStage {
     /// `n` is the largest batch a set holds.
     shape: Shape,
@@ -491,6 +493,9 @@ pub struct Conv2dSet {
     output: Buffer,
     /// [`Transfers::Staged`]: what the host writes and reads.
     staging: Option<(Buffer, Buffer)>,
+    /// A Winograd kernel's transformed weights, transformed input and products (empty for an
+    /// implicit GEMM).
+    winograd: Vec<Buffer>,
     images: usize,
 }
 
@@ -504,7 +509,7 @@ impl Conv2dStage {
         Ok(Self {
             shape: largest,
             transfers: Transfers::Plain,
-            program: runtime.program(&spec())?,
+            program: runtime.program(&stage_spec(runtime, largest))?,
             weights: runtime.upload(&host_weights, BufferUsage::Input)?,
             bias: runtime.upload(&host_bias, BufferUsage::Input)?,
             host_weights,
@@ -531,6 +536,17 @@ impl Conv2dStage {
     /// The spec of the program the stage runs (what its results are checked as).
     pub fn spec(&self) -> &KernelSpec {
         self.program.spec()
+    }
+
+    /// The kernel's variant as `sparkle tune` labels it (`portable` for the portable kernel).
+    pub fn variant(&self) -> String {
+        let spec = self.program.spec();
+        if let Some(variant) = WinogradVariant::from_spec(spec) {
+            return variant.to_string();
+        }
+        GemmVariant::from_spec(spec)
+            .filter(|_| *spec != self::spec())
+            .map_or_else(|| "portable".to_owned(), |variant| variant.to_string())
     }
 
     /// Floats in one image of the input.
@@ -583,6 +599,37 @@ impl Conv2dStage {
     }
 }
 
+/// The program a [`Conv2dStage`] runs, where the backend takes GLSL: the variant `sparkle tune`
+/// kept for `largest` (an implicit GEMM or Winograd), else the device's default for `largest`;
+/// either only if it takes every batch of up to `largest` images. Else the portable kernel. A
+/// variant built for one problem's exact sizes would refuse the smaller batches.
+fn stage_spec(runtime: &Runtime, largest: Shape) -> KernelSpec {
+    let case = Conv2d {
+        shape: largest,
+        window: Window::SAME_3X3,
+        input: Vec::new(),
+        weights: Vec::new(),
+        bias: Vec::new(),
+    };
+    let limits = &runtime.info().limits;
+    let any_batch = |spec: &KernelSpec| takes_any_batch(spec, limits, largest) && super::takes(runtime, spec);
+    super::tuning::Tuning::load(runtime)
+        .and_then(|tuning| tuning.spec_for(runtime, &case))
+        .filter(any_batch)
+        .or_else(|| Some(case.default_spec(runtime.info())).filter(any_batch))
+        .unwrap_or_else(spec)
+}
+
+/// Whether `spec` is an implicit GEMM or Winograd variant that computes every batch of up to
+/// `largest`'s images on a device with `limits`: not built for one problem's exact sizes, and
+/// for Winograd, with intermediate buffers the device can bind.
+fn takes_any_batch(spec: &KernelSpec, limits: &Limits, largest: Shape) -> bool {
+    match WinogradVariant::from_spec(spec) {
+        Some(variant) => variant.gemm.fixed == [0; 3] && variant.fits(limits, largest),
+        None => GemmVariant::from_spec(spec).is_some_and(|variant| variant.fixed == [0; 3]),
+    }
+}
+
 impl crate::runtime::Stage for Conv2dStage {
     type Input = Vec<f32>;
     type Output = Vec<f32>;
@@ -602,10 +649,18 @@ impl crate::runtime::Stage for Conv2dStage {
             )),
             Transfers::Plain | Transfers::Mapped => None,
         };
+        let winograd = match WinogradVariant::from_spec(self.program.spec()) {
+            Some(variant) => winograd::intermediate_bytes(self.shape, variant.tile)
+                .into_iter()
+                .map(|bytes| runtime.create_buffer(bytes, BufferUsage::InOut))
+                .collect::<Result<_>>()?,
+            None => Vec::new(),
+        };
         Ok(Conv2dSet {
             input: runtime.create_buffer(in_bytes, in_usage)?,
             output: runtime.create_buffer(out_bytes, out_usage)?,
             staging,
+            winograd,
             images: 0,
         })
     }
@@ -622,24 +677,36 @@ impl crate::runtime::Stage for Conv2dStage {
         if let Some((staging_in, _)) = &set.staging {
             commands.copy(staging_in, 0, &set.input, 0, (set.images * c * h * w * 4) as u64)?;
         }
-        let variant = program_variant(&self.program)?;
-        record_gemm(
-            commands,
-            &self.program,
-            &variant,
-            &gemm_shape(shape),
-            &[
-                Arg::Buffer(&set.input),
-                Arg::Buffer(&self.weights),
-                Arg::Buffer(&self.bias),
-                Arg::Buffer(&set.output),
-                Arg::U32(set.images as u32),
-                Arg::U32(c as u32),
-                Arg::U32(h as u32),
-                Arg::U32(w as u32),
-                Arg::U32(k as u32),
-            ],
-        )?;
+        if let Some(variant) = WinogradVariant::from_spec(self.program.spec()) {
+            let buffers =
+                [&set.input, &self.weights, &self.bias, &set.output].into_iter().chain(&set.winograd);
+            winograd::record(
+                commands,
+                &self.program,
+                &variant,
+                shape,
+                &buffers.cloned().collect::<Vec<_>>(),
+            )?;
+        } else {
+            let variant = program_variant(&self.program)?;
+            record_gemm(
+                commands,
+                &self.program,
+                &variant,
+                &gemm_shape(shape),
+                &[
+                    Arg::Buffer(&set.input),
+                    Arg::Buffer(&self.weights),
+                    Arg::Buffer(&self.bias),
+                    Arg::Buffer(&set.output),
+                    Arg::U32(set.images as u32),
+                    Arg::U32(c as u32),
+                    Arg::U32(h as u32),
+                    Arg::U32(w as u32),
+                    Arg::U32(k as u32),
+                ],
+            )?;
+        }
         if let Some((_, staging_out)) = &set.staging {
             commands.copy(&set.output, 0, staging_out, 0, (set.images * k * h * w * 4) as u64)?;
         }
@@ -679,5 +746,41 @@ mod tests {
             assert!(bad.check().is_err(), "{bad:?}");
         }
         assert!(Window { size: 7, stride: 4 }.check().is_ok());
+    }
+
+    #[test]
+    fn a_stage_takes_only_variants_that_compute_any_batch_size() {
+        let largest = Shape { n: 8, c: 64, h: 64, w: 64, k: 64 };
+        let limits = Limits {
+            max_workgroup_size: [1024, 1024, 64],
+            max_workgroup_invocations: 1024,
+            max_workgroup_count: [65535; 3],
+            max_shared_memory_bytes: 48 * 1024,
+            max_storage_buffer_bytes: 1 << 31,
+            max_storage_buffer_bindings: 16,
+            storage_buffer_offset_alignment: 16,
+            max_texel_buffer_texels: 1 << 27,
+            texel_buffer_offset_alignment: 16,
+        };
+        let implicit = GemmVariant::candidates(&limits, &gemm_shape(largest));
+        let winograd = WinogradVariant::candidates(&limits, largest);
+        assert!(!implicit.is_empty() && !winograd.is_empty());
+        for variant in &implicit {
+            assert_eq!(
+                takes_any_batch(&variant_spec(variant), &limits, largest),
+                variant.fixed == [0; 3],
+                "{variant}"
+            );
+        }
+        let fixed = implicit.iter().filter_map(|v| v.fixed_twin(&gemm_shape(largest))).next();
+        let fixed = fixed.expect("whole tiles: the problem has a fixed twin");
+        assert!(!takes_any_batch(&variant_spec(&fixed), &limits, largest), "{fixed}");
+        for variant in &winograd {
+            assert!(takes_any_batch(&variant.spec(), &limits, largest), "{variant}");
+        }
+        // Intermediate buffers past the device's largest binding.
+        let small = Limits { max_storage_buffer_bytes: 1 << 20, ..limits.clone() };
+        assert!(!takes_any_batch(&winograd[0].spec(), &small, largest), "{}", winograd[0]);
+        assert!(takes_any_batch(&spec(), &limits, largest), "the portable kernel");
     }
 }
