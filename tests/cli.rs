@@ -114,7 +114,7 @@ fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let rows = report["rows"].as_array().unwrap();
     let modes: Vec<&str> = rows.iter().map(|row| row["transfers"].as_str().unwrap()).collect();
-    assert_eq!(modes, ["plain", "staged", "mapped"]);
+    assert_eq!(modes, ["plain", "staged", "staged-in", "mapped"]);
     // Whether freed host memory stays in the process is part of what was measured.
     let details = report["details"].as_array().unwrap();
     let host_memory = details.iter().find(|pair| pair[0] == "host memory").expect("a host memory detail");

@@ -32,6 +32,8 @@ fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
         (3, Transfers::Staged),
         (3, Transfers::Mapped),
         (4, Transfers::Mapped),
+        (2, Transfers::StagedIn),
+        (3, Transfers::StagedIn),
     ] {
         let stage = Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(transfers);
         let pipeline = Pipeline::new(&runtime, stage).with_depth(depth).unwrap();
@@ -96,7 +98,7 @@ fn a_stage_runs_the_variant_tuned_for_its_largest_batch_on_every_batch_size() {
         let label = labels.iter().find(|l| l.starts_with(form)).expect("Winograd is offered for 3×3");
         let choice = tuning::Choice { variant: label.clone(), ms: 1.0, timer: "wall".into(), candidates: 1 };
         tuning::Tuning::store(&runtime, &tuning::key(&largest_case), choice).unwrap();
-        for transfers in [Transfers::Plain, Transfers::Staged, Transfers::Mapped] {
+        for transfers in Transfers::ALL {
             let stage = Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(transfers);
             assert_eq!(&stage.variant(), label, "{transfers:?}");
             let cases: Vec<_> = batches.iter().map(|b| stage.case(b.clone())).collect();

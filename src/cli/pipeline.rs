@@ -2,7 +2,8 @@
 //! uploaded, computed and read back before the next) and through the pipelined executor, next
 //! to the time of each stage alone — upload, GPU work, read-back — so that the ideal overlap
 //! (the slowest stage) is known. Every shape runs with each way of moving data (plain buffer
-//! writes and reads, mapped staging buffers with device copies, the kernel on mapped buffers).
+//! writes and reads, mapped staging buffers with device copies, the same with the kernel writing
+//! its output straight into a mapped buffer, the kernel on mapped buffers).
 //!
 //! Each figure is the median of `--repeats` rounds after a warm-up of at least `--warmup-ms`;
 //! every round times the stages alone, the synchronous path and the pipelined one, in that
@@ -36,7 +37,7 @@ pub struct Options {
     /// Buffer sets in flight.
     #[arg(long, default_value_t = sparkle::runtime::DEFAULT_DEPTH)]
     depth: usize,
-    /// plain, staged or mapped; repeat for several. Default: all three.
+    /// plain, staged, staged-in or mapped; repeat for several. Default: all four.
     #[arg(long = "transfers", value_parser = parse_transfers)]
     transfers: Vec<Transfers>,
     /// Runs of each measurement (the median is reported).
@@ -66,7 +67,7 @@ fn parse_transfers(text: &str) -> Result<Transfers, String> {
     Transfers::ALL
         .into_iter()
         .find(|t| t.name() == text)
-        .ok_or_else(|| format!("`{text}`: the transfer modes are plain, staged and mapped"))
+        .ok_or_else(|| format!("`{text}`: the transfer modes are plain, staged, staged-in and mapped"))
 }
 
 /// Shapes that take a noticeable but short time on llvmpipe (where compute dominates anyway).

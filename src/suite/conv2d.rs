@@ -470,11 +470,17 @@ pub enum Transfers {
     /// The kernel reads and writes the staging buffers themselves: no device copies, but the
     /// kernel may read host memory.
     Mapped,
+    /// A host copy into a staging buffer and a device copy into the kernel's input, as
+    /// [`Staged`](Self::Staged); the kernel writes its output straight into a staging buffer,
+    /// which the host reads: no device copy out. A kernel's writes to host memory run beside
+    /// its work, where a device copy would run after it.
+    StagedIn,
 }
 
 impl Transfers {
     /// Every way, in the order reports show them.
-    pub const ALL: [Transfers; 3] = [Transfers::Plain, Transfers::Staged, Transfers::Mapped];
+    pub const ALL: [Transfers; 4] =
+        [Transfers::Plain, Transfers::Staged, Transfers::StagedIn, Transfers::Mapped];
 
     /// The way's name in reports and options.
     pub fn name(self) -> &'static str {
@@ -482,6 +488,7 @@ impl Transfers {
             Transfers::Plain => "plain",
             Transfers::Staged => "staged",
             Transfers::Mapped => "mapped",
+            Transfers::StagedIn => "staged-in",
         }
     }
 }
@@ -491,8 +498,10 @@ pub struct Conv2dSet {
     /// What the kernel reads and writes.
     input: Buffer,
     output: Buffer,
-    /// [`Transfers::Staged`]: what the host writes and reads.
-    staging: Option<(Buffer, Buffer)>,
+    /// What the host writes, where the kernel's input is not (a device copy moves it).
+    staging_in: Option<Buffer>,
+    /// What the host reads, where the kernel's output is not (a device copy moves it).
+    staging_out: Option<Buffer>,
     /// A Winograd kernel's transformed weights, transformed input and products (empty for an
     /// implicit GEMM).
     winograd: Vec<Buffer>,
@@ -640,15 +649,15 @@ impl crate::runtime::Stage for Conv2dStage {
         let (in_bytes, out_bytes) = ((n * c * h * w * 4) as u64, (n * k * h * w * 4) as u64);
         let (in_usage, out_usage) = match self.transfers {
             Transfers::Plain | Transfers::Staged => (BufferUsage::Input, BufferUsage::Output),
+            Transfers::StagedIn => (BufferUsage::Input, BufferUsage::Staging),
             Transfers::Mapped => (BufferUsage::Staging, BufferUsage::Staging),
         };
-        let staging = match self.transfers {
-            Transfers::Staged => Some((
-                runtime.create_buffer(in_bytes, BufferUsage::Staging)?,
-                runtime.create_buffer(out_bytes, BufferUsage::Staging)?,
-            )),
-            Transfers::Plain | Transfers::Mapped => None,
+        let staging = |bytes: u64, wanted: bool| {
+            wanted.then(|| runtime.create_buffer(bytes, BufferUsage::Staging)).transpose()
         };
+        let staging_in =
+            staging(in_bytes, matches!(self.transfers, Transfers::Staged | Transfers::StagedIn))?;
+        let staging_out = staging(out_bytes, self.transfers == Transfers::Staged)?;
         let winograd = match WinogradVariant::from_spec(self.program.spec()) {
             Some(variant) => winograd::intermediate_bytes(self.shape, variant.tile)
                 .into_iter()
@@ -659,7 +668,8 @@ impl crate::runtime::Stage for Conv2dStage {
         Ok(Conv2dSet {
             input: runtime.create_buffer(in_bytes, in_usage)?,
             output: runtime.create_buffer(out_bytes, out_usage)?,
-            staging,
+            staging_in,
+            staging_out,
             winograd,
             images: 0,
         })
@@ -667,14 +677,14 @@ impl crate::runtime::Stage for Conv2dStage {
 
     fn upload(&self, runtime: &Runtime, set: &mut Conv2dSet, input: Vec<f32>) -> Result<()> {
         set.images = self.images_in(&input)?;
-        let target = set.staging.as_ref().map_or(&set.input, |(staging_in, _)| staging_in);
+        let target = set.staging_in.as_ref().unwrap_or(&set.input);
         runtime.write_buffer(target, 0, bytemuck::cast_slice(&input))
     }
 
     fn record(&self, _: &Runtime, set: &Conv2dSet, commands: &mut crate::runtime::Commands) -> Result<()> {
         let Shape { c, h, w, k, .. } = self.shape;
         let shape = Shape { n: set.images, ..self.shape };
-        if let Some((staging_in, _)) = &set.staging {
+        if let Some(staging_in) = &set.staging_in {
             commands.copy(staging_in, 0, &set.input, 0, (set.images * c * h * w * 4) as u64)?;
         }
         if let Some(variant) = WinogradVariant::from_spec(self.program.spec()) {
@@ -707,7 +717,7 @@ impl crate::runtime::Stage for Conv2dStage {
                 ],
             )?;
         }
-        if let Some((_, staging_out)) = &set.staging {
+        if let Some(staging_out) = &set.staging_out {
             commands.copy(&set.output, 0, staging_out, 0, (set.images * k * h * w * 4) as u64)?;
         }
         Ok(())
@@ -715,7 +725,7 @@ impl crate::runtime::Stage for Conv2dStage {
 
     fn download(&self, runtime: &Runtime, set: &mut Conv2dSet) -> Result<Vec<f32>> {
         let Shape { h, w, k, .. } = self.shape;
-        let source = set.staging.as_ref().map_or(&set.output, |(_, staging_out)| staging_out);
+        let source = set.staging_out.as_ref().unwrap_or(&set.output);
         runtime.read_vec(source, 0, set.images * k * h * w)
     }
 }
