@@ -761,17 +761,7 @@ mod tests {
     #[test]
     fn a_stage_takes_only_variants_that_compute_any_batch_size() {
         let largest = Shape { n: 8, c: 64, h: 64, w: 64, k: 64 };
-        let limits = Limits {
-            max_workgroup_size: [1024, 1024, 64],
-            max_workgroup_invocations: 1024,
-            max_workgroup_count: [65535; 3],
-            max_shared_memory_bytes: 48 * 1024,
-            max_storage_buffer_bytes: 1 << 31,
-            max_storage_buffer_bindings: 16,
-            storage_buffer_offset_alignment: 16,
-            max_texel_buffer_texels: 1 << 27,
-            texel_buffer_offset_alignment: 16,
-        };
+        let limits = super::super::large_gpu_limits();
         let implicit = GemmVariant::candidates(&limits, &gemm_shape(largest));
         let winograd = WinogradVariant::candidates(&limits, largest);
         assert!(!implicit.is_empty() && !winograd.is_empty());

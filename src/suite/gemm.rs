@@ -519,17 +519,7 @@ mod tests {
 
     #[test]
     fn every_candidate_round_trips_through_its_spec() {
-        let limits = Limits {
-            max_workgroup_size: [1024, 1024, 64],
-            max_workgroup_invocations: 1024,
-            max_workgroup_count: [65535; 3],
-            max_shared_memory_bytes: 48 * 1024,
-            max_storage_buffer_bytes: 1 << 31,
-            max_storage_buffer_bindings: 16,
-            storage_buffer_offset_alignment: 16,
-            max_texel_buffer_texels: 1 << 27,
-            texel_buffer_offset_alignment: 16,
-        };
+        let limits = super::super::large_gpu_limits();
         let shape = GemmShape { gm: 1000, gn: 1000, gk: 1000, vec_a: true, vec_b: true };
         let candidates = GemmVariant::candidates(&limits, &shape);
         assert!(candidates.len() > 15, "{}", candidates.len());

@@ -419,6 +419,22 @@ pub(crate) fn random_floats(count: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// The limits of a large GPU (an H100's, rounded) for the unit tests of variant choices.
+#[cfg(test)]
+pub(crate) fn large_gpu_limits() -> Limits {
+    Limits {
+        max_workgroup_size: [1024, 1024, 64],
+        max_workgroup_invocations: 1024,
+        max_workgroup_count: [65535; 3],
+        max_shared_memory_bytes: 48 * 1024,
+        max_storage_buffer_bytes: 1 << 31,
+        max_storage_buffer_bindings: 16,
+        storage_buffer_offset_alignment: 16,
+        max_texel_buffer_texels: 1 << 27,
+        texel_buffer_offset_alignment: 16,
+    }
+}
+
 /// Workgroups needed to cover `items` with groups of `per_group`.
 pub(crate) fn groups_for(items: usize, per_group: u32) -> u32 {
     items.div_ceil(per_group as usize) as u32

@@ -438,17 +438,7 @@ mod tests {
     use super::*;
 
     fn limits() -> Limits {
-        Limits {
-            max_workgroup_size: [1024, 1024, 64],
-            max_workgroup_invocations: 1024,
-            max_workgroup_count: [65535; 3],
-            max_shared_memory_bytes: 48 * 1024,
-            max_storage_buffer_bytes: 1 << 31,
-            max_storage_buffer_bindings: 16,
-            storage_buffer_offset_alignment: 16,
-            max_texel_buffer_texels: 1 << 27,
-            texel_buffer_offset_alignment: 16,
-        }
+        super::super::large_gpu_limits()
     }
 
     #[test]
