@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use sparkle::cache::CacheConfig;
-use sparkle::suite::conv2d::{Conv2d, Conv2dStage, Shape, Transfers};
+use sparkle::suite::conv2d::{Conv2d, Conv2dStage, Shape, StagedConv2d, Transfers};
 use sparkle::suite::{self, tuning, Case};
 use sparkle::{ErrorKind, Pipeline, Runtime};
 
@@ -35,7 +35,8 @@ fn pipelined_conv2d_equals_the_synchronous_paths_under_changing_batch_sizes() {
         (2, Transfers::StagedIn),
         (3, Transfers::StagedIn),
     ] {
-        let stage = Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(transfers);
+        let stage =
+            Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(&runtime, transfers).unwrap();
         let pipeline = Pipeline::new(&runtime, stage).with_depth(depth).unwrap();
         let mut pipelined = Vec::new();
         let count = pipeline
@@ -99,7 +100,8 @@ fn a_stage_runs_the_variant_tuned_for_its_largest_batch_on_every_batch_size() {
         let choice = tuning::Choice { variant: label.clone(), ms: 1.0, timer: "wall".into(), candidates: 1 };
         tuning::Tuning::store(&runtime, &tuning::key(&largest_case), choice).unwrap();
         for transfers in Transfers::ALL {
-            let stage = Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(transfers);
+            let stage =
+                Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(&runtime, transfers).unwrap();
             assert_eq!(&stage.variant(), label, "{transfers:?}");
             let cases: Vec<_> = batches.iter().map(|b| stage.case(b.clone())).collect();
             let pipeline = Pipeline::new(&runtime, stage).with_depth(2).unwrap();
@@ -121,6 +123,78 @@ fn a_stage_runs_the_variant_tuned_for_its_largest_batch_on_every_batch_size() {
                 );
             }
         }
+    }
+}
+
+#[test]
+fn a_batch_in_each_transfer_mode_is_a_problem_the_tuner_checks_and_the_stage_takes_its_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = CacheConfig { dir: Some(dir.path().to_path_buf()), ..CacheConfig::memory_only() };
+    let runtime = Runtime::open_backend("gl", &config).unwrap();
+    let largest = Shape { n: 2, c: 4, h: 9, w: 10, k: 8 };
+    let plain = Conv2d::random(largest, 3);
+    let default = plain.default_spec(runtime.info());
+
+    // Each mode's batch, with an implicit GEMM and a Winograd kernel, computes the conv2d: the
+    // device copies and the staging buffers are where the mode puts them.
+    for transfers in Transfers::ALL {
+        let case = StagedConv2d::new(Conv2d::random(largest, 3), transfers).unwrap();
+        let variants = suite::variants_for(&runtime, &case);
+        assert!(variants.iter().all(|(label, _)| !label.contains("fixed")), "{variants:?}");
+        let winograd = variants.iter().find(|(label, _)| label.starts_with("winograd f4x4 ")).unwrap();
+        for spec in [&default, &winograd.1] {
+            let program = runtime.program(spec).unwrap();
+            let verdict = suite::run_and_verify(&runtime, &program, &case).unwrap();
+            assert!(verdict.passed() && verdict.checked == case.outputs(), "{transfers:?}: {verdict}");
+        }
+    }
+    let refused = StagedConv2d::new(
+        Conv2d::random_window(largest, suite::conv2d::Window { size: 1, stride: 2 }, 3),
+        Transfers::StagedIn,
+    );
+    assert!(refused.is_err_and(|err| err.to_string().contains("3×3")));
+
+    // Tuned in one mode (a few candidates: llvmpipe is slow), stored under that mode's key; the
+    // stage takes it in that mode only.
+    let case = StagedConv2d::new(Conv2d::random(largest, 3), Transfers::StagedIn).unwrap();
+    let options =
+        tuning::Options { runs: 1, budget: Duration::ZERO, warm_up: Duration::ZERO, max_candidates: Some(3) };
+    let outcome = tuning::tune(&runtime, &case, options).unwrap();
+    assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
+    assert_eq!(outcome.key, "conv2d 2x4x9x10x8 staged-in");
+    // A choice that is not the default, so that taking it shows.
+    let chosen = outcome
+        .timings
+        .iter()
+        .map(|(label, _)| label.clone())
+        .find(|label| suite::variants_for(&runtime, &case).iter().any(|(l, s)| l == label && *s != default))
+        .expect("a timed variant other than the default");
+    let choice = tuning::Choice { variant: chosen.clone(), ms: 1.0, timer: "wall".into(), candidates: 3 };
+    tuning::Tuning::store(&runtime, &outcome.key, choice).unwrap();
+    let stage = |transfers| {
+        Conv2dStage::new(&runtime, largest, 5).unwrap().with_transfers(&runtime, transfers).unwrap()
+    };
+    assert_eq!(stage(Transfers::StagedIn).variant(), chosen);
+    assert_eq!(
+        stage(Transfers::StagedIn).spec(),
+        &suite::variants_for(&runtime, &case).into_iter().find(|(l, _)| *l == chosen).unwrap().1
+    );
+    for other in [Transfers::Plain, Transfers::Staged, Transfers::Mapped] {
+        assert_eq!(stage(other).spec(), &default, "{other:?} has no choice of its own");
+    }
+    let pipeline = Pipeline::new(&runtime, stage(Transfers::StagedIn));
+    let batches = pipeline.stage().random_batches(3, &[2, 1], 8);
+    let mut outputs = Vec::new();
+    pipeline
+        .run(batches.clone(), |_, output| {
+            outputs.push(output);
+            Ok(())
+        })
+        .unwrap();
+    for (batch, output) in batches.into_iter().zip(&outputs) {
+        let case = pipeline.stage().case(batch);
+        let (want, tolerance) = case.reference(pipeline.stage().spec());
+        assert!(suite::verify(output, &want, &tolerance).passed());
     }
 }
 

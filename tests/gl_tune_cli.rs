@@ -49,6 +49,22 @@ fn tune_stores_a_choice_that_later_processes_reuse_until_forced() {
 
     let usage = sparkle(&["tune", "nope"], dir.path());
     assert_eq!(usage.status.code(), Some(2), "{}", text(&usage));
+
+    // `--transfers` tunes one batch of bench-pipeline's conv2d stage: five sizes, conv2d, and a
+    // mode with device copies or mapped buffers (plain takes the plain problem's choice).
+    for (args, why) in [
+        (&["tune", "conv2d", "2", "4", "16", "16", "--transfers", "staged-in"][..], "five sizes"),
+        (
+            &["tune", "sgemm", "64", "64", "64", "64", "4", "--transfers", "staged"][..],
+            "the kernel is conv2d",
+        ),
+        (&["tune", "conv2d", "2", "4", "16", "16", "4", "--transfers", "plain"][..], "leave --transfers out"),
+        (&["tune", "conv2d", "2", "4", "16", "16", "4", "--transfers", "fast"][..], "staged-in and mapped"),
+    ] {
+        let refused = sparkle(args, dir.path());
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {}", text(&refused));
+        assert!(text(&refused).contains(why), "{args:?}: {}", text(&refused));
+    }
 }
 
 #[test]

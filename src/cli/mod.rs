@@ -139,6 +139,11 @@ enum Command {
         /// The shapes of `bench --shapes` (with no kernel given).
         #[arg(long)]
         shapes: bool,
+        /// conv2d N C H W K as one batch of `bench-pipeline`'s stage moved this way (staged,
+        /// staged-in or mapped): the device copies included, the output where the mode puts it.
+        /// The stage takes the choice for its largest batch in that mode.
+        #[arg(long, value_parser = pipeline::parse_transfers)]
+        transfers: Option<sparkle::suite::conv2d::Transfers>,
         #[arg(long)]
         json: bool,
     },
@@ -280,8 +285,8 @@ pub fn run() -> CliResult<ExitCode> {
             Ok(code)
         }
         Command::Chart { report, out } => chart::from_file(&report, &out),
-        Command::Tune { kernel, sizes, force, quick, shapes, json } => {
-            tune::run(kernel.as_deref(), &sizes, force, quick, json, problem_set(shapes))
+        Command::Tune { kernel, sizes, force, quick, shapes, transfers, json } => {
+            tune::run(kernel.as_deref(), &sizes, force, quick, json, problem_set(shapes), transfers)
         }
         Command::BenchPipeline(options) => pipeline::run(options),
         Command::BenchOverhead(options) => overhead::run(options),

@@ -63,7 +63,7 @@ fn parse_shape(text: &str) -> Result<Shape, String> {
     }
 }
 
-fn parse_transfers(text: &str) -> Result<Transfers, String> {
+pub(super) fn parse_transfers(text: &str) -> Result<Transfers, String> {
     Transfers::ALL
         .into_iter()
         .find(|t| t.name() == text)
@@ -172,7 +172,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
 
 fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) -> CliResult<Row> {
     let seed = 1;
-    let stage = Conv2dStage::new(runtime, shape, seed)?.with_transfers(mode);
+    let stage = Conv2dStage::new(runtime, shape, seed)?.with_transfers(runtime, mode)?;
     let pipeline = Pipeline::new(runtime, stage).with_depth(options.depth)?;
     let batches = pipeline.stage().random_batches(options.batches, &[shape.n], seed);
 
@@ -383,11 +383,11 @@ fn print_report(report: &Report) {
          with plain transfers; \
          pipe/slowest: pipelined time over the slowest stage alone (target ≤ 1.15)."
     );
-    let mut kernels: Vec<(&str, &str)> =
-        report.rows.iter().map(|r| (r.shape.as_str(), r.kernel.as_str())).collect();
-    kernels.dedup();
-    println!("kernel (`sparkle tune conv2d N C H W K` for the largest batch chooses it):");
-    for (shape, kernel) in kernels {
-        println!("  {shape:20} {kernel}");
+    println!(
+        "kernel: what `sparkle tune conv2d N C H W K --transfers MODE` kept for the largest batch, else what \
+         `sparkle tune conv2d N C H W K` kept, else the device's default:"
+    );
+    for row in &report.rows {
+        println!("  {:20} {:10} {}", row.shape, row.transfers, row.kernel);
     }
 }

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use serde::Serialize;
+use sparkle::suite::conv2d::{Conv2d, Shape, StagedConv2d, Transfers};
 use sparkle::suite::{self, tuning, Case};
 use sparkle::Runtime;
 
@@ -35,10 +36,12 @@ pub fn run(
     quick: bool,
     json: bool,
     set: suite::ProblemSet,
+    transfers: Option<Transfers>,
 ) -> CliResult<ExitCode> {
     let runtime = Runtime::from_env()?;
-    let cases: Vec<Box<dyn Case>> = match kernel {
-        Some(name) => {
+    let cases: Vec<Box<dyn Case>> = match (kernel, transfers) {
+        (_, Some(transfers)) => vec![stage_case(kernel, sizes, transfers, &runtime)?],
+        (Some(name), None) => {
             if !suite::NAMES.contains(&name) {
                 return Err(Box::new(UsageError(format!(
                     "no suite kernel is called `{name}`; the suite has {}",
@@ -47,8 +50,10 @@ pub fn run(
             }
             vec![suite::case(name, sizes, 1, &runtime.info().limits).map_err(UsageError)?]
         }
-        None if sizes.is_empty() => set.cases(1, quick),
-        None => return Err(Box::new(UsageError("sizes need a kernel: sparkle tune sgemm 4096".into()))),
+        (None, None) if sizes.is_empty() => set.cases(1, quick),
+        (None, None) => {
+            return Err(Box::new(UsageError("sizes need a kernel: sparkle tune sgemm 4096".into())))
+        }
     };
     let Some(path) = tuning::Tuning::path(&runtime) else {
         return Err("the program cache is memory-only here, so tuning results cannot be kept; \
@@ -128,4 +133,34 @@ pub fn run(
         print!("{}", table::render(&["problem", "variant", "ms", "timer", "timed", "source"], &table_rows));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One batch of `bench-pipeline`'s conv2d stage, N C H W K, moved as `transfers` says.
+fn stage_case(
+    kernel: Option<&str>,
+    sizes: &[usize],
+    transfers: Transfers,
+    runtime: &Runtime,
+) -> CliResult<Box<dyn Case>> {
+    let usage = |why: &str| -> CliResult<Box<dyn Case>> {
+        Err(Box::new(UsageError(format!(
+            "--transfers tunes one batch of bench-pipeline's conv2d stage ({why}): \
+             sparkle tune conv2d N C H W K --transfers staged-in"
+        ))))
+    };
+    let &[n, c, h, w, k] = sizes else {
+        return usage("give its five sizes");
+    };
+    if kernel != Some(suite::conv2d::NAME) {
+        return usage("the kernel is conv2d");
+    }
+    if transfers == Transfers::Plain {
+        return usage(
+            "with plain transfers the stage takes the plain problem's choice: leave --transfers out",
+        );
+    }
+    // The suite's checks of the sizes against the device, before any input is made.
+    suite::case(suite::conv2d::NAME, sizes, 1, &runtime.info().limits).map_err(UsageError)?;
+    let conv = Conv2d::random(Shape { n, c, h, w, k }, 1);
+    Ok(Box::new(StagedConv2d::new(conv, transfers)?))
 }

@@ -33,7 +33,7 @@ use crate::hal::{DeviceInfo, Limits};
 use crate::runtime::Commands;
 
 mod stage;
-pub use stage::{Conv2dSet, Conv2dStage, Transfers};
+pub use stage::{Conv2dSet, Conv2dStage, StagedConv2d, Transfers};
 
 /// The kernel's name in specs, tuning keys and reports.
 pub const NAME: &str = "conv2d";

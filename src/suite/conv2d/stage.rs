@@ -63,6 +63,21 @@ impl Transfers {
             Transfers::StagedIn => "staged-in",
         }
     }
+
+    /// The usages of the buffers the kernel reads and writes.
+    fn kernel_usages(self) -> (BufferUsage, BufferUsage) {
+        match self {
+            Transfers::Plain | Transfers::Staged => (BufferUsage::Input, BufferUsage::Output),
+            Transfers::StagedIn => (BufferUsage::Input, BufferUsage::Staging),
+            Transfers::Mapped => (BufferUsage::Staging, BufferUsage::Staging),
+        }
+    }
+
+    /// Whether a device copy moves the input from a staging buffer into the kernel's, and the
+    /// output from the kernel's into a staging buffer.
+    fn device_copies(self) -> (bool, bool) {
+        (matches!(self, Transfers::Staged | Transfers::StagedIn), self == Transfers::Staged)
+    }
 }
 
 /// The buffers of one conv2d batch in flight and how many images they hold.
@@ -90,7 +105,7 @@ impl Conv2dStage {
         Ok(Self {
             shape: largest,
             transfers: Transfers::Plain,
-            program: runtime.program(&stage_spec(runtime, largest))?,
+            program: runtime.program(&stage_spec(runtime, largest, Transfers::Plain))?,
             weights: runtime.upload(&host_weights, BufferUsage::Input)?,
             bias: runtime.upload(&host_bias, BufferUsage::Input)?,
             host_weights,
@@ -98,10 +113,14 @@ impl Conv2dStage {
         })
     }
 
-    /// The same stage moving batches as `transfers` says.
-    pub fn with_transfers(mut self, transfers: Transfers) -> Self {
-        self.transfers = transfers;
-        self
+    /// The same stage moving batches as `transfers` says, with the kernel `sparkle tune` kept for
+    /// the largest batch in that mode (`sparkle tune --transfers`), if it kept one.
+    pub fn with_transfers(mut self, runtime: &Runtime, transfers: Transfers) -> Result<Self> {
+        if transfers != self.transfers {
+            self.transfers = transfers;
+            self.program = runtime.program(&stage_spec(runtime, self.shape, transfers))?;
+        }
+        Ok(self)
     }
 
     /// How the stage moves its batches' bytes.
@@ -184,7 +203,7 @@ impl Conv2dStage {
 /// kept for `largest` (an implicit GEMM or Winograd), else the device's default for `largest`;
 /// either only if it takes every batch of up to `largest` images. Else the portable kernel. A
 /// variant built for one problem's exact sizes would refuse the smaller batches.
-fn stage_spec(runtime: &Runtime, largest: Shape) -> KernelSpec {
+fn stage_spec(runtime: &Runtime, largest: Shape, transfers: Transfers) -> KernelSpec {
     let case = Conv2d {
         shape: largest,
         window: Window::SAME_3X3,
@@ -194,11 +213,184 @@ fn stage_spec(runtime: &Runtime, largest: Shape) -> KernelSpec {
     };
     let limits = &runtime.info().limits;
     let any_batch = |spec: &KernelSpec| takes_any_batch(spec, limits, largest) && suite::takes(runtime, spec);
-    suite::tuning::Tuning::load(runtime)
-        .and_then(|tuning| tuning.spec_for(runtime, &case))
+    let tuning = suite::tuning::Tuning::load(runtime);
+    let in_mode = StagedConv2d { conv: case, transfers };
+    tuning
+        .as_ref()
+        .and_then(|tuning| tuning.spec_for(runtime, &in_mode))
         .filter(any_batch)
-        .or_else(|| Some(case.default_spec(runtime.info())).filter(any_batch))
+        .or_else(|| tuning.as_ref().and_then(|tuning| tuning.spec_for(runtime, &in_mode.conv)))
+        .filter(any_batch)
+        .or_else(|| Some(in_mode.conv.default_spec(runtime.info())).filter(any_batch))
         .unwrap_or_else(spec)
+}
+
+/// One batch of a [`Conv2dStage`] as a suite problem, for `sparkle tune --transfers`: the GPU work
+/// of the stage's batch in its transfer mode — its device copies, and the kernel reading and
+/// writing where the mode puts the batch — so that kernels are timed as the stage runs them (a
+/// kernel whose output goes to host memory ranks otherwise than on device buffers). Only variants
+/// that take every batch size are offered. Its choices are kept under `conv2d NxCxHxWxK mode`;
+/// with plain transfers it is the plain problem, under the plain key.
+pub struct StagedConv2d {
+    conv: Conv2d,
+    transfers: Transfers,
+}
+
+impl StagedConv2d {
+    /// `conv` (3×3 at stride 1, as a stage computes) moved as `transfers` says.
+    pub fn new(conv: Conv2d, transfers: Transfers) -> Result<Self> {
+        if conv.window != Window::SAME_3X3 {
+            return Err(crate::Error::new(
+                crate::ErrorKind::InvalidArgument,
+                format!(
+                    "a conv2d stage computes 3×3 windows at stride 1; this problem's window is {}×{} at stride {}",
+                    conv.window.size, conv.window.size, conv.window.stride
+                ),
+            ));
+        }
+        Ok(Self { conv, transfers })
+    }
+
+    /// The staging buffers after the kernel's: the input's, then the output's.
+    fn staging_buffers(&self) -> usize {
+        let (copied_in, copied_out) = self.transfers.device_copies();
+        usize::from(copied_in) + usize::from(copied_out)
+    }
+
+    /// The kernel's buffers (input, weights, bias, output, then Winograd's `winograd` bytes, if
+    /// any) in the mode's memory, then the staging buffers the mode copies through.
+    fn buffers(&self, backend: &Runtime, winograd: Option<[u64; 3]>) -> Result<Vec<Buffer>> {
+        let conv = &self.conv;
+        let (in_usage, out_usage) = self.transfers.kernel_usages();
+        let (copied_in, copied_out) = self.transfers.device_copies();
+        let out_bytes = (conv.outputs() * 4) as u64;
+        let mut buffers = vec![
+            if copied_in {
+                backend.create_buffer((conv.input.len() * 4) as u64, in_usage)?
+            } else {
+                backend.upload(&conv.input, in_usage)?
+            },
+            backend.upload(&conv.weights, BufferUsage::Input)?,
+            backend.upload(&conv.bias, BufferUsage::Input)?,
+            backend.create_buffer(out_bytes, out_usage)?,
+        ];
+        for bytes in winograd.into_iter().flatten() {
+            buffers.push(backend.create_buffer(bytes, BufferUsage::InOut)?);
+        }
+        if copied_in {
+            buffers.push(backend.upload(&conv.input, BufferUsage::Staging)?);
+        }
+        if copied_out {
+            buffers.push(backend.create_buffer(out_bytes, BufferUsage::Staging)?);
+        }
+        Ok(buffers)
+    }
+
+    /// `buffers` split into the kernel's and the staging ones (input's, output's).
+    fn split<'b>(
+        &self,
+        buffers: &'b [Buffer],
+    ) -> Result<(&'b [Buffer], Option<&'b Buffer>, Option<&'b Buffer>)> {
+        let staging = self.staging_buffers();
+        if buffers.len() < 4 + staging {
+            return Err(crate::Error::new(
+                crate::ErrorKind::InvalidArgument,
+                format!(
+                    "{} needs the kernel's buffers and {staging} staging buffers, got {} buffers: make them with \
+                     its `upload`",
+                    self.describe(),
+                    buffers.len()
+                ),
+            ));
+        }
+        let (kernel, staging_buffers) = buffers.split_at(buffers.len() - staging);
+        let (copied_in, copied_out) = self.transfers.device_copies();
+        let staging_in = copied_in.then(|| &staging_buffers[0]);
+        let staging_out = copied_out.then(|| &staging_buffers[staging - 1]);
+        Ok((kernel, staging_in, staging_out))
+    }
+}
+
+impl Case for StagedConv2d {
+    fn spec(&self) -> KernelSpec {
+        self.conv.spec()
+    }
+
+    fn default_spec(&self, info: &crate::hal::DeviceInfo) -> KernelSpec {
+        self.conv.default_spec(info)
+    }
+
+    fn variants(&self, limits: &Limits) -> Vec<(String, KernelSpec)> {
+        let shape = self.conv.shape;
+        self.conv
+            .variants(limits)
+            .into_iter()
+            .filter(|(_, spec)| takes_any_batch(spec, limits, shape))
+            .collect()
+    }
+
+    fn shape_key(&self) -> String {
+        match self.transfers {
+            Transfers::Plain => self.conv.shape_key(),
+            mode => format!("{} {}", self.conv.shape_key(), mode.name()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!("{} ({} transfers)", self.conv.describe(), self.transfers.name())
+    }
+
+    fn upload(&self, backend: &Runtime) -> Result<Vec<Buffer>> {
+        let glsl = backend.info().languages.contains(&crate::kernel::SourceLanguage::Glsl);
+        let winograd =
+            glsl.then(|| winograd::buffers_for_any(&backend.info().limits, self.conv.shape)).flatten();
+        self.buffers(backend, winograd)
+    }
+
+    fn upload_for(&self, backend: &Runtime, program: &Program) -> Result<Vec<Buffer>> {
+        let winograd = WinogradVariant::from_spec(program.spec())
+            .map(|variant| winograd::intermediate_bytes(self.conv.shape, variant.tile));
+        self.buffers(backend, winograd)
+    }
+
+    fn record(
+        &self,
+        commands: &mut crate::runtime::Commands,
+        program: &Program,
+        buffers: &[Buffer],
+    ) -> Result<()> {
+        let (kernel, staging_in, staging_out) = self.split(buffers)?;
+        let (input, output) = (&kernel[0], &kernel[3]);
+        if let Some(staging_in) = staging_in {
+            commands.copy(staging_in, 0, input, 0, input.size())?;
+        }
+        self.conv.record(commands, program, kernel)?;
+        if let Some(staging_out) = staging_out {
+            commands.copy(output, 0, staging_out, 0, output.size())?;
+        }
+        Ok(())
+    }
+
+    fn download(&self, backend: &Runtime, buffers: &[Buffer]) -> Result<Vec<f32>> {
+        let (kernel, _, staging_out) = self.split(buffers)?;
+        backend.download(staging_out.unwrap_or(&kernel[3]))
+    }
+
+    fn reference(&self, spec: &KernelSpec) -> (Vec<f64>, Vec<f64>) {
+        self.conv.reference(spec)
+    }
+
+    fn reference_sample(&self, spec: &KernelSpec, indices: &[usize]) -> (Vec<f64>, Vec<f64>) {
+        self.conv.reference_sample(spec, indices)
+    }
+
+    fn outputs(&self) -> usize {
+        self.conv.outputs()
+    }
+
+    fn work(&self) -> suite::Work {
+        self.conv.work()
+    }
 }
 
 /// Whether `spec` is an implicit GEMM or Winograd variant that computes every batch of up to
@@ -219,17 +411,13 @@ impl crate::runtime::Stage for Conv2dStage {
     fn create_set(&self, runtime: &Runtime) -> Result<Conv2dSet> {
         let Shape { n, c, h, w, k } = self.shape;
         let (in_bytes, out_bytes) = ((n * c * h * w * 4) as u64, (n * k * h * w * 4) as u64);
-        let (in_usage, out_usage) = match self.transfers {
-            Transfers::Plain | Transfers::Staged => (BufferUsage::Input, BufferUsage::Output),
-            Transfers::StagedIn => (BufferUsage::Input, BufferUsage::Staging),
-            Transfers::Mapped => (BufferUsage::Staging, BufferUsage::Staging),
-        };
+        let (in_usage, out_usage) = self.transfers.kernel_usages();
+        let (copied_in, copied_out) = self.transfers.device_copies();
         let staging = |bytes: u64, wanted: bool| {
             wanted.then(|| runtime.create_buffer(bytes, BufferUsage::Staging)).transpose()
         };
-        let staging_in =
-            staging(in_bytes, matches!(self.transfers, Transfers::Staged | Transfers::StagedIn))?;
-        let staging_out = staging(out_bytes, self.transfers == Transfers::Staged)?;
+        let staging_in = staging(in_bytes, copied_in)?;
+        let staging_out = staging(out_bytes, copied_out)?;
         let winograd = match WinogradVariant::from_spec(self.program.spec()) {
             Some(variant) => winograd::intermediate_bytes(self.shape, variant.tile)
                 .into_iter()
