@@ -103,25 +103,8 @@ fn a_stage_runs_the_variant_tuned_for_its_largest_batch_on_every_batch_size() {
             let stage =
                 Conv2dStage::new(&runtime, largest, 11).unwrap().with_transfers(&runtime, transfers).unwrap();
             assert_eq!(&stage.variant(), label, "{transfers:?}");
-            let cases: Vec<_> = batches.iter().map(|b| stage.case(b.clone())).collect();
             let pipeline = Pipeline::new(&runtime, stage).with_depth(2).unwrap();
-            let mut outputs = Vec::new();
-            pipeline
-                .run(batches.clone(), |_, output| {
-                    outputs.push(output);
-                    Ok(())
-                })
-                .unwrap();
-            assert_eq!(outputs.len(), batches.len());
-            for (i, (case, output)) in cases.iter().zip(&outputs).enumerate() {
-                let (want, tolerance) = case.reference(pipeline.stage().spec());
-                let verdict = suite::verify(output, &want, &tolerance);
-                assert!(
-                    verdict.passed() && verdict.checked == want.len(),
-                    "{label}, {transfers:?}, batch {i} of {} images: {verdict}",
-                    case.shape.n
-                );
-            }
+            every_result_agrees_with_the_cpu(&pipeline, &batches, &format!("{label}, {transfers:?}"));
         }
     }
 }
@@ -184,17 +167,29 @@ fn a_batch_in_each_transfer_mode_is_a_problem_the_tuner_checks_and_the_stage_tak
     }
     let pipeline = Pipeline::new(&runtime, stage(Transfers::StagedIn));
     let batches = pipeline.stage().random_batches(3, &[2, 1], 8);
+    every_result_agrees_with_the_cpu(&pipeline, &batches, &chosen);
+}
+
+/// Runs `batches` through `pipeline` and checks every result in full against the CPU, for the
+/// kernel the stage runs.
+fn every_result_agrees_with_the_cpu(pipeline: &Pipeline<Conv2dStage>, batches: &[Vec<f32>], what: &str) {
     let mut outputs = Vec::new();
     pipeline
-        .run(batches.clone(), |_, output| {
+        .run(batches.to_vec(), |_, output| {
             outputs.push(output);
             Ok(())
         })
         .unwrap();
-    for (batch, output) in batches.into_iter().zip(&outputs) {
-        let case = pipeline.stage().case(batch);
+    assert_eq!(outputs.len(), batches.len(), "{what}");
+    for (i, (batch, output)) in batches.iter().zip(&outputs).enumerate() {
+        let case = pipeline.stage().case(batch.clone());
         let (want, tolerance) = case.reference(pipeline.stage().spec());
-        assert!(suite::verify(output, &want, &tolerance).passed());
+        let verdict = suite::verify(output, &want, &tolerance);
+        assert!(
+            verdict.passed() && verdict.checked == want.len(),
+            "{what}, batch {i} of {} images: {verdict}",
+            case.shape.n
+        );
     }
 }
 

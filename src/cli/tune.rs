@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use serde::Serialize;
-use sparkle::suite::conv2d::{Conv2d, Shape, StagedConv2d, Transfers};
+use sparkle::suite::conv2d::{StagedConv2d, Transfers};
 use sparkle::suite::{self, tuning, Case};
 use sparkle::Runtime;
 
@@ -148,9 +148,9 @@ fn stage_case(
              sparkle tune conv2d N C H W K --transfers staged-in"
         ))))
     };
-    let &[n, c, h, w, k] = sizes else {
+    if sizes.len() != 5 {
         return usage("give its five sizes");
-    };
+    }
     if kernel != Some(suite::conv2d::NAME) {
         return usage("the kernel is conv2d");
     }
@@ -159,8 +159,6 @@ fn stage_case(
             "with plain transfers the stage takes the plain problem's choice: leave --transfers out",
         );
     }
-    // The suite's checks of the sizes against the device, before any input is made.
-    suite::case(suite::conv2d::NAME, sizes, 1, &runtime.info().limits).map_err(UsageError)?;
-    let conv = Conv2d::random(Shape { n, c, h, w, k }, 1);
+    let conv = suite::conv2d_case(sizes, 1, &runtime.info().limits).map_err(UsageError)?;
     Ok(Box::new(StagedConv2d::new(conv, transfers)?))
 }

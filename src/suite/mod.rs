@@ -156,36 +156,45 @@ pub fn case(
             fits.groups([n.div_ceil(tile), m.div_ceil(tile), 1])?;
             Ok(Box::new(sgemm::Sgemm::random(m, n, k, seed)))
         }
-        conv2d::NAME if sizes.len() <= 7 => {
-            let window = conv2d::Window { size: size(5, 3), stride: size(6, 1) };
-            window.check()?;
-            let shape = conv2d::Shape {
-                n: size(0, 1),
-                c: size(1, 16),
-                h: size(2, 64),
-                w: size(3, 64),
-                k: size(4, 16),
-            };
-            for (label, value) in
-                [("N", shape.n), ("C", shape.c), ("H", shape.h), ("W", shape.w), ("K", shape.k)]
-            {
-                fits.index(label, value)?;
-            }
-            let (oh, ow) = window.output(shape.h, shape.w);
-            fits.buffer("the input", &[shape.n, shape.c, shape.h, shape.w])?;
-            fits.buffer("the weights", &[shape.k, shape.c, window.taps()])?;
-            fits.buffer("the output", &[shape.n, shape.k, oh, ow])?;
-            let gemm = conv2d::window_gemm_shape(shape, window);
-            fits.groups(gemm::GemmVariant::SAFE.groups(&gemm).map(|g| g as usize))?;
-            Ok(Box::new(conv2d::Conv2d::random_window(shape, window, seed)))
-        }
+        conv2d::NAME => conv2d_case(sizes, seed, limits).map(|case| Box::new(case) as Box<dyn Case>),
         saxpy::NAME => Err("saxpy takes one size: N".into()),
         sgemm::NAME => Err("sgemm takes up to three sizes: M N K".into()),
-        conv2d::NAME => {
-            Err("conv2d takes up to seven sizes: N C H W K, then the window's size and stride (3 1)".into())
-        }
         other => Err(format!("no suite kernel is called `{other}`; the suite has {}", NAMES.join(", "))),
     }
+}
+
+/// The conv2d problem of `sizes` (N C H W K, then the window's size and stride; missing ones take
+/// defaults), inputs from `seed`, checked against `limits` before any input is made: what
+/// [`case`] makes for conv2d, as the concrete problem.
+pub fn conv2d_case(
+    sizes: &[usize],
+    seed: u64,
+    limits: &Limits,
+) -> std::result::Result<conv2d::Conv2d, String> {
+    if sizes.contains(&0) {
+        return Err("sizes must be at least 1".into());
+    }
+    if sizes.len() > 7 {
+        return Err(
+            "conv2d takes up to seven sizes: N C H W K, then the window's size and stride (3 1)".into()
+        );
+    }
+    let size = |i: usize, default: usize| sizes.get(i).copied().unwrap_or(default);
+    let fits = Fits { limits };
+    let window = conv2d::Window { size: size(5, 3), stride: size(6, 1) };
+    window.check()?;
+    let shape =
+        conv2d::Shape { n: size(0, 1), c: size(1, 16), h: size(2, 64), w: size(3, 64), k: size(4, 16) };
+    for (label, value) in [("N", shape.n), ("C", shape.c), ("H", shape.h), ("W", shape.w), ("K", shape.k)] {
+        fits.index(label, value)?;
+    }
+    let (oh, ow) = window.output(shape.h, shape.w);
+    fits.buffer("the input", &[shape.n, shape.c, shape.h, shape.w])?;
+    fits.buffer("the weights", &[shape.k, shape.c, window.taps()])?;
+    fits.buffer("the output", &[shape.n, shape.k, oh, ow])?;
+    let gemm = conv2d::window_gemm_shape(shape, window);
+    fits.groups(gemm::GemmVariant::SAFE.groups(&gemm).map(|g| g as usize))?;
+    Ok(conv2d::Conv2d::random_window(shape, window, seed))
 }
 
 /// Checks of a problem's sizes against a device.

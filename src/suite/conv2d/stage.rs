@@ -118,7 +118,11 @@ impl Conv2dStage {
     pub fn with_transfers(mut self, runtime: &Runtime, transfers: Transfers) -> Result<Self> {
         if transfers != self.transfers {
             self.transfers = transfers;
-            self.program = runtime.program(&stage_spec(runtime, self.shape, transfers))?;
+            let spec = stage_spec(runtime, self.shape, transfers);
+            // Without a choice of the mode's own, the stage keeps the program it has.
+            if spec != *self.program.spec() {
+                self.program = runtime.program(&spec)?;
+            }
         }
         Ok(self)
     }
