@@ -12,7 +12,11 @@
 //! timed at other clocks. The timed runs drop each result as it arrives, and the process keeps
 //! the memory it frees ([`super::host_memory`]). Untimed runs of both paths then check the
 //! results: the pipelined ones must equal the synchronous ones bit for bit, and the first image
-//! of the first batch is checked against the CPU.
+//! of the first batch is checked against the CPU once every row is timed: on the H100, a staged
+//! Winograd stage timed right after that CPU check (one image's reference, about 0.2 s) ran its
+//! GPU work 0.3 ms a batch slower for seconds, so a row's figures depended on the check of the
+//! row before. Why is not known, and it is not the only thing a row inherits from the rows
+//! before it (BENCHMARKS.md §8).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -125,6 +129,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let modes =
         if options.transfers.is_empty() { Transfers::ALL.to_vec() } else { options.transfers.clone() };
     let mut rows = Vec::new();
+    let mut checks = Vec::new();
     for shape in &shapes {
         suite::case(
             suite::conv2d::NAME,
@@ -134,17 +139,21 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         )
         .map_err(UsageError)?;
         for &mode in &modes {
-            let row = measure(&runtime, *shape, mode, &options)?;
+            let (row, check) = measure(&runtime, *shape, mode, &options)?;
             if !options.json {
                 eprintln!("{} {}: done", row.shape, row.transfers);
             }
             rows.push(row);
+            checks.push(check);
         }
         let plain = rows.iter().rev().take(modes.len()).find(|r| r.transfers == Transfers::Plain.name());
         let plain_synchronous = plain.map(|r| r.synchronous_ms);
         for row in rows.iter_mut().rev().take(modes.len()) {
             row.over_plain_synchronous = plain_synchronous.map(|ms| ms / row.pipelined_ms);
         }
+    }
+    for (row, check) in rows.iter_mut().zip(checks) {
+        row.correct = check.verdict();
     }
     let info = runtime.info();
     let mut details = info.details.clone();
@@ -170,7 +179,8 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     Ok(if correct { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
 }
 
-fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) -> CliResult<Row> {
+/// Times one shape in one mode; the row's `correct` is filled in from the returned [`Check`].
+fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) -> CliResult<(Row, Check)> {
     let seed = 1;
     let stage = Conv2dStage::new(runtime, shape, seed)?.with_transfers(runtime, mode)?;
     let pipeline = Pipeline::new(runtime, stage).with_depth(options.depth)?;
@@ -220,18 +230,12 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
         pipelined_digests.push(digest(&output));
         Ok(())
     })?;
-    let same = digests(&serial_outputs) == pipelined_digests;
-    let first_output = serial_outputs.swap_remove(0);
-
     let stage = pipeline.stage();
-    let first_image = batches[0][..stage.image_len()].to_vec();
-    let case = stage.case(first_image);
-    let (want, tolerance) = case.reference(stage.spec());
-    let verdict = suite::verify(&first_output[..want.len()], &want, &tolerance);
-    let correct = match (same, verdict.passed()) {
-        (true, true) => "yes".to_owned(),
-        (false, _) => "NO: pipelined results differ from the synchronous ones".to_owned(),
-        (true, false) => format!("NO: {verdict}"),
+    let check = Check {
+        same: digests(&serial_outputs) == pipelined_digests,
+        first_output: serial_outputs.swap_remove(0),
+        case: stage.case(batches[0][..stage.image_len()].to_vec()),
+        spec: stage.spec().clone(),
     };
 
     let per_batch = |times: &[Duration]| median(times) * 1e3 / batches.len() as f64;
@@ -240,7 +244,7 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
     let (upload, gpu, download) = (stage_ms(0), stage_ms(1), stage_ms(2));
     let slowest = upload.max(gpu).max(download);
     let Shape { n, c, h, w, k } = shape;
-    Ok(Row {
+    let row = Row {
         shape: format!("{n}×{c}×{h}×{w}→{k}"),
         transfers: mode.name(),
         kernel: pipeline.stage().variant(),
@@ -256,8 +260,43 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
         speedup: synchronous_ms / pipelined_ms,
         over_plain_synchronous: None,
         over_ideal: pipelined_ms / slowest,
-        correct,
-    })
+        correct: String::new(),
+    };
+    Ok((row, check))
+}
+
+/// What checking one row's results needs, kept until every row is timed.
+struct Check {
+    /// The pipelined results equal the synchronous ones bit for bit.
+    same: bool,
+    /// The synchronous path's first batch.
+    first_output: Vec<f32>,
+    /// The first image of the first batch as a suite case (the stage's weights and bias).
+    case: suite::conv2d::Conv2d,
+    /// What the stage ran (its rounding bound).
+    spec: sparkle::KernelSpec,
+}
+
+impl Check {
+    /// `yes`, or what is wrong: the first image against the CPU, then the two paths compared.
+    fn verdict(self) -> String {
+        let (want, tolerance) = self.case.reference(&self.spec);
+        let verdict = match self.first_output.get(..want.len()) {
+            Some(got) => suite::verify(got, &want, &tolerance),
+            None => {
+                return format!(
+                    "NO: {} floats came back, the first image has {}",
+                    self.first_output.len(),
+                    want.len()
+                )
+            }
+        };
+        match (self.same, verdict.passed()) {
+            (true, true) => "yes".to_owned(),
+            (false, _) => "NO: pipelined results differ from the synchronous ones".to_owned(),
+            (true, false) => format!("NO: {verdict}"),
+        }
+    }
 }
 
 /// Each stage run on its own, on one set kept for the whole measurement: upload, the batch's
