@@ -121,6 +121,10 @@ fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
     if cfg!(all(target_os = "linux", target_env = "gnu")) {
         assert!(host_memory[1].as_str().unwrap().starts_with("freed blocks kept"), "{host_memory}");
     }
+    // Each row in a process of its own, so that no row inherits what an earlier one left behind.
+    let mut processes: Vec<u64> = rows.iter().map(|row| row["process"].as_u64().unwrap()).collect();
+    processes.dedup();
+    assert_eq!(processes.len(), rows.len(), "{processes:?}");
     for row in rows {
         assert_eq!(row["correct"], "yes", "{row}");
         // Untuned: the device's default for the largest batch, named as `sparkle tune` names it.
@@ -137,6 +141,40 @@ fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
 
     let output = sparkle(&["bench-pipeline", "--batches", "0"], dir.path(), &[]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+}
+
+#[test]
+fn bench_pipeline_runs_every_row_in_one_process_when_asked_and_passes_on_a_rows_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["bench-pipeline", "--shape", "2,2,8,8,2", "--batches", "3", "--repeats", "1"];
+    args.extend(["--warmup-ms", "0", "--transfers", "plain", "--transfers", "staged", "--json"]);
+    let output = sparkle(&[&args[..], &["--one-process"]].concat(), dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{report}");
+    assert_eq!(rows[0]["process"], rows[1]["process"], "{report}");
+    for row in rows {
+        assert_eq!(row["correct"], "yes", "{row}");
+        // The plain row's synchronous path over each row's pipelined time.
+        let gain = row["over_plain_synchronous"].as_f64().unwrap();
+        let expected = rows[0]["synchronous_ms"].as_f64().unwrap() / row["pipelined_ms"].as_f64().unwrap();
+        assert!((gain - expected).abs() <= 1e-9 * expected, "{row}");
+    }
+
+    // A shape the device cannot bind is refused by the row's process, and so by the command.
+    let args = [
+        "bench-pipeline",
+        "--shape",
+        "100000,64,512,512,64",
+        "--transfers",
+        "plain",
+        "--transfers",
+        "staged",
+    ];
+    let output = sparkle(&args, dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("more than a kernel may bind"), "{}", text(&output));
 }
 
 #[test]

@@ -5,6 +5,10 @@
 //! writes and reads, mapped staging buffers with device copies, the same with the kernel writing
 //! its output straight into a mapped buffer, the kernel on mapped buffers).
 //!
+//! Each row (a shape in one transfer mode) runs in a fresh process of its own, this program
+//! again with `--one-process`: in one process, on the H100, a row could run 1.6× slower for what
+//! the rows before it had done (BENCHMARKS.md §8, "What a row inherits from the rows before it").
+//!
 //! Each figure is the median of `--repeats` rounds after a warm-up of at least `--warmup-ms`;
 //! every round times the stages alone, the synchronous path and the pipelined one, in that
 //! order. A GPU sets its clocks by how busy it was lately (an H100 ran this bench anywhere from
@@ -18,10 +22,10 @@
 //! row before. Why is not known, and it is not the only thing a row inherits from the rows
 //! before it (BENCHMARKS.md §8).
 
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sparkle::suite::conv2d::{Conv2dStage, Shape, Transfers};
 use sparkle::suite::{self, Case};
 use sparkle::{Pipeline, Runtime, Stage};
@@ -50,6 +54,11 @@ pub struct Options {
     /// Least time spent running the stream before measuring.
     #[arg(long, default_value_t = 500)]
     warmup_ms: u64,
+    /// Measure every row in this process, one after another. By default each row (a shape in
+    /// one transfer mode) runs in a fresh process of its own: in one process a row can inherit
+    /// a slowdown from the rows before it.
+    #[arg(long)]
+    one_process: bool,
     #[arg(long)]
     json: bool,
 }
@@ -79,10 +88,12 @@ fn default_shapes() -> Vec<Shape> {
     vec![Shape { n: 8, c: 1, h: 128, w: 128, k: 1 }, Shape { n: 4, c: 4, h: 64, w: 64, k: 4 }]
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct Row {
     shape: String,
-    transfers: &'static str,
+    transfers: String,
+    /// The process that measured the row.
+    process: u32,
     /// The conv2d kernel's variant (`Conv2dStage::variant`).
     kernel: String,
     megabytes_in: f64,
@@ -109,7 +120,7 @@ struct Row {
     correct: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct Report {
     device: String,
     backend: String,
@@ -123,14 +134,32 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     if options.batches == 0 || options.repeats == 0 {
         return Err(Box::new(UsageError("--batches and --repeats must be at least 1".into())));
     }
-    let host_memory = super::host_memory::keep_freed_memory();
-    let runtime = Runtime::from_env()?;
     let shapes = if options.shapes.is_empty() { default_shapes() } else { options.shapes.clone() };
     let modes =
         if options.transfers.is_empty() { Transfers::ALL.to_vec() } else { options.transfers.clone() };
+    let mut report = if options.one_process || shapes.len() * modes.len() == 1 {
+        measure_here(&options, &shapes, &modes)?
+    } else {
+        measure_in_own_processes(&options, &shapes, &modes)?
+    };
+    compare_with_plain(&mut report.rows);
+    let correct = report.rows.iter().all(|r| r.correct == "yes");
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(if correct { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
+}
+
+/// Every row in this process, one after another, each checked against the CPU once all are
+/// timed.
+fn measure_here(options: &Options, shapes: &[Shape], modes: &[Transfers]) -> CliResult<Report> {
+    let host_memory = super::host_memory::keep_freed_memory();
+    let runtime = Runtime::from_env()?;
     let mut rows = Vec::new();
     let mut checks = Vec::new();
-    for shape in &shapes {
+    for shape in shapes {
         suite::case(
             suite::conv2d::NAME,
             &[shape.n, shape.c, shape.h, shape.w, shape.k],
@@ -138,18 +167,13 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
             &runtime.info().limits,
         )
         .map_err(UsageError)?;
-        for &mode in &modes {
-            let (row, check) = measure(&runtime, *shape, mode, &options)?;
+        for &mode in modes {
+            let (row, check) = measure(&runtime, *shape, mode, options)?;
             if !options.json {
                 eprintln!("{} {}: done", row.shape, row.transfers);
             }
             rows.push(row);
             checks.push(check);
-        }
-        let plain = rows.iter().rev().take(modes.len()).find(|r| r.transfers == Transfers::Plain.name());
-        let plain_synchronous = plain.map(|r| r.synchronous_ms);
-        for row in rows.iter_mut().rev().take(modes.len()) {
-            row.over_plain_synchronous = plain_synchronous.map(|ms| ms / row.pipelined_ms);
         }
     }
     for (row, check) in rows.iter_mut().zip(checks) {
@@ -162,21 +186,97 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         host_memory
             .unwrap_or_else(|| "freed blocks go back to the kernel (the allocator's defaults)".to_owned()),
     ));
-    let report = Report {
+    Ok(Report {
         device: info.name.clone(),
         backend: info.backend.to_owned(),
         details,
         batches: options.batches,
         depth: options.depth,
         rows,
-    };
-    let correct = report.rows.iter().all(|r| r.correct == "yes");
-    if options.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_report(&report);
+    })
+}
+
+/// Each row in a fresh process of its own (this program again, with `--one-process` and the
+/// row's shape and mode), so that no row inherits what the rows before it left behind.
+fn measure_in_own_processes(options: &Options, shapes: &[Shape], modes: &[Transfers]) -> CliResult<Report> {
+    let mut report: Option<Report> = None;
+    for shape in shapes {
+        for &mode in modes {
+            let row_report = measure_in_child(options, *shape, mode)?;
+            let mut rows = row_report.rows.into_iter();
+            let row = match (rows.next(), rows.next()) {
+                (Some(row), None) => row,
+                _ => {
+                    return Err(format!(
+                        "the process measuring {} {} did not report one row",
+                        shape_label(*shape),
+                        mode.name()
+                    )
+                    .into())
+                }
+            };
+            if !options.json {
+                eprintln!("{} {}: done", row.shape, row.transfers);
+            }
+            match &mut report {
+                Some(report) => report.rows.push(row),
+                None => report = Some(Report { rows: vec![row], ..row_report }),
+            }
+        }
     }
-    Ok(if correct { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
+    report.ok_or_else(|| "no rows to measure".into())
+}
+
+/// Runs `sparkle bench-pipeline` for one row in a child process and reads its JSON report; a
+/// child's usage error is this command's, and a wrong result comes back as its row says.
+fn measure_in_child(options: &Options, shape: Shape, mode: Transfers) -> CliResult<Report> {
+    let Shape { n, c, h, w, k } = shape;
+    let output = Command::new(std::env::current_exe()?)
+        .args(["bench-pipeline", "--one-process", "--json", "--transfers", mode.name()])
+        .args(["--shape", &format!("{n},{c},{h},{w},{k}")])
+        .args(["--batches", &options.batches.to_string(), "--depth", &options.depth.to_string()])
+        .args(["--repeats", &options.repeats.to_string(), "--warmup-ms", &options.warmup_ms.to_string()])
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let message = stderr.trim().strip_prefix("error: ").unwrap_or(stderr.trim()).to_owned();
+    match output.status.code() {
+        Some(0) | Some(3) => {}
+        Some(2) => return Err(Box::new(UsageError(message))),
+        _ => {
+            return Err(format!(
+                "the process measuring {} {} failed ({}): {message}",
+                shape_label(shape),
+                mode.name(),
+                output.status
+            )
+            .into())
+        }
+    }
+    // What the child logged (warnings) reaches the user as if this process had logged it.
+    eprint!("{stderr}");
+    serde_json::from_slice(&output.stdout).map_err(|err| {
+        format!("the process measuring {} {} printed no report ({err})", shape_label(shape), mode.name())
+            .into()
+    })
+}
+
+fn shape_label(shape: Shape) -> String {
+    let Shape { n, c, h, w, k } = shape;
+    format!("{n}×{c}×{h}×{w}→{k}")
+}
+
+/// Fills in each row's gain over the plain synchronous path of its shape, where plain
+/// transfers were measured too.
+fn compare_with_plain(rows: &mut [Row]) {
+    let plain: Vec<(String, f64)> = rows
+        .iter()
+        .filter(|row| row.transfers == Transfers::Plain.name())
+        .map(|row| (row.shape.clone(), row.synchronous_ms))
+        .collect();
+    for row in rows.iter_mut() {
+        let synchronous = plain.iter().find(|(shape, _)| *shape == row.shape).map(|(_, ms)| *ms);
+        row.over_plain_synchronous = synchronous.map(|ms| ms / row.pipelined_ms);
+    }
 }
 
 /// Times one shape in one mode; the row's `correct` is filled in from the returned [`Check`].
@@ -245,8 +345,9 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
     let slowest = upload.max(gpu).max(download);
     let Shape { n, c, h, w, k } = shape;
     let row = Row {
-        shape: format!("{n}×{c}×{h}×{w}→{k}"),
-        transfers: mode.name(),
+        shape: shape_label(shape),
+        transfers: mode.name().to_owned(),
+        process: std::process::id(),
         kernel: pipeline.stage().variant(),
         megabytes_in: (n * c * h * w * 4) as f64 / 1e6,
         megabytes_out: (n * k * h * w * 4) as f64 / 1e6,
@@ -380,7 +481,7 @@ fn print_report(report: &Report) {
         .map(|r| {
             vec![
                 r.shape.clone(),
-                r.transfers.to_owned(),
+                r.transfers.clone(),
                 format!("{:.1}/{:.1}", r.megabytes_in, r.megabytes_out),
                 format!("{:.3}", r.upload_ms),
                 format!("{:.3}", r.gpu_ms),
