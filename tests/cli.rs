@@ -122,7 +122,7 @@ fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
         assert!(host_memory[1].as_str().unwrap().starts_with("freed blocks kept"), "{host_memory}");
     }
     // Each row in a process of its own, so that no row inherits what an earlier one left behind.
-    let mut processes: Vec<u64> = rows.iter().map(|row| row["process"].as_u64().unwrap()).collect();
+    let mut processes: Vec<u64> = rows.iter().map(|row| row["process_id"].as_u64().unwrap()).collect();
     processes.dedup();
     assert_eq!(processes.len(), rows.len(), "{processes:?}");
     for row in rows {
@@ -153,7 +153,7 @@ fn bench_pipeline_runs_every_row_in_one_process_when_asked_and_passes_on_a_rows_
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let rows = report["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "{report}");
-    assert_eq!(rows[0]["process"], rows[1]["process"], "{report}");
+    assert_eq!(rows[0]["process_id"], rows[1]["process_id"], "{report}");
     for row in rows {
         assert_eq!(row["correct"], "yes", "{row}");
         // The plain row's synchronous path over each row's pipelined time.

@@ -93,7 +93,7 @@ struct Row {
     shape: String,
     transfers: String,
     /// The process that measured the row.
-    process: u32,
+    process_id: u32,
     /// The conv2d kernel's variant (`Conv2dStage::variant`).
     kernel: String,
     megabytes_in: f64,
@@ -347,7 +347,7 @@ fn measure(runtime: &Runtime, shape: Shape, mode: Transfers, options: &Options) 
     let row = Row {
         shape: shape_label(shape),
         transfers: mode.name().to_owned(),
-        process: std::process::id(),
+        process_id: std::process::id(),
         kernel: pipeline.stage().variant(),
         megabytes_in: (n * c * h * w * 4) as f64 / 1e6,
         megabytes_out: (n * k * h * w * 4) as f64 / 1e6,
