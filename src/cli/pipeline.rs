@@ -231,12 +231,20 @@ fn measure_in_own_processes(options: &Options, shapes: &[Shape], modes: &[Transf
 /// child's usage error is this command's, and a wrong result comes back as its row says.
 fn measure_in_child(options: &Options, shape: Shape, mode: Transfers) -> CliResult<Report> {
     let Shape { n, c, h, w, k } = shape;
-    let output = Command::new(std::env::current_exe()?)
+    let cannot_start = |err: std::io::Error| {
+        format!(
+            "could not start a process to measure {} {} ({err}); --one-process measures every row in this one",
+            shape_label(shape),
+            mode.name()
+        )
+    };
+    let output = Command::new(std::env::current_exe().map_err(cannot_start)?)
         .args(["bench-pipeline", "--one-process", "--json", "--transfers", mode.name()])
         .args(["--shape", &format!("{n},{c},{h},{w},{k}")])
         .args(["--batches", &options.batches.to_string(), "--depth", &options.depth.to_string()])
         .args(["--repeats", &options.repeats.to_string(), "--warmup-ms", &options.warmup_ms.to_string()])
-        .output()?;
+        .output()
+        .map_err(cannot_start)?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let message = stderr.trim().strip_prefix("error: ").unwrap_or(stderr.trim()).to_owned();
     match output.status.code() {
