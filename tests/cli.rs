@@ -200,3 +200,37 @@ fn logs_carry_no_colour_codes_when_piped_and_backend_reasons_repeat_no_word() {
         assert_eq!(line.matches("unavailable").count(), 1, "a word repeated: {line}");
     }
 }
+
+#[test]
+fn holding_the_gpu_clocks_is_done_or_refused_in_words_never_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let unheld = sparkle(&["info"], dir.path(), &[("SPARKLE_HOLD_CLOCKS", "0")]);
+    assert_eq!(unheld.status.code(), Some(0), "{}", text(&unheld));
+    assert!(text(&unheld).contains("GPU clocks: the driver's"), "{}", text(&unheld));
+    let cpu_renderer = text(&unheld).contains("llvmpipe");
+
+    let asked = sparkle(&["info"], dir.path(), &[("SPARKLE_HOLD_CLOCKS", "1")]);
+    if asked.status.code() == Some(0) {
+        assert!(!cpu_renderer, "a CPU renderer has no clocks to hold: {}", text(&asked));
+        assert!(
+            text(&asked).contains("GPU clocks: held at the top through a CUDA context"),
+            "{}",
+            text(&asked)
+        );
+    } else {
+        assert_eq!(asked.status.code(), Some(1), "{}", text(&asked));
+        assert!(text(&asked).contains("Selected: none"), "{}", text(&asked));
+        assert!(text(&asked).contains("SPARKLE_HOLD_CLOCKS"), "{}", text(&asked));
+        if cpu_renderer {
+            assert!(
+                text(&asked).contains("llvmpipe") && text(&asked).contains("unset it"),
+                "{}",
+                text(&asked)
+            );
+        }
+    }
+
+    let misspelt = sparkle(&["info"], dir.path(), &[("SPARKLE_HOLD_CLOCKS", "max")]);
+    assert_eq!(misspelt.status.code(), Some(1), "{}", text(&misspelt));
+    assert!(text(&misspelt).contains(r#"SPARKLE_HOLD_CLOCKS="max" is neither"#), "{}", text(&misspelt));
+}

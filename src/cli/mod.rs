@@ -50,8 +50,8 @@ impl std::error::Error for UsageError {}
 #[command(name = "sparkle", version, about = "GPU compute that never pays for the same compile twice")]
 #[command(after_help = "Exit codes: 0 success, 1 failure, 2 usage error, 3 wrong result.\n\
 Environment: SPARKLE_BACKEND=amdgpu|amdgpu-sim|gl|auto, SPARKLE_CACHE_DIR, SPARKLE_CACHE_MAX_SIZE, \
-SPARKLE_CACHE_MAX_AGE_DAYS, SPARKLE_EGL_DEVICE, SPARKLE_GL_FENCES=thread|poll, SPARKLE_SPIN_US, \
-SPARKLE_LOG (or RUST_LOG)")]
+SPARKLE_CACHE_MAX_AGE_DAYS, SPARKLE_EGL_DEVICE, SPARKLE_GL_FENCES=thread|poll, SPARKLE_HOLD_CLOCKS=0|1, \
+SPARKLE_SPIN_US, SPARKLE_LOG (or RUST_LOG)")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

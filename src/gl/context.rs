@@ -30,6 +30,9 @@ pub(crate) struct EglContext {
     pub source: String,
     /// The EGL device's index in enumeration order; `None` for the default display.
     pub device_index: Option<usize>,
+    /// The CUDA device the EGL device says it is (`EGL_NV_device_cuda`), for holding its
+    /// clocks (`clock_hold.rs`); `None` where the driver does not say.
+    pub cuda_device: Option<i32>,
     /// GL 4.3 program introspection, which glow does not wrap usably.
     pub introspection: super::interface::Introspection,
     /// Buffer textures for ranges read as texels (`glTexBufferRange`, which glow does not wrap).
@@ -194,7 +197,30 @@ fn list_candidates(candidates: &[Candidate]) -> String {
 fn context_on_device(candidate: &Candidate) -> Result<EglContext, GlError> {
     // SAFETY: `None` is allowed (no DRM master fd); the device comes from this EGL's enumeration.
     let display = unsafe { Display::with_device(&candidate.device, None) }.map_err(egl_error)?;
-    finish(display, candidate.describe(), Some(candidate.index))
+    let cuda_device = cuda_device_of(&display, &candidate.device);
+    let mut context = finish(display, candidate.describe(), Some(candidate.index))?;
+    context.cuda_device = cuda_device;
+    Ok(context)
+}
+
+/// `EGL_CUDA_DEVICE_NV` of `EGL_NV_device_cuda`: the CUDA device ordinal of an EGL device.
+const EGL_CUDA_DEVICE_NV: i32 = 0x323A;
+
+/// The CUDA device ordinal `device` says it is, where its driver offers `EGL_NV_device_cuda`.
+fn cuda_device_of(display: &Display, device: &Device) -> Option<i32> {
+    if !device.extensions().contains("EGL_NV_device_cuda") {
+        return None;
+    }
+    let mut ordinal: isize = 0;
+    // SAFETY: the device comes from this EGL's enumeration and has the extension that defines
+    // the attribute; the value is written to a live local.
+    let found =
+        unsafe { display.egl().QueryDeviceAttribEXT(device.raw_device(), EGL_CUDA_DEVICE_NV, &mut ordinal) };
+    if found == 0 {
+        tracing::debug!("EGL_NV_device_cuda offered but the CUDA device query failed");
+        return None;
+    }
+    i32::try_from(ordinal).ok()
 }
 
 /// The device [`create`] would try first without a pinned index: the first hardware device in
@@ -252,6 +278,7 @@ fn finish(display: Display, source: String, device_index: Option<usize>) -> Resu
                     gl,
                     source,
                     device_index,
+                    cuda_device: None,
                     introspection,
                     texel_units,
                     context,

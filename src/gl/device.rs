@@ -25,6 +25,8 @@ pub(crate) struct Probe {
     /// GL 4.4 or `GL_ARB_buffer_storage`: staging buffers can be mapped persistently.
     pub buffer_storage: bool,
     pub limits: Limits,
+    /// What the GPU's clocks follow: the driver's policy, or a hold (`clock_hold.rs`).
+    pub clocks: String,
 }
 
 impl Probe {
@@ -112,6 +114,7 @@ pub(crate) fn probe(context: &EglContext) -> Result<Probe, GlError> {
             parallel_compile,
             buffer_storage,
             limits,
+            clocks: String::new(),
         })
     }
 }

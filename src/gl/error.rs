@@ -72,6 +72,9 @@ pub enum GlError {
         /// The driver's reason.
         reason: String,
     },
+    /// `SPARKLE_HOLD_CLOCKS` asked for what cannot be done here, or is not a setting.
+    #[error("{0}")]
+    ClockHold(String),
     /// The GL thread is gone: the process is exiting.
     #[error("the GL thread has stopped (the process is exiting)")]
     ThreadGone,
@@ -86,7 +89,8 @@ impl From<GlError> for Error {
             GlError::EglMissing
             | GlError::NoContext(_)
             | GlError::BadDevice { .. }
-            | GlError::VersionTooOld { .. } => ErrorKind::Unavailable,
+            | GlError::VersionTooOld { .. }
+            | GlError::ClockHold(_) => ErrorKind::Unavailable,
             GlError::Compile { .. } | GlError::Link { .. } => ErrorKind::Compile,
             GlError::Driver { code: glow::OUT_OF_MEMORY, .. } => ErrorKind::OutOfMemory,
             GlError::Driver { code: glow::CONTEXT_LOST, .. }

@@ -8,6 +8,7 @@
 //! [`hal`]: crate::hal
 
 mod buffer;
+mod clock_hold;
 mod context;
 mod device;
 mod driver_cache;
@@ -27,6 +28,7 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use buffer::GlBuffer;
+pub use clock_hold::HOLD_CLOCKS_ENV;
 pub use context::DEVICE_ENV;
 pub use error::GlError;
 pub use live::{live_objects, LiveObjects};
@@ -162,6 +164,7 @@ fn details(probe: &Probe, driver_cache: String) -> Vec<(String, String)> {
             if probe.buffer_storage { "yes" } else { "no (GL 4.4 or ARB_buffer_storage needed)" }.into(),
         ),
         ("driver shader cache".into(), driver_cache),
+        ("GPU clocks".into(), probe.clocks.clone()),
     ]
 }
 

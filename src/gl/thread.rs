@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, Once, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::clock_hold::{self, ClockHold};
 use super::context::{self, EglContext};
 use super::device::{self, Probe};
 use super::fences::{self, FenceThreadControl, Fences, Hooks, Watch};
@@ -285,6 +286,23 @@ impl Shared {
     }
 }
 
+/// Takes the clock hold `SPARKLE_HOLD_CLOCKS` asks for (`clock_hold.rs`), and records in the
+/// probe what the device's clocks follow.
+fn hold_clocks(context: &EglContext, mut probe: Probe) -> Result<(Probe, Option<ClockHold>), GlError> {
+    if !clock_hold::asked()? {
+        probe.clocks = clock_hold::describe_unheld(&probe.vendor, probe.is_cpu_renderer());
+        return Ok((probe, None));
+    }
+    let hold = ClockHold::take(&clock_hold::Target {
+        vendor: &probe.vendor,
+        renderer: &probe.renderer,
+        cpu_renderer: probe.is_cpu_renderer(),
+        cuda_device: context.cuda_device,
+    })?;
+    probe.clocks = hold.describe();
+    Ok((probe, Some(hold)))
+}
+
 /// The environment variable that picks who waits for fences: `thread` (the default) or `poll`.
 pub const FENCES_ENV: &str = "SPARKLE_GL_FENCES";
 
@@ -379,14 +397,17 @@ impl GlThread {
             .name("sparkle-gl".into())
             .spawn(move || {
                 ON_GL_THREAD.with(|on| on.set(true));
-                let started = context::create(pinned).and_then(|context| match device::probe(&context) {
-                    Ok(probe) => Ok((context, probe)),
-                    Err(err) => {
-                        context.close();
-                        Err(err)
+                let started = context::create(pinned).and_then(|context| {
+                    match device::probe(&context).and_then(|probe| hold_clocks(&context, probe)) {
+                        Ok((probe, hold)) => Ok((context, probe, hold)),
+                        Err(err) => {
+                            context.close();
+                            Err(err)
+                        }
                     }
                 });
-                let (context, probe) = match started {
+                // Held for as long as this thread serves the device: for the process's life.
+                let (context, probe, _clock_hold) = match started {
                     Ok(started) => started,
                     Err(err) => {
                         // The receiver only disappears if `spawn` already returned.
