@@ -4,7 +4,7 @@
 //! NVIDIA's OpenGL driver raises the GPU's clocks for a few seconds when a context is made and
 //! then follows how busy the GPU is. Under light or bursty work (the GPU busy a fifth of the
 //! time, say a pipeline that waits on the host) an H100 fell from 1980 MHz to its lowest clock,
-//! 345 MHz, about five seconds into a process and stayed there, and every GPU stage took up to
+//! 345 MHz, about five seconds into a process and stayed there, and a GPU stage took up to
 //! 2.1× longer than in a fresh process. CUDA asks the driver for top clocks for as long as a
 //! context exists (PyTorch at the same duty cycle kept 1980 MHz), and so does Sparkle when asked:
 //! it retains the CUDA primary context of the same GPU, through the CUDA driver library, and
@@ -207,9 +207,6 @@ impl Api {
 struct Library {
     handle: *mut c_void,
 }
-
-// SAFETY: a dlopen handle is a process-wide token; dlsym may be called from any thread.
-unsafe impl Send for Library {}
 
 impl Library {
     fn open(name: &str) -> Result<Library, String> {
