@@ -11,6 +11,10 @@
 //! never uses it. That context takes about half a GiB of GPU memory and keeps the clocks up
 //! while the process is idle too, so it is never taken unasked. Asked for but impossible (no
 //! CUDA driver, another vendor's GPU, a CPU renderer), opening the device fails and says why.
+//!
+//! The CUDA device is the one the EGL device names (`EGL_NV_device_cuda`), else the only one,
+//! and its name must be the GL renderer's. On a host of identical GPUs whose CUDA numbering
+//! `CUDA_VISIBLE_DEVICES` changes, the name cannot tell them apart.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 
