@@ -12,9 +12,10 @@
 //! while the process is idle too, so it is never taken unasked. Asked for but impossible (no
 //! CUDA driver, another vendor's GPU, a CPU renderer), opening the device fails and says why.
 //!
-//! The CUDA device is the one the EGL device names (`EGL_NV_device_cuda`), else the only one,
-//! and its name must be the GL renderer's. On a host of identical GPUs whose CUDA numbering
-//! `CUDA_VISIBLE_DEVICES` changes, the name cannot tell them apart.
+//! The CUDA device is the one whose UUID is the GL device's (`GL_EXT_memory_object`), which
+//! holds whatever `CUDA_VISIBLE_DEVICES` renumbers; where the driver gives no UUID or none
+//! matches, the one the EGL device names (`EGL_NV_device_cuda`), else the only one, and then its
+//! name must be the GL renderer's.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 
@@ -55,6 +56,8 @@ pub(crate) struct Target<'a> {
     pub cpu_renderer: bool,
     /// The CUDA ordinal the EGL device gave (`EGL_NV_device_cuda`), if it gave one.
     pub cuda_device: Option<i32>,
+    /// The GL device's UUID (`GL_EXT_memory_object`), if the driver gave one.
+    pub device_uuid: Option<[u8; 16]>,
 }
 
 /// A retained CUDA primary context; released when dropped.
@@ -91,6 +94,10 @@ impl ClockHold {
                     .symbol(c"cuDevicePrimaryCtxRelease_v2")
                     .or_else(|_| library.symbol(c"cuDevicePrimaryCtxRelease"))?,
                 error_name: library.symbol(c"cuGetErrorName").ok(),
+                device_uuid: library
+                    .symbol(c"cuDeviceGetUuid_v2")
+                    .or_else(|_| library.symbol(c"cuDeviceGetUuid"))
+                    .ok(),
             }
         };
         let check = |what: &str, status: c_int| -> Result<(), GlError> {
@@ -104,16 +111,18 @@ impl ClockHold {
         let mut count: c_int = 0;
         // SAFETY: the out-pointer is a live local.
         check("cuDeviceGetCount", unsafe { (api.device_count)(&mut count) })?;
-        let ordinal = match target.cuda_device {
-            Some(ordinal) if (0..count).contains(&ordinal) => ordinal,
-            Some(ordinal) => {
+        let by_uuid = target.device_uuid.and_then(|uuid| api.find_by_uuid(uuid, count));
+        let ordinal = match (by_uuid, target.cuda_device) {
+            (Some(ordinal), _) => ordinal,
+            (None, Some(ordinal)) if (0..count).contains(&ordinal) => ordinal,
+            (None, Some(ordinal)) => {
                 return Err(refuse(format!(
                     "{HOLD_CLOCKS_ENV}: the EGL device is CUDA device {ordinal}, and CUDA sees {count} \
                      (CUDA_VISIBLE_DEVICES hides it?); unset one of them"
                 )))
             }
-            None if count == 1 => 0,
-            None => {
+            (None, None) if count == 1 => 0,
+            (None, None) => {
                 return Err(refuse(format!(
                     "{HOLD_CLOCKS_ENV}: the EGL device does not say which CUDA device it is \
                      (EGL_NV_device_cuda), and CUDA sees {count} devices"
@@ -130,9 +139,10 @@ impl ClockHold {
         })?;
         // SAFETY: cuDeviceGetName wrote a NUL-terminated string into the buffer it was given.
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-        // GL_RENDERER is the device name, then `/PCIe/SSE2` or similar.
+        // GL_RENDERER is the device name, then `/PCIe/SSE2` or similar. A UUID match needs no
+        // name check.
         let gl_name = target.renderer.split('/').next().unwrap_or_default().trim();
-        if gl_name != name {
+        if by_uuid.is_none() && gl_name != name {
             return Err(refuse(format!(
                 "{HOLD_CLOCKS_ENV}: CUDA device {ordinal} is {name}, and the GL context runs on {}; \
                  pick matching devices with SPARKLE_EGL_DEVICE and CUDA_VISIBLE_DEVICES, or unset it",
@@ -142,7 +152,12 @@ impl ClockHold {
         let mut context: *mut c_void = std::ptr::null_mut();
         // SAFETY: the out-pointer is a live local and `device` came from cuDeviceGet.
         check("cuDevicePrimaryCtxRetain", unsafe { (api.retain)(&mut context, device) })?;
-        tracing::info!(cuda_device = ordinal, %name, "holding the GPU's clocks through its CUDA primary context");
+        tracing::info!(
+            cuda_device = ordinal,
+            %name,
+            matched_by = if by_uuid.is_some() { "device UUID" } else { "EGL device and name" },
+            "holding the GPU's clocks through its CUDA primary context"
+        );
         Ok(ClockHold { release: api.release, device, name })
     }
 
@@ -187,9 +202,23 @@ struct Api {
     retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> c_int,
     release: unsafe extern "C" fn(c_int) -> c_int,
     error_name: Option<unsafe extern "C" fn(c_int, *mut *const c_char) -> c_int>,
+    device_uuid: Option<unsafe extern "C" fn(*mut [u8; 16], c_int) -> c_int>,
 }
 
 impl Api {
+    /// The ordinal of the CUDA device whose UUID is `uuid`, among the `count` CUDA sees.
+    fn find_by_uuid(&self, uuid: [u8; 16], count: c_int) -> Option<c_int> {
+        let device_uuid = self.device_uuid?;
+        (0..count).find(|&ordinal| {
+            let (mut device, mut found) = (0, [0u8; 16]);
+            // SAFETY: live out-pointers; CUuuid is 16 bytes; the ordinal is below the count.
+            let read = unsafe {
+                (self.device_get)(&mut device, ordinal) == 0 && device_uuid(&mut found, device) == 0
+            };
+            read && found == uuid
+        })
+    }
+
     /// `CUDA_ERROR_…` for a status, with its number.
     fn describe(&self, status: c_int) -> String {
         let mut name: *const c_char = std::ptr::null();
@@ -277,6 +306,7 @@ mod tests {
             renderer: "llvmpipe (LLVM 15.0.6, 256 bits)",
             cpu_renderer: true,
             cuda_device: None,
+            device_uuid: None,
         };
         let Err(GlError::ClockHold(why)) = ClockHold::take(&target) else {
             panic!("a CPU renderer's clocks cannot be held")
@@ -291,6 +321,7 @@ mod tests {
             renderer: "AMD Radeon RX 7900 XTX",
             cpu_renderer: false,
             cuda_device: None,
+            device_uuid: None,
         };
         assert!(
             matches!(ClockHold::take(&target), Err(GlError::ClockHold(why)) if why.contains("AMD Radeon"))
