@@ -55,7 +55,8 @@ pub struct Options {
     warmup_ms: u64,
     /// Measure every row in this process, one after another. By default each row (a shape in
     /// one transfer mode) runs in a fresh process of its own: in one process a row can inherit
-    /// a slowdown from the rows before it.
+    /// a slowdown from the rows before it (on NVIDIA the GPU's clock falls after a few seconds
+    /// of this light load; SPARKLE_HOLD_CLOCKS=1 holds it).
     #[arg(long)]
     one_process: bool,
     #[arg(long)]
