@@ -123,6 +123,7 @@ fn bench_pipeline_checks_every_transfer_mode_and_reports_each_stage() {
     }
     // Each row in a process of its own, so that no row inherits what an earlier one left behind.
     let mut processes: Vec<u64> = rows.iter().map(|row| row["process_id"].as_u64().unwrap()).collect();
+    processes.sort_unstable();
     processes.dedup();
     assert_eq!(processes.len(), rows.len(), "{processes:?}");
     for row in rows {
@@ -205,31 +206,24 @@ fn logs_carry_no_colour_codes_when_piped_and_backend_reasons_repeat_no_word() {
 fn holding_the_gpu_clocks_is_done_or_refused_in_words_never_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let unheld = sparkle(&["info"], dir.path(), &[("SPARKLE_HOLD_CLOCKS", "0")]);
-    assert_eq!(unheld.status.code(), Some(0), "{}", text(&unheld));
-    assert!(text(&unheld).contains("GPU clocks: the driver's"), "{}", text(&unheld));
     let unheld_text = text(&unheld);
+    assert_eq!(unheld.status.code(), Some(0), "{unheld_text}");
+    assert!(unheld_text.contains("GPU clocks: the driver's"), "{unheld_text}");
     let renderer =
         unheld_text.lines().find(|line| line.trim_start().starts_with("renderer:")).unwrap_or_default();
     let cpu_renderer = renderer.contains("llvmpipe");
 
     let asked = sparkle(&["info"], dir.path(), &[("SPARKLE_HOLD_CLOCKS", "1")]);
+    let asked_text = text(&asked);
     if asked.status.code() == Some(0) {
-        assert!(!cpu_renderer, "a CPU renderer has no clocks to hold: {}", text(&asked));
-        assert!(
-            text(&asked).contains("GPU clocks: held at the top through a CUDA context"),
-            "{}",
-            text(&asked)
-        );
+        assert!(!cpu_renderer, "a CPU renderer has no clocks to hold: {}", asked_text);
+        assert!(asked_text.contains("GPU clocks: held at the top through a CUDA context"), "{}", asked_text);
     } else {
-        assert_eq!(asked.status.code(), Some(1), "{}", text(&asked));
-        assert!(text(&asked).contains("Selected: none"), "{}", text(&asked));
-        assert!(text(&asked).contains("SPARKLE_HOLD_CLOCKS"), "{}", text(&asked));
+        assert_eq!(asked.status.code(), Some(1), "{}", asked_text);
+        assert!(asked_text.contains("Selected: none"), "{}", asked_text);
+        assert!(asked_text.contains("SPARKLE_HOLD_CLOCKS"), "{}", asked_text);
         if cpu_renderer {
-            assert!(
-                text(&asked).contains("llvmpipe") && text(&asked).contains("unset it"),
-                "{}",
-                text(&asked)
-            );
+            assert!(asked_text.contains("llvmpipe") && asked_text.contains("unset it"), "{}", asked_text);
         }
     }
 

@@ -33,9 +33,6 @@ pub(crate) struct EglContext {
     /// The CUDA device the EGL device says it is (`EGL_NV_device_cuda`), for holding its
     /// clocks (`clock_hold.rs`); `None` where the driver does not say.
     pub cuda_device: Option<i32>,
-    /// The device's UUID (`GL_EXT_memory_object`), which CUDA reports for the same GPU whatever
-    /// `CUDA_VISIBLE_DEVICES` hides or renumbers (`clock_hold.rs`).
-    pub device_uuid: Option<[u8; 16]>,
     /// GL 4.3 program introspection, which glow does not wrap usably.
     pub introspection: super::interface::Introspection,
     /// Buffer textures for ranges read as texels (`glTexBufferRange`, which glow does not wrap).
@@ -73,6 +70,31 @@ impl SharingContext {
 }
 
 impl EglContext {
+    /// The device's UUID, where the driver offers `GL_EXT_memory_object`: CUDA reports the same
+    /// for the same GPU whatever `CUDA_VISIBLE_DEVICES` hides or renumbers (`clock_hold.rs`).
+    /// Called on the thread where the context is current.
+    pub fn device_uuid(&self) -> Option<[u8; 16]> {
+        if !glow::HasContext::supported_extensions(&self.gl).contains("GL_EXT_memory_object") {
+            return None;
+        }
+        let pointer = self.display.get_proc_address(c"glGetUnsignedBytei_vEXT");
+        if pointer.is_null() {
+            return None;
+        }
+        // SAFETY: EGL returned this entry point for glGetUnsignedBytei_vEXT, whose signature in
+        // GL_EXT_memory_object is `GetUnsignedBytei` (GLenum, GLuint, GLubyte *).
+        let get = unsafe { std::mem::transmute::<*const std::ffi::c_void, GetUnsignedBytei>(pointer) };
+        let mut uuid = [0u8; 16];
+        // SAFETY: the context is current on this thread; the extension writes GL_UUID_SIZE_EXT
+        // (16) bytes for device index 0, which every implementation has.
+        unsafe { get(GL_DEVICE_UUID_EXT, 0, uuid.as_mut_ptr()) };
+        // A driver refusing the query must not leave its error to the first real call.
+        match super::error::take_error(&self.gl) {
+            None => Some(uuid),
+            Some(_) => None,
+        }
+    }
+
     /// A context of the same version sharing this one's objects (sync objects among them),
     /// for another thread.
     pub fn sharing(&self) -> Result<SharingContext, GlError> {
@@ -232,33 +254,6 @@ const GL_DEVICE_UUID_EXT: u32 = 0x9597;
 /// `glGetUnsignedBytei_vEXT(target, index, data)`, which glow does not wrap.
 type GetUnsignedBytei = unsafe extern "system" fn(u32, u32, *mut u8);
 
-/// The UUID of the context's device, where the driver offers `GL_EXT_memory_object`. Called
-/// with the context current on this thread.
-fn device_uuid(
-    gl: &glow::Context,
-    get_proc_address: impl Fn(&CStr) -> *const std::ffi::c_void,
-) -> Option<[u8; 16]> {
-    if !glow::HasContext::supported_extensions(gl).contains("GL_EXT_memory_object") {
-        return None;
-    }
-    let pointer = get_proc_address(c"glGetUnsignedBytei_vEXT");
-    if pointer.is_null() {
-        return None;
-    }
-    // SAFETY: EGL returned this entry point for glGetUnsignedBytei_vEXT, whose signature in
-    // GL_EXT_memory_object is the one declared above (GLenum, GLuint, GLubyte *).
-    let get = unsafe { std::mem::transmute::<*const std::ffi::c_void, GetUnsignedBytei>(pointer) };
-    let mut uuid = [0u8; 16];
-    // SAFETY: the context is current; the extension writes GL_UUID_SIZE_EXT (16) bytes for
-    // device index 0, which every implementation has.
-    unsafe { get(GL_DEVICE_UUID_EXT, 0, uuid.as_mut_ptr()) };
-    // A driver refusing the query must not leave its error to the first real call.
-    match super::error::take_error(gl) {
-        None => Some(uuid),
-        Some(_) => None,
-    }
-}
-
 /// The device [`create`] would try first without a pinned index: the first hardware device in
 /// enumeration order, else the first software one; `None` if EGL lists none.
 pub(crate) fn preferred_device_index() -> Option<usize> {
@@ -309,14 +304,12 @@ fn finish(display: Display, source: String, device_index: Option<usize>) -> Resu
                 let introspection =
                     super::interface::Introspection::load(|name| display.get_proc_address(name))?;
                 let texel_units = super::texels::TexelUnits::load(|name| display.get_proc_address(name))?;
-                let device_uuid = device_uuid(&gl, |name| display.get_proc_address(name));
                 tracing::debug!("OpenGL {major}.{minor} core context on {source}");
                 return Ok(EglContext {
                     gl,
                     source,
                     device_index,
                     cuda_device: None,
-                    device_uuid,
                     introspection,
                     texel_units,
                     context,

@@ -298,7 +298,7 @@ fn hold_clocks(context: &EglContext, mut probe: Probe) -> Result<(Probe, Option<
         renderer: &probe.renderer,
         cpu_renderer: probe.is_cpu_renderer(),
         cuda_device: context.cuda_device,
-        device_uuid: context.device_uuid,
+        device_uuid: context.device_uuid(),
     })?;
     probe.clocks = hold.describe();
     Ok((probe, Some(hold)))
