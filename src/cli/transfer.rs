@@ -24,7 +24,8 @@ use super::gpu_warm::warm_gpu;
 use super::{table, CliResult, UsageError, WRONG_RESULT};
 
 /// Sizes measured by default on a GPU.
-const GPU_SIZES: [usize; 8] = [4 << 10, 64 << 10, 1 << 20, 2 << 20, 16 << 20, 64 << 20, 128 << 20, 256 << 20];
+const GPU_SIZES: [usize; 9] =
+    [4 << 10, 64 << 10, 1 << 20, 2 << 20, 4 << 20, 16 << 20, 64 << 20, 128 << 20, 256 << 20];
 
 /// Sizes measured by default on a CPU renderer.
 const CPU_SIZES: [usize; 5] = [4 << 10, 64 << 10, 1 << 20, 2 << 20, 16 << 20];
@@ -118,7 +119,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         }
     }
     if options.study {
-        report.study = Some(study(&runtime)?);
+        report.study = Some(study(&runtime, &options.sizes)?);
     }
     if let Some(path) = &options.json_out {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)
@@ -132,7 +133,8 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     Ok(if report.correct { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
 }
 
-fn study(runtime: &Runtime) -> CliResult<String> {
+/// The plain-GL study at `sizes` (the GPU's or CPU renderer's default list where none are given).
+fn study(runtime: &Runtime, sizes: &[usize]) -> CliResult<String> {
     if runtime.backend() != "gl" {
         return Err(UsageError("--study looks at the GL driver: run it on the gl backend".into()).into());
     }
@@ -142,7 +144,11 @@ fn study(runtime: &Runtime) -> CliResult<String> {
     let inputs =
         super::plain_gl::SaxpyInputs { a: 2.0, x: (0..1024).map(|i| i as f32).collect(), y: vec![0.0; 1024] };
     let gpu = runtime.info().class == sparkle::DeviceClass::Gpu;
-    let sizes: &[usize] = if gpu { &GPU_SIZES } else { &CPU_SIZES };
+    let sizes: &[usize] = match sizes {
+        [] if gpu => &GPU_SIZES,
+        [] => &CPU_SIZES,
+        given => given,
+    };
     // On a GPU, kernels of about 0.7 ms beside a 16 MiB copy (about 0.33 ms on an H100); a CPU
     // renderer gets a small version that only shows the study runs.
     let (floats, launches, copy_bytes, reps) =

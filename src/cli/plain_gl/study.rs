@@ -2,9 +2,10 @@
 //! bytes, on the baseline's own context (`baseline.rs`): what a fence, a flush and a poll cost
 //! next to a small dispatch; round trips that read back with `glGetBufferSubData` or through a
 //! persistently mapped buffer; and uploads and read-backs at sizes from 4 KiB to 256 MiB through
-//! `glBufferSubData` / `glGetBufferSubData`, a mapping of the buffer, and persistently mapped
-//! staging buffers with each combination of `glBufferStorage` flags (client storage or not,
-//! coherent or explicitly flushed); and whether a device copy runs beside kernels (`overlap.rs`).
+//! `glBufferSubData` / `glGetBufferSubData` (in one call, and in pieces of 256 KiB to 1 MiB), a
+//! mapping of the buffer, and persistently mapped staging buffers with each combination of
+//! `glBufferStorage` flags (client storage or not, coherent or explicitly flushed); and whether a
+//! device copy runs beside kernels (`overlap.rs`).
 //! `sparkle bench-transfer --study` prints it; the gl backend's choices rest on what it showed.
 //! For benchmarking only.
 
@@ -330,6 +331,9 @@ fn reps(size: usize) -> usize {
     }
 }
 
+/// The pieces `glBufferSubData` / `glGetBufferSubData` are also timed in, for larger sizes.
+const PIECES: [usize; 3] = [256 << 10, 512 << 10, 1 << 20];
+
 /// Uploads and read-backs at each size, each way: GB/s of the median.
 fn transfers(gl: &glow::Context, sizes: &[usize], out: &mut String) -> Result<(), PlainGlError> {
     let _ = writeln!(
@@ -371,6 +375,33 @@ fn transfers(gl: &glow::Context, sizes: &[usize], out: &mut String) -> Result<()
             Ok(())
         })?;
         let _ = write!(line, " subdata {:.2}/{:.2}", gbps(size, up), gbps(size, down));
+        // The same calls over pieces of the range: the driver's way may depend on a call's size.
+        for piece in PIECES.into_iter().filter(|&piece| piece < size) {
+            let up = time(&mut || {
+                // SAFETY: the context is current; every piece lies within `device`'s `size` bytes.
+                unsafe {
+                    gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(device));
+                    for (index, part) in host.chunks(piece).enumerate() {
+                        gl.buffer_sub_data_u8_slice(glow::COPY_WRITE_BUFFER, (index * piece) as i32, part);
+                    }
+                    gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
+                }
+                let sync = baseline::fence_and_flush(gl)?;
+                baseline::wait_and_delete(gl, sync)
+            })?;
+            let down = time(&mut || {
+                // SAFETY: as above.
+                unsafe {
+                    gl.bind_buffer(glow::COPY_READ_BUFFER, Some(device));
+                    for (index, part) in back.chunks_mut(piece).enumerate() {
+                        gl.get_buffer_sub_data(glow::COPY_READ_BUFFER, (index * piece) as i32, part);
+                    }
+                    gl.bind_buffer(glow::COPY_READ_BUFFER, None);
+                }
+                Ok(())
+            })?;
+            let _ = write!(line, " | in {} KiB {:.2}/{:.2}", piece >> 10, gbps(size, up), gbps(size, down));
+        }
         // glMapBufferRange of the device buffer.
         let up = time(&mut || {
             // SAFETY: as above; the mapping covers `size` bytes and is unmapped before use.
