@@ -132,7 +132,7 @@ fn staging_writes_reach_device_copies_byte_for_byte_at_any_offset() {
 }
 
 /// `read_vec` fills memory it never zeroed on every read path: out of a Staging buffer's
-/// mapping (split over threads), through the ring (plain buffers from 4 MiB), and with
+/// mapping (split over threads), through the ring (plain buffers from 2 MiB), and with
 /// `glGetBufferSubData` (small plain reads) — every byte the buffer holds, at odd offsets.
 #[test]
 fn reads_into_new_vectors_return_every_byte_on_every_read_path() {

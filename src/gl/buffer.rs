@@ -164,7 +164,7 @@ const MOST_THREADS: usize = 8;
 
 /// Threads for a host copy of `len` bytes through a mapping: one below [`SPLIT_FROM`] bytes,
 /// else one per [`PER_THREAD`] bytes, up to half the host's cores and at most [`MOST_THREADS`].
-fn host_threads(len: usize) -> usize {
+pub(crate) fn host_threads(len: usize) -> usize {
     threads_for(len, (crate::hal::spin::host_cores() / 2).clamp(1, MOST_THREADS))
 }
 

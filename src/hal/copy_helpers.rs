@@ -11,12 +11,18 @@
 use std::any::Any;
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Helper threads: two copies at once (a pipeline's upload and read-back overlap) each get
 /// seven, the most helpers one copy asks for (see `gl/buffer.rs`).
 const HELPERS: usize = 14;
+
+/// The most helpers that poll at once while a [`wake_ahead`] window is open: one copy's worth.
+/// The others sleep as usual, so that two copies' helpers polling never crowd out the threads
+/// that feed the GPU.
+const MOST_POLLING: usize = HELPERS / 2;
 
 /// A part of a copy: copies bytes `from..to` of it.
 type Piece<'a> = dyn Fn(usize, usize) + Sync + 'a;
@@ -87,12 +93,74 @@ impl SplitCopy {
 struct Queue {
     jobs: Mutex<VecDeque<Arc<SplitCopy>>>,
     ready: Condvar,
+    /// Entries in `jobs`, readable without the lock by helpers that poll.
+    queued: AtomicUsize,
+    /// [`WokenAhead`] guards alive: while there is one, idle helpers poll for work instead of
+    /// sleeping, until `awake_until` at the latest.
+    woken_ahead: AtomicUsize,
+    /// The latest end (nanoseconds since [`epoch`]) of a [`wake_ahead`] window.
+    awake_until: AtomicU64,
+    /// Helpers polling now; at most [`MOST_POLLING`].
+    polling: AtomicUsize,
 }
 
 impl Queue {
     fn lock(&self) -> MutexGuard<'_, VecDeque<Arc<SplitCopy>>> {
         self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Whether idle helpers are to poll rather than sleep now.
+    fn awake(&self) -> bool {
+        self.woken_ahead.load(Ordering::Relaxed) > 0
+            && since_epoch() < self.awake_until.load(Ordering::Relaxed)
+    }
+}
+
+/// The instant the helpers' clock counts from.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn since_epoch() -> u64 {
+    epoch().elapsed().as_nanos().min(u64::MAX as u128) as u64
+}
+
+/// Keeps idle helpers polling for work while alive (see [`wake_ahead`]).
+pub(crate) struct WokenAhead {
+    queue: Option<&'static Queue>,
+}
+
+impl Drop for WokenAhead {
+    fn drop(&mut self) {
+        if let Some(queue) = self.queue {
+            queue.woken_ahead.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Wakes up to `helpers` helper threads now, for a split copy the caller knows is coming (a
+/// read-back whose device copy is on its way), and keeps idle helpers polling for work while
+/// the guard lives, for `most` at the longest. Waking a helper whose CPU had gone idle takes
+/// tens of microseconds in a guest, longer than a helper's share of a few-MiB copy, so helpers
+/// woken only when the copy starts join late and the caller copies most of it alone; woken
+/// ahead, they are polling when it starts. Does nothing where no helper is asked for or none
+/// could be started.
+pub(crate) fn wake_ahead(helpers: usize, most: Duration) -> WokenAhead {
+    let queue = match queue() {
+        Some(queue) if helpers > 0 => queue,
+        _ => return WokenAhead { queue: None },
+    };
+    let until = since_epoch().saturating_add(most.as_nanos().min(u64::MAX as u128) as u64);
+    queue.awake_until.fetch_max(until, Ordering::Relaxed);
+    queue.woken_ahead.fetch_add(1, Ordering::Relaxed);
+    // Taking the lock orders this against a helper between its check of the window and its
+    // sleep, so none misses the notification.
+    drop(queue.lock());
+    for _ in 0..helpers.min(MOST_POLLING) {
+        queue.ready.notify_one();
+    }
+    WokenAhead { queue: Some(queue) }
 }
 
 /// The helpers' queue, with the helpers started on first use; `None` where no thread could be
@@ -100,8 +168,14 @@ impl Queue {
 fn queue() -> Option<&'static Queue> {
     static QUEUE: OnceLock<Option<&'static Queue>> = OnceLock::new();
     *QUEUE.get_or_init(|| {
-        let queue: &'static Queue =
-            Box::leak(Box::new(Queue { jobs: Mutex::new(VecDeque::new()), ready: Condvar::new() }));
+        let queue: &'static Queue = Box::leak(Box::new(Queue {
+            jobs: Mutex::new(VecDeque::new()),
+            ready: Condvar::new(),
+            queued: AtomicUsize::new(0),
+            woken_ahead: AtomicUsize::new(0),
+            awake_until: AtomicU64::new(0),
+            polling: AtomicUsize::new(0),
+        }));
         let started = (0..HELPERS)
             .filter(|i| {
                 let spawned =
@@ -117,16 +191,27 @@ fn queue() -> Option<&'static Queue> {
 }
 
 /// A helper's life: take a copy, claim its parts until none is left, report back, forever.
+/// Between copies it sleeps, except while [`wake_ahead`]'s window is open: then it polls.
 fn help(queue: &'static Queue) {
     loop {
-        let copy = {
+        let copy = loop {
             let mut jobs = queue.lock();
-            loop {
-                match jobs.pop_front() {
-                    Some(copy) => break copy,
-                    None => jobs = queue.ready.wait(jobs).unwrap_or_else(PoisonError::into_inner),
-                }
+            if let Some(copy) = jobs.pop_front() {
+                queue.queued.fetch_sub(1, Ordering::Relaxed);
+                break copy;
             }
+            if queue.awake() {
+                if queue.polling.fetch_add(1, Ordering::Relaxed) < MOST_POLLING {
+                    drop(jobs);
+                    while queue.queued.load(Ordering::Relaxed) == 0 && queue.awake() {
+                        std::hint::spin_loop();
+                    }
+                    queue.polling.fetch_sub(1, Ordering::Relaxed);
+                    continue;
+                }
+                queue.polling.fetch_sub(1, Ordering::Relaxed);
+            }
+            drop(queue.ready.wait(jobs).unwrap_or_else(PoisonError::into_inner));
         };
         let panicked = copy.claim_parts().is_some();
         // The part function is not touched after this: the caller may return once all report.
@@ -150,7 +235,9 @@ impl Finish<'_> {
             let mut jobs = self.queue.lock();
             let before = jobs.len();
             jobs.retain(|job| !Arc::ptr_eq(job, self.copy));
-            before - jobs.len()
+            let untaken = before - jobs.len();
+            self.queue.queued.fetch_sub(untaken, Ordering::Relaxed);
+            untaken
         };
         let mut state = self.copy.lock();
         state.0 -= untaken;
@@ -193,7 +280,11 @@ pub(crate) fn in_pieces(len: usize, part: usize, helpers: usize, piece: &Piece<'
         done: Condvar::new(),
     });
     let finish = Finish { queue, copy: &copy };
-    queue.lock().extend(std::iter::repeat_n(copy.clone(), helpers));
+    {
+        let mut jobs = queue.lock();
+        jobs.extend(std::iter::repeat_n(copy.clone(), helpers));
+        queue.queued.fetch_add(helpers, Ordering::Relaxed);
+    }
     for _ in 0..helpers {
         queue.ready.notify_one();
     }
@@ -211,7 +302,7 @@ pub(crate) fn in_pieces(len: usize, part: usize, helpers: usize, piece: &Piece<'
 
 #[cfg(test)]
 mod tests {
-    use super::{in_pieces, HELPERS};
+    use super::{in_pieces, wake_ahead, HELPERS};
     use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
 
@@ -290,6 +381,45 @@ mod tests {
             assert!(!release.load(Ordering::SeqCst));
             release.store(true, Ordering::SeqCst);
         });
+    }
+
+    /// Helpers woken ahead poll while the guard lives (within its longest window), copies made
+    /// meanwhile (from several threads, each waking ahead again) still cover their ranges exactly
+    /// once, and the helpers go back to sleep once the guards are gone, or once the window has
+    /// passed with a guard still alive; the count they poll always matches the queue.
+    #[test]
+    fn helpers_woken_ahead_poll_while_asked_then_sleep() {
+        let queue = super::queue().expect("the helper threads start");
+        // The longest window any guard asked for bounds every guard: a short one first.
+        let stale = wake_ahead(1, Duration::from_millis(20));
+        assert!(queue.awake(), "helpers poll right after waking ahead");
+        eventually("the window of a guard still alive to pass", || !queue.awake());
+        drop(stale);
+        let woken = wake_ahead(HELPERS, Duration::from_secs(60));
+        assert!(queue.awake(), "helpers poll right after waking ahead");
+        std::thread::scope(|scope| {
+            for t in 0..3 {
+                scope.spawn(move || {
+                    for round in 0..20 {
+                        let _woken = wake_ahead(7, Duration::from_millis(5));
+                        covers_once((2 << 20) + 4096 * (t + round), 64 << 10, 7);
+                    }
+                });
+            }
+        });
+        assert!(queue.awake(), "the first guard still lives");
+        drop(woken);
+        assert!(!queue.awake(), "no guard lives");
+        {
+            // Other tests' copies may be queued now; the count must match the queue whatever.
+            let jobs = queue.lock();
+            assert_eq!(queue.queued.load(Ordering::SeqCst), jobs.len(), "the count of queued entries");
+        }
+        // Asking for no helper keeps none polling.
+        let none = wake_ahead(0, Duration::from_secs(3600));
+        assert!(!queue.awake(), "no helper was asked for");
+        drop(none);
+        covers_once(1 << 20, 4096, 3);
     }
 
     /// A part that panics on the caller's thread is passed on, but only after the parts that
