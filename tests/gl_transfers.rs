@@ -1,10 +1,10 @@
 //! Large uploads and read-backs of plain buffers on the gl backend (they go through a ring of
 //! mapped staging buffers, chunk by chunk): every byte lands where it was written, at offsets
 //! and lengths that do not fall on chunk boundaries, small transfers next to large ones stay
-//! right, uploads and read-backs on two threads at once stay right, kernels see an upload's bytes
-//! and write what a large read-back returns, a Staging buffer's host writes reach a device copy
-//! whole, and the host and the GPU see each other's latest bytes in Staging buffers round after
-//! round.
+//! right, read-backs round the ring buffer by buffer, uploads and read-backs on two threads at
+//! once stay right, kernels see an upload's bytes and write what a large read-back returns, a
+//! Staging buffer's host writes reach a device copy whole, and the host and the GPU see each
+//! other's latest bytes in Staging buffers round after round.
 
 #![cfg(feature = "gl")]
 
@@ -46,6 +46,25 @@ fn large_writes_and_reads_land_byte_for_byte_at_any_offset() {
         let mut part = vec![0u8; n];
         rt.read_buffer(&buffer, at as u64, &mut part).unwrap();
         assert!(part == want[at..at + n], "{n} bytes at {at}");
+    }
+}
+
+/// Read-backs of one chunk each start in successive buffers of the ring: round after round the
+/// buffer changes, and each read-back returns the round's bytes, never a buffer's earlier ones.
+#[test]
+fn one_chunk_read_backs_round_the_ring_and_return_each_rounds_bytes() {
+    let rt = runtime();
+    let size = (2 << 20) + 4321;
+    let buffer = rt.create_buffer(size as u64, BufferUsage::InOut).unwrap();
+    for round in 0..10 {
+        let want = pattern(size, 100 + round);
+        rt.write_buffer(&buffer, 0, &want).unwrap();
+        let mut got = vec![0u8; size];
+        rt.read_buffer(&buffer, 0, &mut got).unwrap();
+        assert!(got == want, "round {round}: the read-back's bytes");
+        let at = 17 + round as usize;
+        let part: Vec<u8> = rt.read_vec(&buffer, at as u64, (2 << 20) + 1).unwrap();
+        assert!(part == want[at..at + (2 << 20) + 1], "round {round}: a read-back at {at}");
     }
 }
 

