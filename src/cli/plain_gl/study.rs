@@ -355,28 +355,8 @@ fn transfers(gl: &glow::Context, sizes: &[usize], out: &mut String) -> Result<()
             }
             Ok(quantile(times, 0.5))
         };
-        let up = time(&mut || {
-            // SAFETY: the context is current; `device` holds `size` bytes.
-            unsafe {
-                gl.bind_buffer(glow::COPY_WRITE_BUFFER, Some(device));
-                gl.buffer_sub_data_u8_slice(glow::COPY_WRITE_BUFFER, 0, &host);
-                gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
-            }
-            let sync = baseline::fence_and_flush(gl)?;
-            baseline::wait_and_delete(gl, sync)
-        })?;
-        let down = time(&mut || {
-            // SAFETY: as above.
-            unsafe {
-                gl.bind_buffer(glow::COPY_READ_BUFFER, Some(device));
-                gl.get_buffer_sub_data(glow::COPY_READ_BUFFER, 0, &mut back);
-                gl.bind_buffer(glow::COPY_READ_BUFFER, None);
-            }
-            Ok(())
-        })?;
-        let _ = write!(line, " subdata {:.2}/{:.2}", gbps(size, up), gbps(size, down));
-        // The same calls over pieces of the range: the driver's way may depend on a call's size.
-        for piece in PIECES.into_iter().filter(|&piece| piece < size) {
+        // In one call, then over pieces of the range: the driver's way may depend on a call's size.
+        for piece in std::iter::once(size).chain(PIECES.into_iter().filter(|&piece| piece < size)) {
             let up = time(&mut || {
                 // SAFETY: the context is current; every piece lies within `device`'s `size` bytes.
                 unsafe {
@@ -400,7 +380,12 @@ fn transfers(gl: &glow::Context, sizes: &[usize], out: &mut String) -> Result<()
                 }
                 Ok(())
             })?;
-            let _ = write!(line, " | in {} KiB {:.2}/{:.2}", piece >> 10, gbps(size, up), gbps(size, down));
+            let (up, down) = (gbps(size, up), gbps(size, down));
+            let _ = if piece == size {
+                write!(line, " subdata {up:.2}/{down:.2}")
+            } else {
+                write!(line, " | in {} KiB {up:.2}/{down:.2}", piece >> 10)
+            };
         }
         // glMapBufferRange of the device buffer.
         let up = time(&mut || {
