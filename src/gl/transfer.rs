@@ -225,8 +225,11 @@ impl Ring {
         // The helpers of the first chunk's host copy wake while its device copy runs. Later
         // chunks' copies are usually done by the time the host gets to them, and helpers kept
         // polling through a long transfer took the CPUs its own threads needed: on a busy H100
-        // guest, 64 MiB read back at 8.4–10.7 GB/s that way against 23.3–23.6 without.
-        let mut woken = Some(wake_helpers(len.min(CHUNK)));
+        // guest, 64 MiB read back at 8.4–10.7 GB/s that way against 23.3–23.6 without. Where
+        // waits do not poll (a CPU renderer, whose copies run on the host's own cores, or
+        // `SPARKLE_SPIN_US=0`), neither do the helpers.
+        let polls = thread.timeline().wait_window() > Duration::ZERO;
+        let mut woken = polls.then(|| wake_helpers(len.min(CHUNK)));
         for k in 0..chunks {
             let slot = (first + k) % SLOTS;
             let (start, size) = span(k);
