@@ -8,12 +8,18 @@
 
 #![cfg(feature = "gl")]
 
+use std::sync::Once;
 use std::time::Duration;
 
 use sparkle::cache::CacheConfig;
 use sparkle::{Access, Arg, BufferUsage, KernelSpec, Runtime, ScalarType};
 
+/// A runtime whose plain transfers take the staging ring from 2 MiB, on a CPU renderer too
+/// (where it is off by default): these tests are about the ring.
 fn runtime() -> Runtime {
+    static RING_ON: Once = Once::new();
+    // Set once, before this process's first runtime reads it, while every test waits here.
+    RING_ON.call_once(|| std::env::set_var("SPARKLE_GL_TRANSFER_RING_MIN", (2 << 20).to_string()));
     Runtime::open_backend("gl", &CacheConfig::memory_only())
         .expect("a GL 4.3 context (Mesa's llvmpipe is enough)")
 }

@@ -229,7 +229,7 @@ impl hal::Device<Gl> for GlDevice {
             let _copying = self.thread().host_copy();
             return Ok(mapping.write(offset, data, Stores::Streaming)?);
         }
-        if transfer::through_ring(data.len()) && self.probe.buffer_storage {
+        if transfer::through_ring(data.len(), self.probe.is_cpu_renderer()) && self.probe.buffer_storage {
             let _copying = self.thread().host_copy();
             let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
@@ -248,7 +248,7 @@ impl hal::Device<Gl> for GlDevice {
             let _copying = self.thread().host_copy();
             return Ok(mapping.read(offset, out)?);
         }
-        if transfer::through_ring(out.len()) && self.probe.buffer_storage {
+        if transfer::through_ring(out.len(), self.probe.is_cpu_renderer()) && self.probe.buffer_storage {
             let _copying = self.thread().host_copy();
             let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
@@ -269,7 +269,7 @@ impl hal::Device<Gl> for GlDevice {
         offset: u64,
         out: &mut ReadTarget<'_>,
     ) -> Result<bool> {
-        if buffer.mapping().is_some() || transfer::through_ring(out.len()) {
+        if buffer.mapping().is_some() || transfer::through_ring(out.len(), self.probe.is_cpu_renderer()) {
             // A copy from the mapping needs no GL call, and a large read goes through the
             // staging ring: the caller waits, then reads.
             return Ok(false);

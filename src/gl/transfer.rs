@@ -22,23 +22,27 @@ use super::GlError;
 use crate::hal::stream_copy::Stores;
 use crate::hal::{BufferUsage, ReadTarget};
 
-/// Transfers of at least this many bytes go through the ring, unless
+/// Transfers of at least this many bytes go through the ring on a GPU, unless
 /// `SPARKLE_GL_TRANSFER_RING_MIN` (bytes) says otherwise. On the H100 (driver 580.159.04), with
 /// the helpers of the host's copies woken while the device copies run, 2 MiB moved 15–16 GB/s
 /// each way through the ring against 10–13 through the driver; 1 MiB was faster through the
 /// driver (12–26 against 8–11).
 const RING_MIN: usize = 2 << 20;
 
-/// The environment variable that moves the threshold (for measurements).
+/// The environment variable that moves the threshold (for measurements and tests).
 pub const RING_MIN_ENV: &str = "SPARKLE_GL_TRANSFER_RING_MIN";
 
-/// Whether a transfer of `len` bytes goes through the ring.
-pub(crate) fn through_ring(len: usize) -> bool {
-    static MIN: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let min = *MIN.get_or_init(|| {
-        std::env::var(RING_MIN_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(RING_MIN)
-    });
-    len >= min.max(1)
+/// Whether a transfer of `len` bytes goes through the ring: from `SPARKLE_GL_TRANSFER_RING_MIN`
+/// bytes where that is set; else from [`RING_MIN`] on a GPU, and never on a CPU renderer, whose
+/// "device" copy is one more memory copy on the host's own cores (llvmpipe, 2 cores: 2–64 MiB
+/// moved 6–13 GB/s through the ring against 11–43 through the driver).
+pub(crate) fn through_ring(len: usize, cpu_renderer: bool) -> bool {
+    static ASKED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let asked = *ASKED.get_or_init(|| std::env::var(RING_MIN_ENV).ok().and_then(|v| v.trim().parse().ok()));
+    match asked {
+        Some(min) => len >= min.max(1),
+        None => !cpu_renderer && len >= RING_MIN,
+    }
 }
 
 /// Bytes per ring buffer (and per GPU copy).
