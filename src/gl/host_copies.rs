@@ -11,14 +11,13 @@
 //! CPU renderers that window is the idle one, and nothing changes there.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Host copies in flight, and when the last one ended.
 #[derive(Default)]
 pub(crate) struct HostCopies {
     in_flight: AtomicUsize,
-    /// Nanoseconds from [`epoch`] to the end of the last copy; 0: none yet.
+    /// When the last copy ended ([`crate::hal::spin::now_ns`]); 0: none yet.
     last_end: AtomicU64,
 }
 
@@ -41,25 +40,15 @@ impl HostCopies {
             return true;
         }
         let last_end = self.last_end.load(Ordering::Acquire);
-        last_end != 0 && since_epoch().saturating_sub(last_end) < window.as_nanos() as u64
+        last_end != 0 && crate::hal::spin::now_ns().saturating_sub(last_end) < window.as_nanos() as u64
     }
 }
 
 impl Drop for HostCopy<'_> {
     fn drop(&mut self) {
-        self.copies.last_end.store(since_epoch().max(1), Ordering::Release);
+        self.copies.last_end.store(crate::hal::spin::now_ns().max(1), Ordering::Release);
         self.copies.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
-}
-
-/// The instant the clock of [`HostCopies`] counts from.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn since_epoch() -> u64 {
-    epoch().elapsed().as_nanos().min(u64::MAX as u128) as u64
 }
 
 #[cfg(test)]

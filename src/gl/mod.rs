@@ -109,6 +109,11 @@ impl GlDevice {
         self.live.thread()
     }
 
+    /// Whether the device computes on the host's own cores (a CPU renderer).
+    fn on_host(&self) -> bool {
+        self.info.class == DeviceClass::Cpu
+    }
+
     /// Queues the commands on the GL thread; `timed` measures them with a timer query.
     fn post(&self, commands: &[Command<'_, Gl>], timed: bool) -> Result<u64> {
         let steps: Vec<Step> = commands.iter().map(step).collect();
@@ -229,7 +234,7 @@ impl hal::Device<Gl> for GlDevice {
             let _copying = self.thread().host_copy();
             return Ok(mapping.write(offset, data, Stores::Streaming)?);
         }
-        if transfer::through_ring(data.len(), self.probe.is_cpu_renderer()) && self.probe.buffer_storage {
+        if transfer::through_ring(data.len(), self.on_host()) && self.probe.buffer_storage {
             let _copying = self.thread().host_copy();
             let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
@@ -248,7 +253,7 @@ impl hal::Device<Gl> for GlDevice {
             let _copying = self.thread().host_copy();
             return Ok(mapping.read(offset, out)?);
         }
-        if transfer::through_ring(out.len(), self.probe.is_cpu_renderer()) && self.probe.buffer_storage {
+        if transfer::through_ring(out.len(), self.on_host()) && self.probe.buffer_storage {
             let _copying = self.thread().host_copy();
             let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
@@ -269,7 +274,7 @@ impl hal::Device<Gl> for GlDevice {
         offset: u64,
         out: &mut ReadTarget<'_>,
     ) -> Result<bool> {
-        if buffer.mapping().is_some() || transfer::through_ring(out.len(), self.probe.is_cpu_renderer()) {
+        if buffer.mapping().is_some() || transfer::through_ring(out.len(), self.on_host()) {
             // A copy from the mapping needs no GL call, and a large read goes through the
             // staging ring: the caller waits, then reads.
             return Ok(false);

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Helper threads: two copies at once (a pipeline's upload and read-back overlap) each get
 /// seven, the most helpers one copy asks for (see `gl/buffer.rs`).
@@ -100,7 +100,7 @@ struct Queue {
     /// [`WokenAhead`] guards alive: while there is one, idle helpers poll for work instead of
     /// sleeping, until `awake_until` at the latest.
     woken_ahead: AtomicUsize,
-    /// The latest end (nanoseconds since [`epoch`]) of a [`wake_ahead`] window.
+    /// The latest end ([`super::spin::now_ns`]) of a [`wake_ahead`] window.
     awake_until: AtomicU64,
     /// Helpers polling now; at most [`MOST_POLLING`].
     polling: AtomicUsize,
@@ -114,18 +114,8 @@ impl Queue {
     /// Whether idle helpers are to poll rather than sleep now.
     fn awake(&self) -> bool {
         self.woken_ahead.load(Ordering::Relaxed) > 0
-            && since_epoch() < self.awake_until.load(Ordering::Relaxed)
+            && super::spin::now_ns() < self.awake_until.load(Ordering::Relaxed)
     }
-}
-
-/// The instant the helpers' clock counts from.
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn since_epoch() -> u64 {
-    epoch().elapsed().as_nanos().min(u64::MAX as u128) as u64
 }
 
 /// Keeps idle helpers polling for work while alive (see [`wake_ahead`]).
@@ -153,7 +143,7 @@ pub(crate) fn wake_ahead(helpers: usize, most: Duration) -> WokenAhead {
         Some(queue) if helpers > 0 => queue,
         _ => return WokenAhead { queue: None },
     };
-    let until = since_epoch().saturating_add(most.as_nanos().min(u64::MAX as u128) as u64);
+    let until = super::spin::now_ns().saturating_add(most.as_nanos().min(u64::MAX as u128) as u64);
     queue.awake_until.fetch_max(until, Ordering::Relaxed);
     queue.woken_ahead.fetch_add(1, Ordering::Relaxed);
     // Taking the lock orders this against a helper between its check of the window and its
@@ -419,7 +409,7 @@ mod tests {
         }
         // Asking for no helper opens no window.
         let none = wake_ahead(0, Duration::from_secs(3600));
-        let fifty_minutes_on = super::since_epoch() + 3_000_000_000_000;
+        let fifty_minutes_on = super::super::spin::now_ns() + 3_000_000_000_000;
         assert!(queue.awake_until.load(Ordering::SeqCst) < fifty_minutes_on, "no helper was asked for");
         drop(none);
         covers_once(1 << 20, 4096, 3);

@@ -72,6 +72,13 @@ pub struct Windows {
     pub wait: Duration,
 }
 
+/// Nanoseconds since a process-wide instant (the first call): a monotonic clock that fits in an
+/// atomic, for deadlines and timestamps that threads share without a lock.
+pub fn now_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos().min(u64::MAX as u128) as u64
+}
+
 /// The host's logical CPUs, asked once: `available_parallelism` reads the cgroup's CPU quota from
 /// files on each call, which costs far more than a small copy or a short wait.
 pub fn host_cores() -> usize {
