@@ -255,7 +255,8 @@ fn the_transfer_bench_moves_every_size_each_way_and_checks_the_bytes() {
 }
 
 /// The driver study runs each of its parts, the copy beside kernels among them (on a second
-/// context of its own), and fails when the kernels it timed did not all run.
+/// context of its own) and the round trips watched through a mapping, and fails when the
+/// kernels it timed did not all run.
 #[test]
 fn the_driver_study_times_a_copy_beside_kernels_on_a_second_context() {
     let dir = tempfile::tempdir().unwrap();
@@ -272,5 +273,13 @@ fn the_driver_study_times_a_copy_beside_kernels_on_a_second_context() {
         let times: Vec<f64> =
             line.split_whitespace().filter_map(|word| word.parse().ok()).filter(|t: &f64| *t > 0.0).collect();
         assert_eq!(times.len(), 2, "a 10th percentile and a median: {line}");
+    }
+    // Round trips watched through the mapping: every row saw its result, with every word of `y`
+    // written by then.
+    let at = printed.find("watching for the result").unwrap_or_else(|| panic!("no watched part: {printed}"));
+    let rows: Vec<&str> = printed[at..].lines().skip(1).take_while(|line| line.contains(" B, ")).collect();
+    assert_eq!(rows.len(), 6, "two sizes, three ways: {printed}");
+    for row in rows {
+        assert!(row.contains("stale 0") && row.contains("unseen 0"), "{row}");
     }
 }

@@ -141,8 +141,11 @@ fn study(runtime: &Runtime, sizes: &[usize]) -> CliResult<String> {
     let baseline = super::plain_gl::Baseline::open()?;
     let variant = sparkle::suite::saxpy::SaxpyVariant::SAFE;
     let kernel = super::plain_gl::BaselineKernel { spec: variant.spec(), groups: variant.groups(1024) };
-    let inputs =
-        super::plain_gl::SaxpyInputs { a: 2.0, x: (0..1024).map(|i| i as f32).collect(), y: vec![0.0; 1024] };
+    let inputs = super::plain_gl::SaxpyInputs {
+        a: 2.0,
+        x: (1..=1024).map(|i| i as f32).collect(),
+        y: vec![0.0; 1024],
+    };
     let gpu = runtime.info().class == sparkle::DeviceClass::Gpu;
     let sizes: &[usize] = match sizes {
         [] if gpu => &GPU_SIZES,
