@@ -14,7 +14,7 @@
 //! after the copies of an upload.
 
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::buffer::GlBuffer;
 use super::thread::GlThread;
@@ -192,9 +192,19 @@ impl Ring {
         let first = self.start(data.len().div_ceil(CHUNK));
         for (k, chunk) in data.chunks(CHUNK).enumerate() {
             let slot = (first + k) % SLOTS;
+            let began = Instant::now();
             self.settle(thread, slot)?;
+            let settled = Instant::now();
             let staging = &self.slots[slot];
             staging.mapping().map_or(Ok(()), |m| m.write(0, chunk, stores))?;
+            tracing::trace!(
+                chunk = k,
+                slot,
+                bytes = chunk.len(),
+                wait_us = (settled - began).as_micros() as u64,
+                host_copy_us = settled.elapsed().as_micros() as u64,
+                "ring upload chunk"
+            );
             let at = offset + (k * CHUNK) as u64;
             self.fences[slot] = post(staging, 0, dst, at, chunk.len() as u64)?;
         }
@@ -237,11 +247,21 @@ impl Ring {
         for k in 0..chunks {
             let slot = (first + k) % SLOTS;
             let (start, size) = span(k);
+            let began = Instant::now();
             self.settle(thread, slot)?;
+            let settled = Instant::now();
             let mapping = self.slots[slot].mapping().ok_or_else(unmapped_slot)?;
             // SAFETY: `start + size <= len`, the bytes the target lends from `base`, which the
             // ring's own mapping never overlaps.
             unsafe { mapping.read_into(0, base.add(start), size)? };
+            tracing::trace!(
+                chunk = k,
+                slot,
+                bytes = size,
+                wait_us = (settled - began).as_micros() as u64,
+                host_copy_us = settled.elapsed().as_micros() as u64,
+                "ring read-back chunk"
+            );
             // Past the first chunk, the helpers sleep between copies again.
             drop(woken.take());
             if k + SLOTS < chunks {
