@@ -60,6 +60,53 @@ fn wake_helpers(chunk: usize) -> crate::hal::copy_helpers::WokenAhead {
     crate::hal::copy_helpers::wake_ahead(helpers, most)
 }
 
+/// Whether waking helpers ahead of a read-back pays here. On a busy host the helpers' polling
+/// can hold up the very threads the read-back waits for: on one H100 guest whose hypervisor was
+/// busy, 2–16 MiB read-backs took about the helpers' window longer than usual (2–4 MiB at
+/// 2.7–4.4 GB/s, against 9–13 with no helpers woken ahead), while on others the wake made
+/// them up to 1.8× faster. A read-back that outlives its window is the sign: after [`WakeAhead::MISSES`] in a
+/// row the ring stops waking helpers ahead, trying again once every [`WakeAhead::PROBE_EVERY`]
+/// read-backs, and starts again after one that finished within its window.
+#[derive(Debug, Default)]
+struct WakeAhead {
+    missed_in_a_row: u32,
+    skipped: u32,
+}
+
+impl WakeAhead {
+    const MISSES: u32 = 3;
+    const PROBE_EVERY: u32 = 32;
+
+    /// Whether this read-back wakes helpers ahead.
+    fn wakes(&mut self) -> bool {
+        if self.missed_in_a_row < Self::MISSES {
+            return true;
+        }
+        self.skipped += 1;
+        if self.skipped < Self::PROBE_EVERY {
+            return false;
+        }
+        self.skipped = 0;
+        true
+    }
+
+    /// What became of a read-back that woke helpers ahead: whether its window passed first.
+    fn record(&mut self, window_passed: bool) {
+        if !window_passed {
+            self.missed_in_a_row = 0;
+            return;
+        }
+        self.missed_in_a_row = self.missed_in_a_row.saturating_add(1);
+        if self.missed_in_a_row == Self::MISSES {
+            tracing::debug!(
+                "ring read-backs outlived the helpers' polling window {} times in a row: no helpers \
+                 woken ahead for now",
+                Self::MISSES
+            );
+        }
+    }
+}
+
 /// How long one chunk's GPU copy may take.
 const CHUNK_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -75,6 +122,8 @@ pub(crate) struct Ring {
     /// 140–283 µs into the slot just read and 93–221 µs (median 107) into the next (8 MiB:
     /// 220–391 against 171–294, median 175), the copy alone taking about 90 µs (175).
     next: usize,
+    /// Whether read-backs wake the host copy's helpers ahead (read-backs only).
+    wake: WakeAhead,
 }
 
 /// Where a chunk's GPU copy goes: `post` queues one copy and returns its fence.
@@ -145,7 +194,7 @@ impl Ring {
                 reason: "the ring's buffers are not mapped".into(),
             });
         }
-        Ok(Ring { slots, fences: [0; SLOTS], next: 0 })
+        Ok(Ring { slots, fences: [0; SLOTS], next: 0, wake: WakeAhead::default() })
     }
 
     /// The slot a transfer of `chunks` chunks starts in; the next transfer starts after its last.
@@ -243,7 +292,7 @@ impl Ring {
         // waits do not poll (a CPU renderer, whose copies run on the host's own cores, or
         // `SPARKLE_SPIN_US=0`), neither do the helpers.
         let polls = thread.timeline().wait_window() > Duration::ZERO;
-        let mut woken = polls.then(|| wake_helpers(len.min(CHUNK)));
+        let mut woken = (polls && self.wake.wakes()).then(|| wake_helpers(len.min(CHUNK)));
         for k in 0..chunks {
             let slot = (first + k) % SLOTS;
             let (start, size) = span(k);
@@ -263,7 +312,9 @@ impl Ring {
                 "ring read-back chunk"
             );
             // Past the first chunk, the helpers sleep between copies again.
-            drop(woken.take());
+            if let Some(woken) = woken.take() {
+                self.wake.record(woken.window_passed());
+            }
             if k + SLOTS < chunks {
                 issue(self, k + SLOTS)?;
             }
@@ -276,13 +327,13 @@ impl Ring {
 
 #[cfg(test)]
 mod tests {
-    use super::{Ring, SLOTS};
+    use super::{Ring, WakeAhead, SLOTS};
 
     /// Each transfer starts in the slot after the last one the transfer before used, so a
     /// one-chunk read-back never reuses the slot the host has just read.
     #[test]
     fn each_transfer_starts_where_the_one_before_ended() {
-        let mut ring = Ring { slots: Vec::new(), fences: [0; SLOTS], next: 0 };
+        let mut ring = Ring { slots: Vec::new(), fences: [0; SLOTS], next: 0, wake: WakeAhead::default() };
         let starts: Vec<usize> = [1, 1, 2, 5, 1, 4].into_iter().map(|chunks| ring.start(chunks)).collect();
         assert_eq!(starts, [0, 1, 2, 0, 1, 2]);
         assert_eq!(ring.next, 2);
@@ -292,5 +343,31 @@ mod tests {
             assert_ne!(next, previous, "a one-chunk transfer reused the slot of the one before");
             previous = next;
         }
+    }
+
+    /// Read-backs wake helpers ahead until three in a row outlive their window; then only one
+    /// in every `PROBE_EVERY` does, until one finishes within its window.
+    #[test]
+    fn waking_ahead_stops_after_three_misses_in_a_row_and_probes_until_one_pays() {
+        let mut wake = WakeAhead::default();
+        // Misses that are not in a row change nothing.
+        for passed in [true, true, false, true, true, false] {
+            assert!(wake.wakes());
+            wake.record(passed);
+        }
+        for _ in 0..WakeAhead::MISSES {
+            assert!(wake.wakes());
+            wake.record(true);
+        }
+        let woke: Vec<bool> = (0..2 * WakeAhead::PROBE_EVERY).map(|_| wake.wakes()).collect();
+        let probes: Vec<usize> = woke.iter().enumerate().filter(|(_, &w)| w).map(|(i, _)| i).collect();
+        let every = WakeAhead::PROBE_EVERY as usize;
+        assert_eq!(probes, [every - 1, 2 * every - 1], "one probe in every {every}");
+        // A probe that misses keeps it off; one that pays turns it back on.
+        wake.record(true);
+        assert!((1..WakeAhead::PROBE_EVERY).all(|_| !wake.wakes()), "a probe that missed keeps it off");
+        assert!(wake.wakes(), "the next probe");
+        wake.record(false);
+        assert!((0..10).all(|_| wake.wakes()), "a read-back within its window turns it back on");
     }
 }

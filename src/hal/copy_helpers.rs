@@ -121,6 +121,16 @@ impl Queue {
 /// Keeps idle helpers polling for work while alive (see [`wake_ahead`]).
 pub(crate) struct WokenAhead {
     queue: Option<&'static Queue>,
+    /// The end of this guard's own window ([`super::spin::now_ns`]).
+    until: u64,
+}
+
+impl WokenAhead {
+    /// Whether this guard woke helpers and its window has closed: the copy it was for came
+    /// later than its caller expected.
+    pub(crate) fn window_passed(&self) -> bool {
+        self.queue.is_some() && super::spin::now_ns() > self.until
+    }
 }
 
 impl Drop for WokenAhead {
@@ -141,7 +151,7 @@ impl Drop for WokenAhead {
 pub(crate) fn wake_ahead(helpers: usize, most: Duration) -> WokenAhead {
     let queue = match queue() {
         Some(queue) if helpers > 0 => queue,
-        _ => return WokenAhead { queue: None },
+        _ => return WokenAhead { queue: None, until: 0 },
     };
     let until = super::spin::now_ns().saturating_add(most.as_nanos().min(u64::MAX as u128) as u64);
     queue.awake_until.fetch_max(until, Ordering::Relaxed);
@@ -152,7 +162,7 @@ pub(crate) fn wake_ahead(helpers: usize, most: Duration) -> WokenAhead {
     for _ in 0..helpers.min(MOST_POLLING) {
         queue.ready.notify_one();
     }
-    WokenAhead { queue: Some(queue) }
+    WokenAhead { queue: Some(queue), until }
 }
 
 /// The helpers' queue, with the helpers started on first use; `None` where no thread could be
@@ -196,11 +206,8 @@ fn help(queue: &'static Queue) {
                 if queue.polling.fetch_add(1, Ordering::Relaxed) < MOST_POLLING {
                     drop(jobs);
                     // Polled as every wait polls, offering the core to other threads after a
-                    // short spin: a thread the kernel queued on this CPU (the GL thread, the
-                    // fence thread, the caller itself) must not wait for the window to close.
-                    // Spinning without that, on one busy H100 guest, 2–16 MiB read-backs took
-                    // about their window longer than usual (2–4 MiB: 2.7–4.4 GB/s against 9–13
-                    // with no helpers woken ahead).
+                    // short spin, so that a thread waiting for this CPU (the GL thread, the
+                    // fence thread, the caller) gets it.
                     let left =
                         queue.awake_until.load(Ordering::Relaxed).saturating_sub(super::spin::now_ns());
                     super::spin::poll_within(Duration::from_nanos(left), || {
@@ -421,6 +428,18 @@ mod tests {
         assert!(queue.awake_until.load(Ordering::SeqCst) < fifty_minutes_on, "no helper was asked for");
         drop(none);
         covers_once(1 << 20, 4096, 3);
+    }
+
+    /// A guard tells whether its own window closed while it lived; one that woke no helper never
+    /// does. Windows stay short: the test beside this one waits for every window to close.
+    #[test]
+    fn a_guard_knows_whether_its_window_passed() {
+        let open = wake_ahead(1, Duration::from_secs(2));
+        assert!(!open.window_passed(), "checked at once, well within 2 s");
+        let short = wake_ahead(1, Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(short.window_passed());
+        assert!(!wake_ahead(0, Duration::ZERO).window_passed(), "no helper was woken");
     }
 
     /// A part that panics on the caller's thread is passed on, but only after the parts that
