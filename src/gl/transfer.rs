@@ -64,9 +64,10 @@ fn wake_helpers(chunk: usize) -> crate::hal::copy_helpers::WokenAhead {
 /// can hold up the very threads the read-back waits for: on one H100 guest whose hypervisor was
 /// busy, 2–16 MiB read-backs took about the helpers' window longer than usual (2–4 MiB at
 /// 2.7–4.4 GB/s, against 9–13 with no helpers woken ahead), while on others the wake made
-/// them up to 1.8× faster. A read-back that outlives its window is the sign: after [`WakeAhead::MISSES`] in a
-/// row the ring stops waking helpers ahead, trying again once every [`WakeAhead::PROBE_EVERY`]
-/// read-backs, and starts again after one that finished within its window.
+/// them up to 1.8× faster. A read-back that outlives its window is the sign: after
+/// [`WakeAhead::MISSES`] in a row the ring stops waking helpers ahead, trying again once every
+/// [`WakeAhead::PROBE_EVERY`] read-backs, and starts again after one that finished within its
+/// window.
 #[derive(Debug, Default)]
 struct WakeAhead {
     missed_in_a_row: u32,

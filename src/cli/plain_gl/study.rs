@@ -4,9 +4,10 @@
 //! persistently mapped buffer; when the host sees a kernel's writes to a mapped buffer (or a
 //! word a second kernel writes behind them) against when it sees the fence; and uploads and
 //! read-backs at sizes from 4 KiB to 256 MiB through `glBufferSubData` / `glGetBufferSubData`
-//! (in one call, and in pieces of 256 KiB to 1 MiB), a mapping of the buffer, and persistently mapped staging buffers with each combination of
-//! `glBufferStorage` flags (client storage or not, coherent or explicitly flushed); and whether a
-//! device copy runs beside kernels (`overlap.rs`).
+//! (in one call, and in pieces of 256 KiB to 1 MiB), a mapping of the buffer, and persistently
+//! mapped staging buffers with each combination of `glBufferStorage` flags (client storage or
+//! not, coherent or explicitly flushed); and whether a device copy runs beside kernels
+//! (`overlap.rs`).
 //! `sparkle bench-transfer --study` prints it; the gl backend's choices rest on what it showed.
 //! For benchmarking only.
 
@@ -369,9 +370,10 @@ fn watched_round_trips(
     let gl = state.gl();
     let _ = writeln!(
         out,
-        "\nround trip into a mapped y (x = 1, a = 1: y counts the round trips), watching for the result, then polling \
-         the fence; µs after the flush, median / p90 of the {} runs that time the fence; stale: of the other {}, \
-         those where some word of y was not yet written when the result was seen:",
+        "\nround trip into a mapped y (x = 1, a = 1: y counts the round trips), watching for the \
+         result, then polling the fence; µs after the flush, median / p90 of the {} runs that time \
+         the fence; stale: of the other {}, those where some word of y was not yet written when \
+         the result was seen:",
         RUNS / 2,
         RUNS.div_ceil(2)
     );
