@@ -9,6 +9,7 @@ mod context;
 mod error;
 mod overlap;
 pub mod study;
+mod watched;
 
 pub use baseline::{Baseline, BaselineKernel, RoundTripSteps, SaxpyInputs};
 pub use error::PlainGlError;
