@@ -61,13 +61,15 @@ fn wake_helpers(chunk: usize) -> crate::hal::copy_helpers::WokenAhead {
 }
 
 /// Whether waking helpers ahead of a read-back pays here. On a busy host the helpers' polling
-/// can hold up the very threads the read-back waits for: on one H100 guest whose hypervisor was
-/// busy, 2–16 MiB read-backs took about the helpers' window longer than usual (2–4 MiB at
-/// 2.7–4.4 GB/s, against 9–13 with no helpers woken ahead), while on others the wake made
-/// them up to 1.8× faster. A read-back that outlives its window is the sign: after
-/// [`WakeAhead::MISSES`] in a row the ring stops waking helpers ahead, trying again once every
-/// [`WakeAhead::PROBE_EVERY`] read-backs, and starts again after one that finished within its
-/// window.
+/// can hold up the very threads the read-back waits for: on one H100 guest with steal time, and
+/// on another with twelve CPU-bound threads on its 16 vCPUs, 2–16 MiB read-backs took about the
+/// helpers' window longer than usual while the helpers spun without yielding (2–4 MiB at
+/// 2.7–4.4 GB/s), where on a quiet one the wake made them up to 1.8× faster. Helpers now yield
+/// as every wait does (`copy_helpers`), which removed most of it under the twelve threads; this
+/// is for what yielding cannot help, such as a hypervisor that holds the vCPUs back. A
+/// read-back that outlives its window is the sign: after [`WakeAhead::MISSES`] in a row the ring
+/// stops waking helpers ahead, trying again once every [`WakeAhead::PROBE_EVERY`] read-backs,
+/// and starts again after one that finished within its window.
 #[derive(Debug, Default)]
 struct WakeAhead {
     missed_in_a_row: u32,

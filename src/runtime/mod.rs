@@ -146,7 +146,7 @@ impl Runtime {
     /// Reads `count` `T`s at byte `offset` into a new `Vec`, as [`read_buffer`](Self::read_buffer)
     /// waits. The `Vec` is not zeroed first: where the backend copies straight into it (out of
     /// a [`BufferUsage::Staging`] buffer's mapping, or through the gl backend's staging ring
-    /// from 2 MiB), that saves a pass over host memory as long as the copy.
+    /// from 2 MiB on a GPU), that saves a pass over host memory as long as the copy.
     pub fn read_vec<T: bytemuck::Pod>(&self, buffer: &Buffer, offset: u64, count: usize) -> Result<Vec<T>> {
         let bytes = count
             .checked_mul(std::mem::size_of::<T>())

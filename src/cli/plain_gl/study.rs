@@ -2,12 +2,11 @@
 //! bytes, on the baseline's own context (`baseline.rs`): what a fence, a flush and a poll cost
 //! next to a small dispatch; round trips that read back with `glGetBufferSubData` or through a
 //! persistently mapped buffer, and when the host sees a kernel's writes to a mapped buffer
-//! against when it sees the fence (`watched.rs`); and uploads and
-//! read-backs at sizes from 4 KiB to 256 MiB through `glBufferSubData` / `glGetBufferSubData`
-//! (in one call, and in pieces of 256 KiB to 1 MiB), a mapping of the buffer, and persistently
-//! mapped staging buffers with each combination of `glBufferStorage` flags (client storage or
-//! not, coherent or explicitly flushed); and whether a device copy runs beside kernels
-//! (`overlap.rs`).
+//! against when it sees the fence (`watched.rs`); uploads and read-backs at sizes from 4 KiB to
+//! 256 MiB through `glBufferSubData` / `glGetBufferSubData` (in one call, and in pieces of 256 KiB
+//! to 1 MiB), a mapping of the buffer, and persistently mapped staging buffers with each
+//! combination of `glBufferStorage` flags (client storage or not, coherent or explicitly
+//! flushed); and whether a device copy runs beside kernels (`overlap.rs`).
 //! `sparkle bench-transfer --study` prints it; the gl backend's choices rest on what it showed.
 //! For benchmarking only.
 
