@@ -255,8 +255,8 @@ fn the_transfer_bench_moves_every_size_each_way_and_checks_the_bytes() {
 }
 
 /// The driver study runs each of its parts, the copy beside kernels among them (on a second
-/// context of its own) and the round trips watched through a mapping, and fails when the
-/// kernels it timed did not all run.
+/// context of its own), the round trips watched through a mapping and the copies made by
+/// kernels on one context, and fails when the kernels it timed did not all run.
 #[test]
 fn the_driver_study_times_a_copy_beside_kernels_on_a_second_context() {
     let dir = tempfile::tempdir().unwrap();
@@ -281,5 +281,21 @@ fn the_driver_study_times_a_copy_beside_kernels_on_a_second_context() {
     assert_eq!(rows.len(), 6, "two sizes, three ways: {printed}");
     for row in rows {
         assert!(row.contains("stale 0") && row.contains("unseen 0"), "{row}");
+    }
+    // Round trips waited for with glFinish and with a fence flushed by the first poll.
+    for way in ["y mapped, glFinish, memcpy", "y mapped, fence, poll with flush bit, memcpy"] {
+        assert!(printed.contains(way), "no round trip `{way}`: {printed}");
+    }
+    // Copies made by kernels beside a kernel on one context: a time per way; the study checks
+    // every copied word and the kernel's result itself, and fails otherwise.
+    let at = printed
+        .find("copy kernels beside a kernel on one context")
+        .unwrap_or_else(|| panic!("no one-context copy part: {printed}"));
+    let lines: Vec<&str> = printed[at..].lines().skip(1).take_while(|line| line.starts_with("  ")).collect();
+    assert_eq!(lines.len(), 9, "a line per way: {printed}");
+    for line in lines {
+        let times: Vec<f64> =
+            line.split_whitespace().filter_map(|word| word.parse().ok()).filter(|t: &f64| *t > 0.0).collect();
+        assert_eq!(times.len(), 2, "a 10th percentile and a median: {line}");
     }
 }

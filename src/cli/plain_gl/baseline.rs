@@ -379,6 +379,12 @@ impl Buffers {
 
     /// The same `x` with `y` in another buffer of the same size (the study's mapped `y`); the
     /// view owns nothing and is never deleted itself.
+    /// Saxpy's two buffers over buffers made elsewhere, both at least `elements` floats long.
+    pub(super) fn over(x: glow::NativeBuffer, y: glow::NativeBuffer, elements: u32) -> Buffers {
+        let bytes = elements as i32 * 4;
+        Buffers { x, y, x_bytes: bytes, y_bytes: bytes, elements }
+    }
+
     pub(super) fn with_y(&self, y: glow::NativeBuffer) -> Buffers {
         Buffers { y, ..*self }
     }
@@ -447,13 +453,21 @@ fn fence_and_wait(gl: &glow::Context) -> Result<(), PlainGlError> {
 
 /// Fences everything issued so far and flushes it to the GPU.
 pub(super) fn fence_and_flush(gl: &glow::Context) -> Result<glow::NativeFence, PlainGlError> {
+    let fence = fence(gl)?;
+    // SAFETY: the context is current on the baseline thread.
+    unsafe { gl.flush() };
+    Ok(fence)
+}
+
+/// A fence behind every command so far, not yet flushed.
+pub(super) fn fence(gl: &glow::Context) -> Result<glow::NativeFence, PlainGlError> {
     // SAFETY: the context is current on the baseline thread.
     unsafe {
-        let fence = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map_err(|reason| {
-            PlainGlError::Driver { operation: format!("glFenceSync ({reason})"), code: 0, name: "no fence" }
-        })?;
-        gl.flush();
-        Ok(fence)
+        gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map_err(|reason| PlainGlError::Driver {
+            operation: format!("glFenceSync ({reason})"),
+            code: 0,
+            name: "no fence",
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 //! backend would compile ([`sparkle::gl::driver_glsl`]).
 
 mod baseline;
+mod beside;
 mod context;
 mod error;
 mod overlap;

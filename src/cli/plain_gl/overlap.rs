@@ -31,6 +31,10 @@ pub struct OverlapPlan {
     pub copy_bytes: usize,
     /// Timed runs of each way (the median and the 10th percentile are reported).
     pub reps: usize,
+    /// Elements of the one saxpy launch that copy kernels run beside (`beside.rs`).
+    pub step_floats: usize,
+    /// That launch's grid.
+    pub step_groups: [u32; 3],
 }
 
 /// What the second context's thread is asked to do after the common start.

@@ -6,7 +6,8 @@
 //! 256 MiB through `glBufferSubData` / `glGetBufferSubData` (in one call, and in pieces of 256 KiB
 //! to 1 MiB), a mapping of the buffer, and persistently mapped staging buffers with each
 //! combination of `glBufferStorage` flags (client storage or not, coherent or explicitly
-//! flushed); and whether a device copy runs beside kernels (`overlap.rs`).
+//! flushed); whether a device copy runs beside kernels (`overlap.rs`), and copies made by
+//! kernels beside another kernel on one context (`beside.rs`).
 //! `sparkle bench-transfer --study` prints it; the gl backend's choices rest on what it showed.
 //! For benchmarking only.
 
@@ -76,7 +77,9 @@ pub fn run(
         })();
         buffers.delete(gl);
         let per_group = inputs.x.len().div_ceil(groups[0].max(1) as usize).max(1);
-        let outcome = outcome.and_then(|()| super::watched::run(state, &program, per_group, &mut out));
+        let outcome = outcome
+            .and_then(|()| super::watched::run(state, &program, per_group, &mut out))
+            .and_then(|()| super::beside::run(state, &program, &overlap, &mut out));
         outcome.map(|()| out)
     })?
 }
@@ -231,6 +234,19 @@ pub(super) unsafe fn copy(gl: &glow::Context, src: glow::NativeBuffer, dst: glow
     }
 }
 
+/// As [`poll_and_delete`], for a fence not yet flushed: the first poll asks the driver to flush.
+fn poll_flushing_and_delete(gl: &glow::Context, sync: glow::NativeFence) {
+    // SAFETY: the context is current; the fence is its own and deleted once.
+    unsafe {
+        let mut flags = glow::SYNC_FLUSH_COMMANDS_BIT;
+        while gl.client_wait_sync(sync, flags, 0) == glow::TIMEOUT_EXPIRED {
+            flags = 0;
+            std::hint::spin_loop();
+        }
+        gl.delete_sync(sync);
+    }
+}
+
 /// Polls `sync` without waiting in the driver until it signals, then deletes it.
 pub(super) fn poll_and_delete(gl: &glow::Context, sync: glow::NativeFence) {
     // SAFETY: the context is current; the fence is its own and deleted once.
@@ -270,6 +286,8 @@ fn round_trips(
         "y mapped, fence, poll, memcpy",
         "y mapped, fence, wait, memcpy",
         "y mapped, barriers around, fence, poll, memcpy",
+        "y mapped, glFinish, memcpy",
+        "y mapped, fence, poll with flush bit, memcpy",
     ] {
         let y_mapped = way.starts_with("y mapped");
         let dispatched = if y_mapped { &kernel_writes_mapped } else { buffers };
@@ -292,11 +310,20 @@ fn round_trips(
                 if copied || y_mapped {
                     gl.memory_barrier(glow::CLIENT_MAPPED_BUFFER_BARRIER_BIT);
                 }
-                let sync = baseline::fence_and_flush(gl)?;
-                if way.contains("poll") {
-                    poll_and_delete(gl, sync);
+                if way.contains("glFinish") {
+                    // GL promises a coherent mapping's GPU writes to the host after Finish as
+                    // after a signalled fence; the driver may wait for it another way.
+                    gl.finish();
+                } else if way.contains("flush bit") {
+                    let sync = baseline::fence(gl)?;
+                    poll_flushing_and_delete(gl, sync);
                 } else {
-                    baseline::wait_and_delete(gl, sync)?;
+                    let sync = baseline::fence_and_flush(gl)?;
+                    if way.contains("poll") {
+                        poll_and_delete(gl, sync);
+                    } else {
+                        baseline::wait_and_delete(gl, sync)?;
+                    }
                 }
                 if copied {
                     std::ptr::copy_nonoverlapping(ptr, host.as_mut_ptr(), bytes);
@@ -311,7 +338,7 @@ fn round_trips(
             times.push(started.elapsed());
         }
         let (median, p90) = (quantile(times.clone(), 0.5), quantile(times, 0.9));
-        let _ = writeln!(out, "  {way:40} {:7.1} / {:7.1}", us(median), us(p90));
+        let _ = writeln!(out, "  {way:46} {:7.1} / {:7.1}", us(median), us(p90));
     }
     // SAFETY: the context is current; the pool and the mapped `y` are deleted once (which
     // unmaps them), after the last round trip's fence.

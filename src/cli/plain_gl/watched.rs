@@ -38,8 +38,8 @@ impl Watched {
 /// The signal kernel: saxpy's interface (so the baseline links it), writing `a` into `y[0]`.
 const SIGNAL_GLSL: &str = "#version 430\n\
     layout(local_size_x = 1) in;\n\
-    layout(std430) readonly buffer X { float x[]; };\n\
-    layout(std430) buffer Y { float y[]; };\n\
+    layout(std430, binding = 0) readonly buffer X { float x[]; };\n\
+    layout(std430, binding = 1) buffer Y { float y[]; };\n\
     uniform float a;\n\
     uniform uint n;\n\
     void main() { y[0] = n == 0u ? x[0] : a; }\n";
