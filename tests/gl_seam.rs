@@ -273,3 +273,58 @@ fn several_dispatches_and_copies_go_in_one_submission_in_order() {
     }
     assert!(runtime.submit(runtime.commands()).is_err(), "an empty submission is refused");
 }
+
+/// A kernel that waits, then copies `src` into `dst`: every invocation is resident long before
+/// it reads.
+const SLOW_COPY: &str = "layout(std430, binding = 0) readonly buffer Src { uint src[]; };
+layout(std430, binding = 1) buffer Dst { uint dst[]; };
+uniform uint spins;
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    uint delay = i;
+    for (uint k = 0u; k < spins; k++) { delay = delay * 1664525u + 1013904223u; }
+    dst[i] = src[i] + (delay == 0xdeadbeefu && spins == 7u ? 1u : 0u);
+}";
+
+/// Overwrites `v` with all ones.
+const SCRIBBLE: &str = "layout(std430, binding = 0) buffer Data { uint v[]; };
+void main() { v[gl_GlobalInvocationID.x] = 0xffffffffu; }";
+
+/// A command that writes a buffer an earlier command of the same submission reads runs after
+/// that read: the reader sees the old contents. (The reader's invocations wait before they
+/// read, so a GPU that started the writer beside it would let them see its writes.)
+#[test]
+fn a_write_after_a_read_in_one_submission_waits_for_the_read() {
+    let runtime = runtime();
+    let reader = runtime
+        .program(
+            &KernelSpec::new("slow_copy", [64, 1, 1])
+                .glsl(SLOW_COPY)
+                .storage("src", Access::ReadOnly)
+                .storage("dst", Access::ReadWrite)
+                .scalar("spins", ScalarType::U32),
+        )
+        .unwrap();
+    let writer = runtime
+        .program(&KernelSpec::new("scribble", [64, 1, 1]).glsl(SCRIBBLE).storage("v", Access::ReadWrite))
+        .unwrap();
+    let gpu = runtime.info().class == sparkle::DeviceClass::Gpu;
+    let (groups, spins) = if gpu { (128u32, 200_000u32) } else { (4, 1_000) };
+    let words: Vec<u32> = (0..groups * 64).collect();
+    let src = runtime.upload(&words, BufferUsage::InOut).unwrap();
+    let dst = runtime.create_buffer(words.len() as u64 * 4, BufferUsage::Output).unwrap();
+    for round in 0..3 {
+        runtime.write_buffer(&src, 0, bytemuck::cast_slice(&words)).unwrap();
+        let mut commands = runtime.commands();
+        commands
+            .dispatch(&reader, &[Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(spins)], [groups, 1, 1])
+            .unwrap();
+        commands.dispatch(&writer, &[Arg::Buffer(&src)], [groups, 1, 1]).unwrap();
+        runtime.submit(commands).unwrap().wait(Duration::from_secs(60)).unwrap();
+        let copied: Vec<u32> = runtime.download(&dst).unwrap();
+        let late = copied.iter().filter(|&&word| word == 0xffff_ffff).count();
+        assert_eq!(late, 0, "round {round}: {late} of {} words were read after the later write", words.len());
+        assert_eq!(copied, words, "round {round}");
+        assert!(runtime.download::<u32>(&src).unwrap().iter().all(|&word| word == 0xffff_ffff));
+    }
+}

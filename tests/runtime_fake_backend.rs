@@ -390,3 +390,28 @@ fn a_copy_after_a_dispatch_writing_its_source_gets_a_barrier() {
     );
     h.timeline.signal(submission.fence());
 }
+
+#[test]
+fn a_command_writing_what_an_earlier_one_reads_gets_a_barrier_and_readers_share_none() {
+    let h = harness(1);
+    let program = h.runtime.program(&copy_kernel()).unwrap();
+    let src = h.runtime.create_buffer(16, BufferUsage::Input).unwrap();
+    let first = h.runtime.create_buffer(16, BufferUsage::Output).unwrap();
+    let second = h.runtime.create_buffer(16, BufferUsage::Output).unwrap();
+    let fresh = h.runtime.create_buffer(16, BufferUsage::Input).unwrap();
+    let spare = h.runtime.create_buffer(16, BufferUsage::Input).unwrap();
+    let mut commands = h.runtime.commands();
+    // Two readers of `src` writing buffers of their own: nothing to order.
+    commands.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&first), Arg::U32(4)], [1, 1, 1]).unwrap();
+    commands.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&second), Arg::U32(4)], [1, 1, 1]).unwrap();
+    // A copy into `src` must wait for both reads; a dispatch writing `fresh` after a copy that
+    // read it, likewise.
+    commands.copy(&fresh, 0, &src, 0, 16).unwrap();
+    commands.dispatch(&program, &[Arg::Buffer(&spare), Arg::Buffer(&fresh), Arg::U32(4)], [1, 1, 1]).unwrap();
+    let submission = h.runtime.submit(commands).unwrap();
+    assert_eq!(
+        h.calls.lock().unwrap().last().map(String::as_str),
+        Some("submit dispatch dispatch barrier copy barrier dispatch")
+    );
+    h.timeline.signal(submission.fence());
+}

@@ -1,7 +1,8 @@
 //! Recording: a [`Commands`] list gathers dispatches, copies and barriers for one submission,
 //! checking each as it is added, and puts a barrier wherever a command touches a buffer that an
-//! earlier command of the same list writes. [`Submission`] is its fence: poll it or wait with a
-//! timeout.
+//! earlier command of the same list writes, or writes a buffer that an earlier command reads
+//! (without one, a GPU may start the writer while the reader still runs: an H100 did, and the
+//! reader saw the later writes). [`Submission`] is its fence: poll it or wait with a timeout.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -48,6 +49,8 @@ pub struct Commands {
     pub(crate) list: Vec<Recorded>,
     /// Buffers written since the last barrier (by identity).
     written: Vec<usize>,
+    /// Buffers read since the last barrier (by identity).
+    read: Vec<usize>,
 }
 
 fn identity(buffer: &Buffer) -> usize {
@@ -56,18 +59,29 @@ fn identity(buffer: &Buffer) -> usize {
 
 impl Commands {
     pub(crate) fn new(device: Arc<dyn DynDevice>) -> Self {
-        Self { device, list: Vec::new(), written: Vec::new() }
+        Self { device, list: Vec::new(), written: Vec::new(), read: Vec::new() }
     }
 
     fn check_owner(&self, buffer: &Buffer) -> Result<()> {
         self.device.check_buffer(buffer)
     }
 
-    /// Orders this command after earlier writes of the buffers it touches.
-    fn order_after_writes<'b>(&mut self, touched: impl IntoIterator<Item = &'b Buffer>) {
-        if touched.into_iter().any(|b| self.written.contains(&identity(b))) {
+    /// Orders a command that reads `reads` and writes `writes` after earlier commands that
+    /// write what it touches or read what it writes, then notes what it touches.
+    fn order<'b>(
+        &mut self,
+        reads: impl IntoIterator<Item = &'b Buffer>,
+        writes: impl IntoIterator<Item = &'b Buffer>,
+    ) {
+        let reads: Vec<usize> = reads.into_iter().map(identity).collect();
+        let writes: Vec<usize> = writes.into_iter().map(identity).collect();
+        let after_write = reads.iter().chain(&writes).any(|b| self.written.contains(b));
+        let after_read = writes.iter().any(|b| self.read.contains(b));
+        if after_write || after_read {
             self.barrier();
         }
+        self.read.extend(reads);
+        self.written.extend(writes);
     }
 
     /// Records a dispatch of `groups` workgroups; arguments are checked now.
@@ -79,7 +93,10 @@ impl Commands {
         for bound in &checked.buffers {
             self.check_owner(bound.buffer)?;
         }
-        self.order_after_writes(checked.buffers.iter().map(|b| b.buffer));
+        self.order(
+            checked.buffers.iter().filter(|b| !b.writes).map(|b| b.buffer),
+            checked.buffers.iter().filter(|b| b.writes).map(|b| b.buffer),
+        );
         let buffers: Vec<RecordedBuffer> = checked
             .buffers
             .into_iter()
@@ -92,7 +109,6 @@ impl Commands {
                 texels: b.texels,
             })
             .collect();
-        self.written.extend(buffers.iter().filter(|b| b.writes).map(|b| identity(&b.buffer)));
         self.list.push(Recorded::Dispatch {
             program: program.clone(),
             buffers,
@@ -125,8 +141,7 @@ impl Commands {
                 "the source and destination ranges of a copy overlap",
             ));
         }
-        self.order_after_writes([src, dst]);
-        self.written.push(identity(dst));
+        self.order([src], [dst]);
         self.list.push(Recorded::Copy { src: src.clone(), src_offset, dst: dst.clone(), dst_offset, size });
         Ok(self)
     }
@@ -137,6 +152,7 @@ impl Commands {
             self.list.push(Recorded::Barrier);
         }
         self.written.clear();
+        self.read.clear();
         self
     }
 
