@@ -291,8 +291,9 @@ const SCRIBBLE: &str = "layout(std430, binding = 0) buffer Data { uint v[]; };
 void main() { v[gl_GlobalInvocationID.x] = 0xffffffffu; }";
 
 /// A command that writes a buffer an earlier command of the same submission reads runs after
-/// that read: the reader sees the old contents. (The reader's invocations wait before they
-/// read, so a GPU that started the writer beside it would let them see its writes.)
+/// that read: the reader sees the old contents, whether a kernel or a copy writes. (The reader's
+/// invocations wait before they read, so a GPU that started the writer beside it would let them
+/// see its writes; an H100 did, before the runtime put a barrier there.)
 #[test]
 fn a_write_after_a_read_in_one_submission_waits_for_the_read() {
     let runtime = runtime();
@@ -311,20 +312,31 @@ fn a_write_after_a_read_in_one_submission_waits_for_the_read() {
     let gpu = runtime.info().class == sparkle::DeviceClass::Gpu;
     let (groups, spins) = if gpu { (128u32, 200_000u32) } else { (4, 1_000) };
     let words: Vec<u32> = (0..groups * 64).collect();
+    let ones = vec![0xffff_ffffu32; words.len()];
     let src = runtime.upload(&words, BufferUsage::InOut).unwrap();
     let dst = runtime.create_buffer(words.len() as u64 * 4, BufferUsage::Output).unwrap();
-    for round in 0..3 {
+    let scribbled = runtime.upload(&ones, BufferUsage::Input).unwrap();
+    for (writes, round) in ["a kernel", "a copy"].into_iter().flat_map(|w| (0..3).map(move |r| (w, r))) {
         runtime.write_buffer(&src, 0, bytemuck::cast_slice(&words)).unwrap();
         let mut commands = runtime.commands();
         commands
             .dispatch(&reader, &[Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(spins)], [groups, 1, 1])
             .unwrap();
-        commands.dispatch(&writer, &[Arg::Buffer(&src)], [groups, 1, 1]).unwrap();
+        if writes == "a kernel" {
+            commands.dispatch(&writer, &[Arg::Buffer(&src)], [groups, 1, 1]).unwrap();
+        } else {
+            commands.copy(&scribbled, 0, &src, 0, words.len() as u64 * 4).unwrap();
+        }
         runtime.submit(commands).unwrap().wait(Duration::from_secs(60)).unwrap();
         let copied: Vec<u32> = runtime.download(&dst).unwrap();
         let late = copied.iter().filter(|&&word| word == 0xffff_ffff).count();
-        assert_eq!(late, 0, "round {round}: {late} of {} words were read after the later write", words.len());
-        assert_eq!(copied, words, "round {round}");
-        assert!(runtime.download::<u32>(&src).unwrap().iter().all(|&word| word == 0xffff_ffff));
+        assert_eq!(
+            late,
+            0,
+            "{writes} writing, round {round}: {late} of {} words were read after the later write",
+            words.len()
+        );
+        assert_eq!(copied, words, "{writes} writing, round {round}");
+        assert_eq!(runtime.download::<u32>(&src).unwrap(), ones, "{writes} writing, round {round}");
     }
 }
