@@ -204,15 +204,22 @@ fn a_batch_that_outlives_its_timeout_fails_with_a_timeout_and_ends_the_stream() 
         return;
     }
     // Sized to the device: grow the batch until one takes at least 20 ms, then allow a tenth.
+    // Each size runs once untimed first: the first run compiles the kernel, and a timeout sized
+    // from a compile (1.97 s on a loaded machine) let a whole batch finish inside it. The faster
+    // of two timed runs sizes it, so a moment of load cannot stretch it either.
     let mut images = 1;
     let (stage, took) = loop {
         let largest = Shape { n: images, c: 64, h: 64, w: 64, k: 64 };
         let stage = Conv2dStage::new(&runtime, largest, 3).unwrap();
-        let batch = stage.random_batches(1, &[images], 9);
         let pipeline = Pipeline::new(&runtime, stage);
-        let started = Instant::now();
-        pipeline.run_serial(batch, |_, _| Ok(())).unwrap();
-        let took = started.elapsed();
+        let batch = pipeline.stage().random_batches(1, &[images], 9);
+        pipeline.run_serial(batch.clone(), |_, _| Ok(())).unwrap();
+        let timed = || {
+            let started = Instant::now();
+            pipeline.run_serial(batch.clone(), |_, _| Ok(())).unwrap();
+            started.elapsed()
+        };
+        let took = timed().min(timed());
         if took >= Duration::from_millis(20) || images >= 64 {
             break (Conv2dStage::new(&runtime, largest, 3).unwrap(), took);
         }
