@@ -377,14 +377,15 @@ impl Buffers {
         Ok(buffers)
     }
 
-    /// The same `x` with `y` in another buffer of the same size (the study's mapped `y`); the
-    /// view owns nothing and is never deleted itself.
-    /// Saxpy's two buffers over buffers made elsewhere, both at least `elements` floats long.
+    /// Saxpy's two buffers over buffers made elsewhere, both at least `elements` floats long (at
+    /// most 2 GiB each); the view owns nothing and is never deleted itself.
     pub(super) fn over(x: glow::NativeBuffer, y: glow::NativeBuffer, elements: u32) -> Buffers {
-        let bytes = elements as i32 * 4;
+        let bytes = (elements as usize * 4).min(i32::MAX as usize) as i32;
         Buffers { x, y, x_bytes: bytes, y_bytes: bytes, elements }
     }
 
+    /// The same `x` with `y` in another buffer of the same size (the study's mapped `y`); the
+    /// view owns nothing and is never deleted itself.
     pub(super) fn with_y(&self, y: glow::NativeBuffer) -> Buffers {
         Buffers { y, ..*self }
     }
