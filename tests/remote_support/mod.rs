@@ -9,7 +9,7 @@
 pub mod http;
 mod process;
 // The same proxy `sparkle bench-fleet` puts in front of its remote.
-#[path = "../../src/cli/fault_proxy.rs"]
+#[path = "../../bench/src/fault_proxy.rs"]
 pub mod proxy;
 pub mod redis;
 pub mod resp;

@@ -49,6 +49,18 @@ pub enum Transfers {
     StagedIn,
 }
 
+impl std::str::FromStr for Transfers {
+    type Err = String;
+
+    /// A way by its [`name`](Transfers::name); the error lists the names there are.
+    fn from_str(text: &str) -> Result<Self, String> {
+        Transfers::ALL
+            .into_iter()
+            .find(|way| way.name() == text)
+            .ok_or_else(|| format!("`{text}`: the transfer modes are plain, staged, staged-in and mapped"))
+    }
+}
+
 impl Transfers {
     /// Every way, in the order reports show them.
     pub const ALL: [Transfers; 4] =

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use super::bench::{spawn_child_with, ChildReport, DriverCache};
-use super::fault_proxy::{Mode, Proxy};
-use super::CliResult;
+use crate::bench::{spawn_child_with, ChildReport, DriverCache};
+use crate::fault_proxy::{Mode, Proxy};
+use sparkle_cli::CliResult;
 
 #[derive(Args)]
 pub struct Options {
@@ -170,7 +170,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let url = format!("redis://{}/{db}", proxy.addr());
     let dead = format!("redis://127.0.0.1:{}/0", free_port()?);
     let started = Instant::now();
-    let step = |what: &str| eprintln!("{}", super::progress::line(started.elapsed(), what));
+    let step = |what: &str| eprintln!("{}", crate::progress::line(started.elapsed(), what));
     let fresh = |label: &str, i: usize| scratch.path().join(format!("{label}-{i}"));
 
     step("publishing: one cold run with the remote");
@@ -251,7 +251,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
             println!("{name:<44} {ratio:.3}");
         }
     }
-    Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(super::WRONG_RESULT) })
+    Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(sparkle_cli::WRONG_RESULT) })
 }
 
 /// Empties the remote's database, so that "remote warm" holds exactly what the publisher put.

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use sparkle::cache::CacheConfig;
 use sparkle::{Buffer, BufferUsage, Runtime};
 
-use super::gpu_warm::warm_gpu;
-use super::{table, CliResult, UsageError, WRONG_RESULT};
+use crate::gpu_warm::warm_gpu;
+use sparkle_cli::{table, CliResult, UsageError, WRONG_RESULT};
 
 /// Sizes measured by default on a GPU.
 const GPU_SIZES: [usize; 9] =
@@ -37,7 +37,7 @@ pub struct Options {
     /// Sizes in bytes (repeat for several; default 4 KiB to 256 MiB on a GPU).
     #[arg(long = "size")]
     pub sizes: Vec<usize>,
-    /// Also run PyTorch's pageable and pinned copies (scripts/overhead_peers.py, python3).
+    /// Also run PyTorch's pageable and pinned copies (bench/scripts/overhead_peers.py, python3).
     #[arg(long)]
     pub peers: bool,
     /// Also print the plain-GL study of the driver's transfer and fence costs.
@@ -138,10 +138,10 @@ fn study(runtime: &Runtime, sizes: &[usize]) -> CliResult<String> {
     if runtime.backend() != "gl" {
         return Err(UsageError("--study looks at the GL driver: run it on the gl backend".into()).into());
     }
-    let baseline = super::plain_gl::Baseline::open()?;
+    let baseline = crate::plain_gl::Baseline::open()?;
     let variant = sparkle::suite::saxpy::SaxpyVariant::SAFE;
-    let kernel = super::plain_gl::BaselineKernel { spec: variant.spec(), groups: variant.groups(1024) };
-    let inputs = super::plain_gl::SaxpyInputs {
+    let kernel = crate::plain_gl::BaselineKernel { spec: variant.spec(), groups: variant.groups(1024) };
+    let inputs = crate::plain_gl::SaxpyInputs {
         a: 2.0,
         x: (1..=1024).map(|i| i as f32).collect(),
         y: vec![0.0; 1024],
@@ -158,7 +158,7 @@ fn study(runtime: &Runtime, sizes: &[usize]) -> CliResult<String> {
     // 0.27 ms on an H100).
     let (floats, launches, copy_bytes, reps, step_floats) =
         if gpu { (8 << 20, 16, 16 << 20, 15, 64 << 20) } else { (1 << 16, 2, 1 << 20, 3, 1 << 18) };
-    let overlap = super::plain_gl::OverlapPlan {
+    let overlap = crate::plain_gl::OverlapPlan {
         floats,
         groups: variant.groups(floats),
         launches,
@@ -167,7 +167,7 @@ fn study(runtime: &Runtime, sizes: &[usize]) -> CliResult<String> {
         step_floats,
         step_groups: variant.groups(step_floats),
     };
-    Ok(super::plain_gl::study::run(&baseline, &kernel, &inputs, sizes, &overlap)?)
+    Ok(crate::plain_gl::study::run(&baseline, &kernel, &inputs, sizes, &overlap)?)
 }
 
 fn reps(size: usize) -> usize {
@@ -279,10 +279,12 @@ fn run_peers(sizes: &[usize]) -> CliResult<PeerReport> {
         .map_err(|err| format!("the peers script printed no report ({err})"))?)
 }
 
-/// Runs `scripts/overhead_peers.py` (or `SPARKLE_OVERHEAD_PEERS_SCRIPT`) with `args`; its stdout.
+/// Runs `bench/scripts/overhead_peers.py` (or `SPARKLE_OVERHEAD_PEERS_SCRIPT`) with `args`; its stdout.
 pub fn peers_script(first: &[String], rest: impl Iterator<Item = String>) -> CliResult<Vec<u8>> {
-    let script = std::env::var_os("SPARKLE_OVERHEAD_PEERS_SCRIPT")
-        .map_or_else(|| std::path::PathBuf::from("scripts/overhead_peers.py"), std::path::PathBuf::from);
+    let script = std::env::var_os("SPARKLE_OVERHEAD_PEERS_SCRIPT").map_or_else(
+        || std::path::PathBuf::from("bench/scripts/overhead_peers.py"),
+        std::path::PathBuf::from,
+    );
     if !script.exists() {
         return Err(format!(
             "the peers script {} is not there; run from the repository root or set SPARKLE_OVERHEAD_PEERS_SCRIPT",

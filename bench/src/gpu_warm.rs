@@ -1,5 +1,5 @@
 //! Warming a GPU before a bench times it: a GPU raises its clocks (and its link's) only under
-//! sustained work, and PyTorch's peers (`scripts/overhead_peers.py`, `scripts/peers.py`) time
+//! sustained work, and PyTorch's peers (`bench/scripts/overhead_peers.py`, `bench/scripts/peers.py`) time
 //! only after 0.6 s of it, so Sparkle's side gets the same before anything is timed.
 
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use sparkle::suite::{self, timing, Case};
 use sparkle::Runtime;
 
-use super::CliResult;
+use sparkle_cli::CliResult;
 
 /// How long the GPU is kept busy first: what the peers' `warm()` does.
 const GPU_WARM_UP: Duration = Duration::from_millis(600);

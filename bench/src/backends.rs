@@ -8,7 +8,7 @@ use sparkle::cache::CacheConfig;
 use sparkle::runtime::{BACKENDS, BACKEND_ENV};
 use sparkle::{BackendChoice, DeviceClass, Runtime};
 
-use super::{CliResult, UsageError};
+use sparkle_cli::{CliResult, UsageError};
 
 /// One backend of the benchmark.
 pub struct Opened {

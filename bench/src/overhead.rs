@@ -1,5 +1,5 @@
 //! `sparkle bench-overhead`: what the gl backend costs over a plain glow loop making the same GL
-//! calls on its own context on the same device ([`plain_gl::baseline`](super::plain_gl)), measured side by side
+//! calls on its own context on the same device ([`plain_gl::baseline`](crate::plain_gl)), measured side by side
 //! in one process:
 //! - per-dispatch cost of many small dispatches issued without waiting (Sparkle: one submission
 //!   per dispatch, and all of them recorded into one submission; plain: the calls in a loop);
@@ -9,7 +9,7 @@
 //!   one program, per switch;
 //! - with `--peers`, PyTorch on the same GPU: its tiny-op stream (`x.add_(1.0)`, one synchronize
 //!   at the end) and its round trips (`add_` then `.item()`; `add_` then `.cpu()` of the same
-//!   1024 floats), timed on the wall clock as Sparkle's side is (`scripts/overhead_peers.py`).
+//!   1024 floats), timed on the wall clock as Sparkle's side is (`bench/scripts/overhead_peers.py`).
 //!
 //! Every loop is saxpy with `a = 2` over small integers, so each result is exact: each side's
 //! output is compared with the CPU's `y₀ + k·a·x` after every loop and every round trip, and a
@@ -24,9 +24,9 @@ use sparkle::suite;
 use sparkle::suite::saxpy::SaxpyVariant;
 use sparkle::{Arg, Buffer, BufferUsage, Program, Runtime};
 
-use super::gpu_warm::warm_gpu;
-use super::plain_gl::{Baseline, BaselineKernel, RoundTripSteps, SaxpyInputs};
-use super::{table, CliResult, UsageError};
+use crate::gpu_warm::warm_gpu;
+use crate::plain_gl::{Baseline, BaselineKernel, RoundTripSteps, SaxpyInputs};
+use sparkle_cli::{table, CliResult, UsageError};
 
 /// The saxpy factor: a power of two, so every result stays an exact small integer.
 const A: f32 = 2.0;
@@ -63,7 +63,7 @@ pub struct Options {
     /// Also write the JSON report to this file.
     #[arg(long)]
     pub json_out: Option<std::path::PathBuf>,
-    /// Also run PyTorch's tiny-op stream and round trips (scripts/overhead_peers.py, python3).
+    /// Also run PyTorch's tiny-op stream and round trips (bench/scripts/overhead_peers.py, python3).
     #[arg(long)]
     pub peers: bool,
 }
@@ -203,7 +203,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     if options.peers {
         step(started, "PyTorch peers");
         let args = ["overhead".to_owned(), report.dispatches.to_string(), report.round_trip.runs.to_string()];
-        let output = super::transfer::peers_script(&args, std::iter::empty())?;
+        let output = crate::transfer::peers_script(&args, std::iter::empty())?;
         report.peer = Some(
             serde_json::from_slice(&output)
                 .map_err(|err| format!("the peers script printed no report ({err})"))?,
@@ -218,7 +218,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     } else {
         print!("{}", render(&report));
     }
-    Ok(if report.correct { ExitCode::SUCCESS } else { ExitCode::from(super::WRONG_RESULT) })
+    Ok(if report.correct { ExitCode::SUCCESS } else { ExitCode::from(sparkle_cli::WRONG_RESULT) })
 }
 
 /// The sizes to use on `runtime`'s device.

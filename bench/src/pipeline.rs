@@ -16,7 +16,7 @@
 //! order. A GPU sets its clocks by how busy it was lately (an H100 ran this bench anywhere from
 //! 345 to 1980 MHz), so stages timed once, apart from the runs they are compared with, were
 //! timed at other clocks. The timed runs drop each result as it arrives, and the process keeps
-//! the memory it frees ([`super::host_memory`]). Untimed runs of both paths then check the
+//! the memory it frees ([`crate::host_memory`]). Untimed runs of both paths then check the
 //! results: the pipelined ones must equal the synchronous ones bit for bit, and the first image
 //! of the first batch is checked against the CPU, on all host cores, once every row is timed (a
 //! check leaves the GPU idle, and an idle GPU lowers its clock).
@@ -29,7 +29,7 @@ use sparkle::suite::conv2d::{Conv2dStage, Shape, Transfers};
 use sparkle::suite::{self, Case};
 use sparkle::{Pipeline, Runtime, Stage};
 
-use super::{table, CliResult, UsageError, WRONG_RESULT};
+use sparkle_cli::{table, CliResult, UsageError, WRONG_RESULT};
 
 /// Options of `sparkle bench-pipeline`.
 #[derive(clap::Args)]
@@ -45,7 +45,7 @@ pub struct Options {
     #[arg(long, default_value_t = sparkle::runtime::DEFAULT_DEPTH)]
     depth: usize,
     /// plain, staged, staged-in or mapped; repeat for several. Default: all four.
-    #[arg(long = "transfers", value_parser = parse_transfers)]
+    #[arg(long = "transfers")]
     transfers: Vec<Transfers>,
     /// Runs of each measurement (the median is reported).
     #[arg(long, default_value_t = 3)]
@@ -74,13 +74,6 @@ fn parse_shape(text: &str) -> Result<Shape, String> {
             "`{text}`: a shape is five sizes of at least 1, N,C,H,W,K (for example 8,16,64,64,16)"
         )),
     }
-}
-
-pub(super) fn parse_transfers(text: &str) -> Result<Transfers, String> {
-    Transfers::ALL
-        .into_iter()
-        .find(|t| t.name() == text)
-        .ok_or_else(|| format!("`{text}`: the transfer modes are plain, staged, staged-in and mapped"))
 }
 
 /// Shapes that take a noticeable but short time on llvmpipe (where compute dominates anyway).
@@ -155,7 +148,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
 /// Every row in this process, one after another, each checked against the CPU once all are
 /// timed.
 fn measure_here(options: &Options, shapes: &[Shape], modes: &[Transfers]) -> CliResult<Report> {
-    let host_memory = super::host_memory::keep_freed_memory();
+    let host_memory = crate::host_memory::keep_freed_memory();
     let runtime = Runtime::from_env()?;
     let mut rows = Vec::new();
     let mut checks = Vec::new();

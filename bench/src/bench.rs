@@ -31,8 +31,9 @@ use sparkle::cache::{CacheConfig, CacheStats};
 use sparkle::suite::{self, timing, Case};
 use sparkle::{BackendChoice, Runtime};
 
-use super::progress::Progress;
-use super::{backends, chart, overhead, table, CliResult};
+use crate::progress::Progress;
+use crate::{backends, overhead};
+use sparkle_cli::{chart, table, CliResult};
 
 /// Inputs of the time-to-first-result runs: small, so that compiling dominates as it does for a
 /// user's first call.
@@ -213,7 +214,7 @@ const METHOD: Method = Method {
               query around `launches` dispatches in one submission (inputs rotated over `input_copies` \
               copies), divided by `launches`, median of 3-7 batches; gpu_ms: one query around one \
               dispatch, median; wall_ms: submit + wait of one dispatch on the host, median",
-    peer: "scripts/peers.py, after >= 0.6 s of warm-up: ms: CUDA events around the same number of \
+    peer: "bench/scripts/peers.py, after >= 0.6 s of warm-up: ms: CUDA events around the same number of \
            back-to-back launches over the same input copies, queued behind torch.cuda._sleep so that \
            the host's launch gap is not in the window, divided by the launch count, median of 3-7 \
            batches; wall_ms: launch + torch.cuda.synchronize() on the host, median; single_event_ms: \
@@ -276,7 +277,7 @@ pub struct Options {
 
 /// Prints one progress line (stderr), with the time since the bench started.
 fn step(started: Instant, what: &str) {
-    eprintln!("{}", super::progress::line(started.elapsed(), what));
+    eprintln!("{}", crate::progress::line(started.elapsed(), what));
 }
 
 pub fn run(options: Options) -> CliResult<ExitCode> {
@@ -440,7 +441,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     } else {
         print_report(&report);
     }
-    Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(super::WRONG_RESULT) })
+    Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(sparkle_cli::WRONG_RESULT) })
 }
 
 fn progress_bar(steps: u64) -> Progress {
@@ -697,7 +698,7 @@ impl Throughput {
 /// back-to-back launch count — and reads its JSON.
 fn run_peers(ours: &[&Throughput]) -> CliResult<PeerReport> {
     let script = std::env::var_os("SPARKLE_PEERS_SCRIPT")
-        .map_or_else(|| std::path::PathBuf::from("scripts/peers.py"), std::path::PathBuf::from);
+        .map_or_else(|| std::path::PathBuf::from("bench/scripts/peers.py"), std::path::PathBuf::from);
     if !script.exists() {
         return Err(format!(
             "the peers script {} is not there; run from the repository root or set SPARKLE_PEERS_SCRIPT",
