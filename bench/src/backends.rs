@@ -1,4 +1,4 @@
-//! `sparkle bench --backends gl,amdgpu-sim`: the backends a benchmark puts side by side, by their
+//! `sparkle-bench bench --backends gl,amdgpu-sim`: the backends a benchmark puts side by side, by their
 //! `SPARKLE_BACKEND` names, each opened once with the problem sizes its device can take in
 //! reasonable time (CPU renderers and the simulator get the small ones).
 

@@ -1,4 +1,4 @@
-//! `sparkle bench`: time to first correct result of the whole suite under four cache scenarios,
+//! `sparkle-bench bench`: time to first correct result of the whole suite under four cache scenarios,
 //! each measured in a fresh process, and per-kernel throughput with warm programs: the GPU warmed
 //! with ≥ 0.5 s of continuous work first, each dispatch timed on the GPU (timer queries) and as
 //! dispatch + wait, and as batches of back-to-back dispatches on the GPU, medians of many runs,
@@ -256,7 +256,7 @@ struct Report {
     overheads: Option<overhead::OverheadReport>,
 }
 
-/// What `sparkle bench` was asked for.
+/// What `sparkle-bench bench` was asked for.
 pub struct Options {
     pub json: bool,
     pub repeats: usize,

@@ -1,4 +1,4 @@
-//! `sparkle bench-fleet`: what the fleet cache gives a fresh machine, in fresh processes that
+//! `sparkle-bench bench-fleet`: what the fleet cache gives a fresh machine, in fresh processes that
 //! each open the backend and get the suite's first results (`bench-child`), timed from before
 //! the backend opens — the remote tier's connection and the driver-cache fetch happen there —
 //! until the last result is on the host:

@@ -101,6 +101,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    sparkle_cli::die_quietly_on_closed_pipe();
     sparkle_cli::init_logging();
     sparkle_cli::exit_code(run())
 }

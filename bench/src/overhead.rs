@@ -1,4 +1,4 @@
-//! `sparkle bench-overhead`: what the gl backend costs over a plain glow loop making the same GL
+//! `sparkle-bench bench-overhead`: what the gl backend costs over a plain glow loop making the same GL
 //! calls on its own context on the same device ([`plain_gl::baseline`](crate::plain_gl)), measured side by side
 //! in one process:
 //! - per-dispatch cost of many small dispatches issued without waiting (Sparkle: one submission
@@ -69,7 +69,7 @@ pub struct Options {
 }
 
 impl Options {
-    /// The defaults of `sparkle bench-overhead`.
+    /// The defaults of `sparkle-bench bench-overhead`.
     pub fn defaults() -> Options {
         Options {
             json: false,
@@ -161,7 +161,7 @@ pub struct Switch {
     pub per_switch_us: f64,
 }
 
-/// What `sparkle bench-overhead` reports.
+/// What `sparkle-bench bench-overhead` reports.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OverheadReport {
     pub device: String,

@@ -1,4 +1,4 @@
-//! `sparkle bench-pipeline`: conv2d over a stream of batches, run synchronously (each batch
+//! `sparkle-bench bench-pipeline`: conv2d over a stream of batches, run synchronously (each batch
 //! uploaded, computed and read back before the next) and through the pipelined executor, next
 //! to the time of each stage alone — upload, GPU work, read-back — so that the ideal overlap
 //! (the slowest stage) is known. Every shape runs with each way of moving data (plain buffer
@@ -31,7 +31,7 @@ use sparkle::{Pipeline, Runtime, Stage};
 
 use sparkle_cli::{table, CliResult, UsageError, WRONG_RESULT};
 
-/// Options of `sparkle bench-pipeline`.
+/// Options of `sparkle-bench bench-pipeline`.
 #[derive(clap::Args)]
 pub struct Options {
     /// A batch shape N,C,H,W,K (N images per batch); repeat for several. Default: shapes sized
@@ -220,7 +220,7 @@ fn measure_in_own_processes(options: &Options, shapes: &[Shape], modes: &[Transf
     report.ok_or_else(|| "no rows to measure".into())
 }
 
-/// Runs `sparkle bench-pipeline` for one row in a child process and reads its JSON report; a
+/// Runs `sparkle-bench bench-pipeline` for one row in a child process and reads its JSON report; a
 /// child's usage error is this command's, and a wrong result comes back as its row says.
 fn measure_in_child(options: &Options, shape: Shape, mode: Transfers) -> CliResult<Report> {
     let Shape { n, c, h, w, k } = shape;

@@ -1,4 +1,4 @@
-//! `sparkle bench-transfer`: how fast bytes move between host memory and a device buffer, at
+//! `sparkle-bench bench-transfer`: how fast bytes move between host memory and a device buffer, at
 //! sizes from 4 KiB to 256 MiB, each way Sparkle offers — plain buffers (`Runtime::write_buffer`,
 //! `Runtime::read_buffer` from and to ordinary host memory) and staging buffers
 //! (`BufferUsage::Staging`, host-visible memory the driver keeps pinned: a device copy between

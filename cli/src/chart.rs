@@ -1,6 +1,6 @@
 //! The benchmark chart (SVG): time to first result under each cache scenario (cold vs warm
 //! startup), and throughput of each backend against the peers (PyTorch, where `--peers` ran),
-//! drawn from a `sparkle bench` JSON report — the one just measured (`sparkle bench --chart`) or a
+//! drawn from a `sparkle-bench bench` JSON report — the one just measured (`sparkle-bench bench --chart`) or a
 //! saved one (`sparkle chart REPORT.json OUT.svg`).
 //!
 //! The report is read leniently: a missing section, scenario or value (a NaN is saved as `null`)
@@ -29,7 +29,7 @@ const PEER_COLOR: RGBColor = RGBColor(0xdd, 0x84, 0x52);
 const BACKEND_COLORS: [RGBColor; 3] =
     [RGBColor(0x55, 0xa8, 0x68), RGBColor(0x81, 0x72, 0xb3), RGBColor(0x93, 0x78, 0x60)];
 
-/// The parts of a `sparkle bench` report the chart draws.
+/// The parts of a `sparkle-bench bench` report the chart draws.
 #[derive(Debug, Default, Deserialize)]
 struct ReportView {
     #[serde(default)]
@@ -93,7 +93,7 @@ impl Panel {
     }
 }
 
-/// Draws the chart of `report` (a `sparkle bench` JSON report) into `out`.
+/// Draws the chart of `report` (a `sparkle-bench bench` JSON report) into `out`.
 pub fn write(report: &serde_json::Value, out: &Path) -> CliResult<()> {
     let svg = render(report)?;
     std::fs::write(out, svg).map_err(|err| format!("cannot write the chart to {}: {err}", out.display()))?;
@@ -106,7 +106,7 @@ pub fn from_file(report: &Path, out: &Path) -> CliResult<std::process::ExitCode>
         .map_err(|err| format!("cannot read the report {}: {err}", report.display()))?;
     let value: serde_json::Value = serde_json::from_str(&text).map_err(|err| {
         format!(
-            "{} is not a JSON report ({err}); write one with `sparkle bench --json-out FILE`",
+            "{} is not a JSON report ({err}); write one with `sparkle-bench bench --json-out FILE`",
             report.display()
         )
     })?;
@@ -119,11 +119,12 @@ pub fn from_file(report: &Path, out: &Path) -> CliResult<std::process::ExitCode>
 pub fn render(report: &serde_json::Value) -> CliResult<String> {
     if report.get("scenarios").is_none() && report.get("throughput").is_none() {
         return Err("this JSON has neither `scenarios` nor `throughput`: it is not a report of \
-                    `sparkle bench --json-out FILE`"
+                    `sparkle-bench bench --json-out FILE`"
             .into());
     }
-    let view: ReportView = serde_json::from_value(report.clone())
-        .map_err(|err| format!("the report does not have the shape `sparkle bench --json` writes: {err}"))?;
+    let view: ReportView = serde_json::from_value(report.clone()).map_err(|err| {
+        format!("the report does not have the shape `sparkle-bench bench --json` writes: {err}")
+    })?;
     let panels = panels(&view);
     let height = MARGIN * 2 + 30 + panels.iter().map(|p| p.height() + PANEL_GAP).sum::<i32>();
     let mut svg = String::new();
@@ -369,6 +370,6 @@ mod tests {
         assert!(drawn.iter().any(|t| t == "Sparkle benchmark"), "{drawn:?}");
         assert!(render(&serde_json::json!({"scenarios": "cold"})).is_err(), "a malformed report is refused");
         let err = render(&serde_json::json!({"variants": []})).unwrap_err().to_string();
-        assert!(err.contains("not a report of `sparkle bench"), "another JSON is refused: {err}");
+        assert!(err.contains("not a report of `sparkle-bench bench"), "another JSON is refused: {err}");
     }
 }

@@ -66,7 +66,7 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
-    /// Draws the chart (SVG) of a saved `sparkle bench --json-out` report, without measuring.
+    /// Draws the chart (SVG) of a saved `sparkle-bench bench --json-out` report, without measuring.
     Chart {
         /// The JSON report.
         report: std::path::PathBuf,
@@ -158,6 +158,16 @@ pub fn exit_code(outcome: CliResult<ExitCode>) -> ExitCode {
             }
         }
     }
+}
+
+/// Makes a closed standard output end the process as it ends any Unix tool (`sparkle cache
+/// stats | head -1`), instead of a panic in the next `print!`. Rust ignores `SIGPIPE` by default
+/// so that writes fail with `EPIPE`; the command restores the default action, under which the
+/// write that finds the pipe closed ends the process quietly.
+pub fn die_quietly_on_closed_pipe() {
+    // SAFETY: called first thing in `main`, before any thread exists; setting a signal's action
+    // to the default changes no memory of this process.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }
 
 /// Milliseconds with three decimals, for tables.
