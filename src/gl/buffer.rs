@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use glow::HasContext;
 
+use super::stream_copy::Stores;
 use super::thread::{GlState, GlThread, LiveGuard};
 use super::GlError;
-use crate::hal::stream_copy::Stores;
 use crate::hal::{BufferUsage, ReadTarget};
 
 /// A GL buffer object.
@@ -61,7 +61,7 @@ impl Mapping {
             // SAFETY: `start + data.len() <= len` was checked; the pieces are disjoint parts of
             // the checked range, and `data` is host memory, never the mapping itself.
             unsafe {
-                crate::hal::stream_copy::copy_for_device(
+                super::stream_copy::copy_for_device(
                     data[from..to].as_ptr(),
                     (base + from) as *mut u8,
                     to - from,
@@ -178,9 +178,9 @@ fn threads_for(len: usize, most: usize) -> usize {
 }
 
 /// Runs `copy(from, to)` over `len` bytes in disjoint parts on at most `threads` threads: the
-/// caller's and the host copy helpers ([`crate::hal::copy_helpers`]).
+/// caller's and the host copy helpers ([`super::copy_helpers`]).
 fn in_pieces_on(len: usize, threads: usize, copy: impl Fn(usize, usize) + Sync) {
-    crate::hal::copy_helpers::in_pieces(len, PART, threads.saturating_sub(1), &copy);
+    super::copy_helpers::in_pieces(len, PART, threads.saturating_sub(1), &copy);
 }
 
 impl Drop for GlBuffer {

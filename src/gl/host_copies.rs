@@ -7,7 +7,7 @@
 //! copy of 1 MiB took 38 µs alone and 45–59 µs after the host's write or a 150 µs pause.
 //!
 //! So while a host copy is in flight, and for the idle window after the last one ends, the GL
-//! thread keeps polling, within the wait window (`hal/spin.rs`): on hosts with few cores and on
+//! thread keeps polling, within the wait window (`polling.rs`): on hosts with few cores and on
 //! CPU renderers that window is the idle one, and nothing changes there.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -17,7 +17,7 @@ use std::time::Duration;
 #[derive(Default)]
 pub(crate) struct HostCopies {
     in_flight: AtomicUsize,
-    /// When the last copy ended ([`crate::hal::spin::now_ns`]); 0: none yet.
+    /// When the last copy ended ([`super::polling::now_ns`]); 0: none yet.
     last_end: AtomicU64,
 }
 
@@ -40,13 +40,13 @@ impl HostCopies {
             return true;
         }
         let last_end = self.last_end.load(Ordering::Acquire);
-        last_end != 0 && crate::hal::spin::now_ns().saturating_sub(last_end) < window.as_nanos() as u64
+        last_end != 0 && super::polling::now_ns().saturating_sub(last_end) < window.as_nanos() as u64
     }
 }
 
 impl Drop for HostCopy<'_> {
     fn drop(&mut self) {
-        self.copies.last_end.store(crate::hal::spin::now_ns().max(1), Ordering::Release);
+        self.copies.last_end.store(super::polling::now_ns().max(1), Ordering::Release);
         self.copies.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -10,6 +10,7 @@
 mod buffer;
 mod clock_hold;
 mod context;
+mod copy_helpers;
 mod device;
 mod driver_cache;
 mod error;
@@ -18,7 +19,9 @@ mod glsl;
 mod host_copies;
 mod interface;
 mod live;
+mod polling;
 mod program;
+mod stream_copy;
 mod submit;
 mod texels;
 mod thread;
@@ -42,13 +45,13 @@ use submit::Step;
 use thread::{GlThread, LiveGuard};
 
 use crate::cache::{Blob, LoadFailure};
-use crate::hal::stream_copy::Stores;
 use crate::hal::{
     self, Api, BufferUsage, Command, Compiled, DeviceClass, DeviceInfo, Prepared, ProgramInterface,
     ReadTarget,
 };
 use crate::kernel::{KernelSource, KernelSpec, SourceLanguage};
 use crate::Result;
+use stream_copy::Stores;
 
 /// The gl backend's types.
 pub struct Gl;

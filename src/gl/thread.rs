@@ -417,10 +417,10 @@ impl GlThread {
                     }
                 };
                 // Polling for the end of work that runs on this machine's own cores would take
-                // a core from it (`spin`).
+                // a core from it (`polling.rs`).
                 let windows =
-                    crate::hal::spin::windows_for(probe.is_cpu_renderer(), crate::hal::spin::host_cores());
-                thread_shared.timeline.set_spin_windows(windows);
+                    super::polling::windows_for(probe.is_cpu_renderer(), crate::hal::spin::host_cores());
+                thread_shared.timeline.set_spin_windows(windows.idle, windows.wait);
                 // Before `spawn` returns, so the first submission already has its waiter.
                 let waits = FenceWaits::from_env().unwrap_or(waits);
                 let fences = match waits {

@@ -17,9 +17,9 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::buffer::GlBuffer;
+use super::stream_copy::Stores;
 use super::thread::GlThread;
 use super::GlError;
-use crate::hal::stream_copy::Stores;
 use crate::hal::{BufferUsage, ReadTarget};
 
 /// Transfers of at least this many bytes go through the ring on a GPU, unless
@@ -54,10 +54,10 @@ const SLOTS: usize = 4;
 /// Wakes the helpers that a host copy of `chunk` bytes uses, to poll for it until the guard
 /// drops, for at most the time its device copy and its host copy take at a slow 10 GB/s each,
 /// plus a submission's latency.
-fn wake_helpers(chunk: usize) -> crate::hal::copy_helpers::WokenAhead {
+fn wake_helpers(chunk: usize) -> super::copy_helpers::WokenAhead {
     let helpers = super::buffer::host_threads(chunk).saturating_sub(1);
     let most = Duration::from_micros(100) + Duration::from_nanos(chunk as u64 / 5);
-    crate::hal::copy_helpers::wake_ahead(helpers, most)
+    super::copy_helpers::wake_ahead(helpers, most)
 }
 
 /// Whether waking helpers ahead of a read-back pays here. On a busy host the helpers' polling

@@ -16,14 +16,15 @@
 //! | [`Device::submit`] | `glDispatchCompute`, `glCopyBufferSubData`, `glMemoryBarrier`, `glFenceSync` on the GL thread | PM4 IB + BO list → CS ioctl |
 //! | [`Device::completed`] / [`Device::wait`] | `glClientWaitSync` on the GL thread | WAIT_CS on the sequence number |
 //! | [`Device::submit_timed`] / [`Device::take_gpu_time`] (optional) | `GL_TIME_ELAPSED` query around the commands, read after the fence | not yet (default: unsupported) |
+//!
+//! This folder holds only what every backend and the runtime share: the traits and neutral
+//! types (this file), the host memory a read fills ([`ReadTarget`], `read_target.rs`), the
+//! fence contract as a ready-made type for backends with a worker thread ([`Timeline`],
+//! `timeline.rs`), and the poll-before-sleeping loop with its `SPARKLE_SPIN_US` window
+//! ([`spin`]). A backend's own machinery lives in its folder (`gl/`, `amdgpu/`).
 
-// Host copies through mappings; only the gl backend maps buffers this way so far.
-#[cfg(feature = "gl")]
-pub(crate) mod copy_helpers;
 mod read_target;
 pub mod spin;
-#[cfg(feature = "gl")]
-pub(crate) mod stream_copy;
 mod timeline;
 
 use std::time::Duration;

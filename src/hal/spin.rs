@@ -1,27 +1,17 @@
-//! Short busy-waits before blocking. A thread woken through a condition variable or a driver's
-//! blocking wait runs again tens of microseconds after the event (more in a virtual machine); a
-//! dispatch → result round trip passes through several such hand-offs (submission to the GL
-//! thread, fence to the waiter, read-back to the GL thread and back), so each one first polls
-//! and only then sleeps.
+//! Short busy-waits before blocking, for every thread that waits on the GPU's behalf. A thread
+//! woken through a condition variable or a driver's blocking wait runs again tens of
+//! microseconds after the event (more in a virtual machine); a dispatch → result round trip
+//! passes through several such hand-offs, so each one first polls and only then sleeps.
 //!
-//! Two windows. A thread that only might get work soon (the GL thread between jobs) polls for
-//! the short *idle* window, 50 µs (the GL thread polls on, within the wait window, while the
-//! host copies through a mapping and a submission is likely to follow: `gl/host_copies.rs`). A
-//! thread that waits for a result someone asked for — a caller in `wait` or a read, and the GL
-//! thread watching fences while such a caller exists — polls for the *wait* window, 10 ms, as
-//! CUDA's default synchronisation spins while a host has more cores than busy GPU contexts.
-//! Sleeping there cost a single call of 0.1–4 ms of GPU work 20–60 µs more than polling did
-//! (H100, `sparkle bench`); a wait that outlasts the window polls for it once and then sleeps,
-//! and a host with fewer than [`CORES_FOR_LONG_WAITS`] cores keeps the idle window for waits
-//! too, so that two polling threads never hold most of its cores.
+//! This file holds what the runtime and any backend share: the window `SPARKLE_SPIN_US` asks
+//! for ([`window`]: the runtime reads it before a backend's settle-and-read, and a
+//! [`Timeline`](super::Timeline) starts with it), the poll loop itself, and the host's core
+//! count. How the gl backend sizes its own windows per device (a long wait window on a GPU
+//! host with enough cores, none on a CPU renderer, a short idle window for its GL thread) is
+//! the gl backend's business: `gl/polling.rs`.
 //!
-//! Polling pays only where the work runs elsewhere. A CPU renderer (Mesa's llvmpipe) runs kernels
-//! on the host's own cores, and a thread polling for their end takes a core from them: on two
-//! cores it made a round trip 1.7× slower than sleeping at once. So a device that computes on the
-//! host polls for no time unless the user asked for a window.
-//!
-//! `SPARKLE_SPIN_US` sets the wait window in microseconds (0: never poll, always sleep at once);
-//! the idle window is the smaller of it and 50 µs.
+//! `SPARKLE_SPIN_US` sets the window in microseconds (0: never poll, always sleep at once; at
+//! most 10 ms); unset, it is [`DEFAULT_WINDOW`].
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -29,15 +19,8 @@ use std::time::{Duration, Instant};
 /// The environment variable that sets the polling window.
 pub const SPIN_ENV: &str = "SPARKLE_SPIN_US";
 
-/// The idle window, and the wait window where waits do not poll long.
-const DEFAULT_WINDOW: Duration = Duration::from_micros(50);
-
-/// The wait window for a GPU on a host with enough cores, when `SPARKLE_SPIN_US` is unset.
-const DEFAULT_WAIT_WINDOW: Duration = Duration::from_millis(10);
-
-/// Logical CPUs a host needs before waits poll for the long window (10 ms): a waiter and the GL
-/// thread may both poll, which should leave most of the cores to the application.
-pub const CORES_FOR_LONG_WAITS: usize = 4;
+/// The window where `SPARKLE_SPIN_US` is unset: 50 µs.
+pub const DEFAULT_WINDOW: Duration = Duration::from_micros(50);
 
 /// Polling spins without yielding for this long; past it, each round offers the core to other
 /// threads first, which costs a long wait about a microsecond of latency.
@@ -46,37 +29,16 @@ const TIGHT_SPIN: Duration = Duration::from_micros(50);
 /// Longest window accepted: polling longer than this only burns a core.
 const MAX_WINDOW: Duration = Duration::from_millis(10);
 
-/// Both windows of a device that sets none of its own: `SPARKLE_SPIN_US`, else 50 µs.
+/// The window of a device that sets none of its own: `SPARKLE_SPIN_US`, else
+/// [`DEFAULT_WINDOW`].
 pub fn window() -> Duration {
-    asked().unwrap_or(DEFAULT_WINDOW)
+    asked_window().unwrap_or(DEFAULT_WINDOW)
 }
 
-/// The (idle, wait) windows for a device; `on_host`: it computes on the host's cores (a CPU
-/// renderer); `cores`: the host's logical CPUs.
-pub fn windows_for(on_host: bool, cores: usize) -> Windows {
-    let wait = match asked() {
-        Some(window) => window,
-        None if on_host => Duration::ZERO,
-        None if cores < CORES_FOR_LONG_WAITS => DEFAULT_WINDOW,
-        None => DEFAULT_WAIT_WINDOW,
-    };
-    Windows { idle: wait.min(DEFAULT_WINDOW), wait }
-}
-
-/// How long threads poll before they sleep (see the module's documentation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Windows {
-    /// A thread that may get work soon but that nobody waits for.
-    pub idle: Duration,
-    /// A thread that waits for a result someone asked for.
-    pub wait: Duration,
-}
-
-/// Nanoseconds since a process-wide instant (the first call): a monotonic clock that fits in an
-/// atomic, for deadlines and timestamps that threads share without a lock.
-pub fn now_ns() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos().min(u64::MAX as u128) as u64
+/// The window `SPARKLE_SPIN_US` asks for (at most 10 ms), if it is set to a number.
+pub fn asked_window() -> Option<Duration> {
+    static ASKED: OnceLock<Option<Duration>> = OnceLock::new();
+    *ASKED.get_or_init(|| parse_window(std::env::var(SPIN_ENV).ok().as_deref()))
 }
 
 /// The host's logical CPUs, asked once: `available_parallelism` reads the cgroup's CPU quota from
@@ -84,12 +46,6 @@ pub fn now_ns() -> u64 {
 pub fn host_cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// The window `SPARKLE_SPIN_US` asks for, if set.
-fn asked() -> Option<Duration> {
-    static ASKED: OnceLock<Option<Duration>> = OnceLock::new();
-    *ASKED.get_or_init(|| parse_window(std::env::var(SPIN_ENV).ok().as_deref()))
 }
 
 fn parse_window(value: Option<&str>) -> Option<Duration> {
@@ -143,14 +99,6 @@ mod tests {
         assert_eq!(parse_window(Some("120")), Some(Duration::from_micros(120)));
         assert_eq!(parse_window(Some("99999999")), Some(MAX_WINDOW));
         assert_eq!(parse_window(Some("fast")), None);
-        if std::env::var_os(SPIN_ENV).is_none() {
-            let zero = Windows { idle: Duration::ZERO, wait: Duration::ZERO };
-            assert_eq!(windows_for(true, 64), zero, "a CPU renderer does not poll");
-            let short = Windows { idle: DEFAULT_WINDOW, wait: DEFAULT_WINDOW };
-            assert_eq!(windows_for(false, CORES_FOR_LONG_WAITS - 1), short, "few cores: short waits");
-            let long = Windows { idle: DEFAULT_WINDOW, wait: DEFAULT_WAIT_WINDOW };
-            assert_eq!(windows_for(false, CORES_FOR_LONG_WAITS), long);
-        }
     }
 
     #[test]

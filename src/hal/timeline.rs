@@ -1,6 +1,8 @@
-//! `Timeline`: fence values signalled by a backend's worker (the GL thread, a simulated GPU) and
-//! waited on by any thread with a timeout — so that waiting never needs the worker, which may be
-//! busy inside a long kernel.
+//! `Timeline`: fence values signalled by a backend's worker (the GL thread, the test suite's fake
+//! backends) and waited on by any thread with a timeout — so that waiting never needs the
+//! worker, which may be busy inside a long kernel. It is the seam's fence contract (values 1,
+//! 2, 3… completed in order, a failed submission reported by its wait) as a ready-made type,
+//! for any backend whose device work runs on a thread of its own.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -84,11 +86,13 @@ impl Timeline {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sets how long threads poll before sleeping (see `spin`: zero for a device that computes
-    /// on the host's cores).
-    pub fn set_spin_windows(&self, windows: super::spin::Windows) {
-        self.idle_ns.store(nanos(windows.idle), Ordering::Relaxed);
-        self.wait_ns.store(nanos(windows.wait), Ordering::Relaxed);
+    /// Sets how long threads poll before sleeping: `idle`, a worker that nobody waits for;
+    /// `wait`, a thread waiting for a fence (zero for a device that computes on the host's
+    /// cores, where polling would take a core from its kernels). Both start as
+    /// [`spin::window`](super::spin::window).
+    pub fn set_spin_windows(&self, idle: Duration, wait: Duration) {
+        self.idle_ns.store(nanos(idle), Ordering::Relaxed);
+        self.wait_ns.store(nanos(wait), Ordering::Relaxed);
     }
 
     /// How long a thread that nobody waits for polls for more work before sleeping.

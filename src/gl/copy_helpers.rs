@@ -100,7 +100,7 @@ struct Queue {
     /// [`WokenAhead`] guards alive: while there is one, idle helpers poll for work instead of
     /// sleeping, until `awake_until` at the latest.
     woken_ahead: AtomicUsize,
-    /// The latest end ([`super::spin::now_ns`]) of a [`wake_ahead`] window.
+    /// The latest end ([`super::polling::now_ns`]) of a [`wake_ahead`] window.
     awake_until: AtomicU64,
     /// Helpers polling now; at most [`MOST_POLLING`].
     polling: AtomicUsize,
@@ -114,14 +114,14 @@ impl Queue {
     /// Whether idle helpers are to poll rather than sleep now.
     fn awake(&self) -> bool {
         self.woken_ahead.load(Ordering::Relaxed) > 0
-            && super::spin::now_ns() < self.awake_until.load(Ordering::Relaxed)
+            && super::polling::now_ns() < self.awake_until.load(Ordering::Relaxed)
     }
 }
 
 /// Keeps idle helpers polling for work while alive (see [`wake_ahead`]).
 pub(crate) struct WokenAhead {
     queue: Option<&'static Queue>,
-    /// The end of this guard's own window ([`super::spin::now_ns`]).
+    /// The end of this guard's own window ([`super::polling::now_ns`]).
     until: u64,
 }
 
@@ -129,7 +129,7 @@ impl WokenAhead {
     /// Whether this guard woke helpers and its window has closed: the copy it was for came
     /// later than its caller expected.
     pub(crate) fn window_passed(&self) -> bool {
-        self.queue.is_some() && super::spin::now_ns() > self.until
+        self.queue.is_some() && super::polling::now_ns() > self.until
     }
 }
 
@@ -153,7 +153,7 @@ pub(crate) fn wake_ahead(helpers: usize, most: Duration) -> WokenAhead {
         Some(queue) if helpers > 0 => queue,
         _ => return WokenAhead { queue: None, until: 0 },
     };
-    let until = super::spin::now_ns().saturating_add(most.as_nanos().min(u64::MAX as u128) as u64);
+    let until = super::polling::now_ns().saturating_add(most.as_nanos().min(u64::MAX as u128) as u64);
     queue.awake_until.fetch_max(until, Ordering::Relaxed);
     queue.woken_ahead.fetch_add(1, Ordering::Relaxed);
     // Taking the lock orders this against a helper between its check of the window and its
@@ -209,8 +209,8 @@ fn help(queue: &'static Queue) {
                     // short spin, so that a thread waiting for this CPU (the GL thread, the
                     // fence thread, the caller) gets it.
                     let left =
-                        queue.awake_until.load(Ordering::Relaxed).saturating_sub(super::spin::now_ns());
-                    super::spin::poll_within(Duration::from_nanos(left), || {
+                        queue.awake_until.load(Ordering::Relaxed).saturating_sub(super::polling::now_ns());
+                    crate::hal::spin::poll_within(Duration::from_nanos(left), || {
                         queue.queued.load(Ordering::Relaxed) > 0 || !queue.awake()
                     });
                     queue.polling.fetch_sub(1, Ordering::Relaxed);
@@ -424,7 +424,7 @@ mod tests {
         }
         // Asking for no helper opens no window.
         let none = wake_ahead(0, Duration::from_secs(3600));
-        let fifty_minutes_on = super::super::spin::now_ns() + 3_000_000_000_000;
+        let fifty_minutes_on = crate::gl::polling::now_ns() + 3_000_000_000_000;
         assert!(queue.awake_until.load(Ordering::SeqCst) < fifty_minutes_on, "no helper was asked for");
         drop(none);
         covers_once(1 << 20, 4096, 3);
