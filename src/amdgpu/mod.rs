@@ -16,13 +16,25 @@
 //! The layers below are not public API. The kernel-driver layer (raw uapi, the
 //! [`kmd::KernelDriver`] trait) is the `sparkle-amdgpu-kmd` crate; code objects (the compiler
 //! driver, ELF and metadata parsing, kernel descriptors, kernel arguments, printf's buffer) are
-//! the `sparkle-amdgpu-codeobj` crate; the simulated GPU is the `sparkle-amdgpu-sim` crate. Inside
-//! this module: the render node (`render_node`), its discovery and the GPU's identity
-//! (`discovery`, `device_info`), GPU memory (`memory`, `va_allocator`), programs (`program`), one
-//! submission's command buffer ([`ib`]), CS submissions and their fences (`submit`), and the
-//! device on the runtime seam (`backend`).
+//! the `sparkle-amdgpu-codeobj` crate; the simulated GPU is the `sparkle-amdgpu-sim` crate.
+//!
+//! Files by role. The roles and their file names are the same in `gl/`, so a reader who knows
+//! one backend finds their way in the other:
+//!
+//! | role | file | here |
+//! |---|---|---|
+//! | device | `device.rs` | [`AmdgpuDevice`] on the runtime seam ([`hal::Device`](crate::hal::Device)), [`Amdgpu`]/[`AmdgpuApi`]/[`Flavor`] |
+//! | device info | `device_info.rs` | DEV_INFO and HW_IP_INFO → gfx target, limits, the cache's `GpuId` |
+//! | discovery | `discovery.rs` | which render node: `renderD*` nodes, their drivers, `SPARKLE_AMDGPU_NODE` |
+//! | memory | `memory.rs` | GEM buffers, GPU and CPU mappings (and `va_allocator.rs`: GPU addresses) |
+//! | program | `program.rs` | OpenCL C or a prebuilt code object → a loaded kernel and its interface |
+//! | submit | `submit.rs` | the queue: CS submissions, fences, WAIT_CS, scratch (and [`ib`]: one submission's command buffer) |
+//! | error | `error.rs` | [`AmdgpuError`] → [`ErrorKind`](crate::ErrorKind) |
+//!
+//! Backend-specific files: `render_node.rs` (the real kernel driver: ioctls on the render node)
+//! and [`sim`] (the simulated driver behind `amdgpu-sim`).
 
-mod backend;
+mod device;
 mod device_info;
 mod discovery;
 mod error;
@@ -44,7 +56,7 @@ use sparkle_amdgpu_kmd::uapi;
 
 pub use sparkle_amdgpu_kmd::kmd;
 
-pub use backend::{Amdgpu, AmdgpuApi, AmdgpuDevice, DeviceOptions, Flavor, Hardware};
+pub use device::{Amdgpu, AmdgpuApi, AmdgpuDevice, DeviceOptions, Flavor, Hardware};
 pub use error::{AmdgpuError, Result};
 pub use program::{AmdgpuProgram, AmdgpuSource, SourcePreference};
 pub use sparkle_amdgpu_codeobj::compile::Compiler;

@@ -1,23 +1,23 @@
-//! Headless EGL: picks an EGL device (hardware before Mesa's software rasterizer, or the one
-//! `SPARKLE_EGL_DEVICE` names), falls back to the default display, and creates the newest core
-//! OpenGL context from 4.6 down to 4.3, current without a surface.
+//! Headless EGL contexts: on a display that discovery chose (`discovery.rs`), the newest core
+//! OpenGL context from 4.6 down to 4.3, current without a surface, with the entry points glow
+//! does not wrap loaded beside it; a second context sharing its objects for another thread; and
+//! the context's end. The GL thread's context and a [`PlainContext`](super::PlainContext) are
+//! both made by [`on_display`], so the two cannot drift apart.
 //!
-//! Everything here runs on the GL thread: glutin's current context is neither `Send` nor `Sync`.
+//! A context is used on the thread that made it: glutin's current context is neither `Send` nor
+//! `Sync`.
 
 use std::ffi::CStr;
 
 use glutin::api::egl::config::Config;
 use glutin::api::egl::context::{NotCurrentContext, PossiblyCurrentContext};
-use glutin::api::egl::{device::Device, display::Display};
+use glutin::api::egl::display::Display;
 use glutin::config::{Api, ConfigSurfaceTypes, ConfigTemplateBuilder};
 use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
 use glutin::error::ErrorKind;
 use glutin::prelude::*;
 
 use super::GlError;
-
-/// The environment variable that pins an EGL device by its index in enumeration order.
-pub const DEVICE_ENV: &str = "SPARKLE_EGL_DEVICE";
 
 /// Core profile versions tried, newest first (Mesa refuses 4.6 but takes 4.5; NVIDIA gives exactly
 /// what is asked for).
@@ -40,7 +40,8 @@ pub(crate) struct EglContext {
     context: PossiblyCurrentContext,
     display: Display,
     config: Config,
-    version: (u8, u8),
+    /// The core profile version the driver gave.
+    pub version: (u8, u8),
 }
 
 /// A second context in an [`EglContext`]'s share group, not yet current anywhere; it may move
@@ -89,7 +90,8 @@ impl EglContext {
         // (16) bytes for device index 0, which every implementation has.
         unsafe { get(GL_DEVICE_UUID_EXT, 0, uuid.as_mut_ptr()) };
         // A driver refusing the query must not leave its error to the first real call.
-        match super::error::take_error(&self.gl) {
+        // SAFETY: the context is current on this thread (as for the query above).
+        match unsafe { super::error::take_gl_error(&self.gl) } {
             None => Some(uuid),
             Some(_) => None,
         }
@@ -126,156 +128,19 @@ impl EglContext {
     }
 }
 
-/// One EGL device seen during enumeration.
-struct Candidate {
-    index: usize,
-    device: Device,
-    software: bool,
-}
-
-impl Candidate {
-    fn describe(&self) -> String {
-        let kind = if self.software { "software" } else { "hardware" };
-        let node = self
-            .device
-            .drm_render_device_node_path()
-            .map(|p| format!(", {}", p.display()))
-            .unwrap_or_default();
-        let name = self.device.name().or(self.device.vendor()).unwrap_or("unnamed");
-        format!("EGL device {} ({name}, {kind}{node})", self.index)
-    }
-}
-
-/// Creates a context on device `pinned`, or on the first device that gives one.
-pub(crate) fn create(pinned: Option<usize>) -> Result<EglContext, GlError> {
-    let mut candidates = match Device::query_devices() {
-        Ok(devices) => devices
-            .enumerate()
-            .map(|(index, device)| {
-                let software = device.extensions().contains("EGL_MESA_device_software");
-                Candidate { index, device, software }
-            })
-            .collect::<Vec<_>>(),
-        Err(err) if err.error_kind() == ErrorKind::NotFound => return Err(GlError::EglMissing),
-        Err(err) => {
-            tracing::info!(error = %err, "EGL device enumeration unavailable");
-            Vec::new()
-        }
-    };
-    for candidate in &candidates {
-        tracing::debug!("found {}", candidate.describe());
-    }
-
-    if let Some(index) = pinned {
-        let Some(position) = candidates.iter().position(|c| c.index == index) else {
-            return Err(GlError::BadDevice {
-                value: index.to_string(),
-                available: list_candidates(&candidates),
-            });
-        };
-        let candidate = candidates.swap_remove(position);
-        return context_on_device(&candidate);
-    }
-
-    // Hardware devices first; enumeration order otherwise.
-    candidates.sort_by_key(|c| (c.software, c.index));
-    let mut failures = Vec::new();
-    for candidate in &candidates {
-        match context_on_device(candidate) {
-            Ok(context) => return Ok(context),
-            Err(err) => {
-                tracing::info!("{} gave no context: {err}", candidate.describe());
-                failures.push(format!("{}: {err}", candidate.describe()));
-            }
-        }
-    }
-    match context_on_default_display() {
-        Ok(context) => Ok(context),
-        Err(err) => {
-            failures.push(format!("default EGL display: {err}"));
-            Err(GlError::NoContext(failures.join("; ")))
-        }
-    }
-}
-
-/// The device index `SPARKLE_EGL_DEVICE` names, if it is set.
-pub(crate) fn pinned_device_index() -> Result<Option<usize>, GlError> {
-    match std::env::var(DEVICE_ENV) {
-        Ok(value) if !value.trim().is_empty() => {
-            value.trim().parse().map(Some).map_err(|_| GlError::BadDevice {
-                value,
-                available: "set it to a device index such as 0 (`sparkle info` lists them)".into(),
-            })
-        }
-        _ => Ok(None),
-    }
-}
-
-fn list_candidates(candidates: &[Candidate]) -> String {
-    if candidates.is_empty() {
-        return "EGL lists no devices on this machine".into();
-    }
-    let names: Vec<String> = candidates.iter().map(Candidate::describe).collect();
-    format!("the devices are: {}", names.join(", "))
-}
-
-fn context_on_device(candidate: &Candidate) -> Result<EglContext, GlError> {
-    // SAFETY: `None` is allowed (no DRM master fd); the device comes from this EGL's enumeration.
-    let display = unsafe { Display::with_device(&candidate.device, None) }.map_err(egl_error)?;
-    let cuda_device = cuda_device_of(&display, &candidate.device);
-    let mut context = finish(display, candidate.describe(), Some(candidate.index))?;
-    context.cuda_device = cuda_device;
-    Ok(context)
-}
-
-/// `EGL_CUDA_DEVICE_NV` of `EGL_NV_device_cuda`: the CUDA device ordinal of an EGL device.
-const EGL_CUDA_DEVICE_NV: i32 = 0x323A;
-
-/// The CUDA device ordinal `device` says it is, where its driver offers `EGL_NV_device_cuda`.
-fn cuda_device_of(display: &Display, device: &Device) -> Option<i32> {
-    if !device.extensions().contains("EGL_NV_device_cuda") {
-        return None;
-    }
-    let mut ordinal: isize = 0;
-    // SAFETY: the device comes from this EGL's enumeration and has the extension that defines
-    // the attribute; the value is written to a live local.
-    let found =
-        unsafe { display.egl().QueryDeviceAttribEXT(device.raw_device(), EGL_CUDA_DEVICE_NV, &mut ordinal) };
-    if found == 0 {
-        tracing::debug!("EGL_NV_device_cuda offered but the CUDA device query failed");
-        return None;
-    }
-    i32::try_from(ordinal).ok()
-}
-
 /// `GL_DEVICE_UUID_EXT` of `GL_EXT_memory_object`.
 const GL_DEVICE_UUID_EXT: u32 = 0x9597;
 
 /// `glGetUnsignedBytei_vEXT(target, index, data)`, which glow does not wrap.
 type GetUnsignedBytei = unsafe extern "system" fn(u32, u32, *mut u8);
 
-/// The device [`create`] would try first without a pinned index: the first hardware device in
-/// enumeration order, else the first software one; `None` if EGL lists none.
-pub(crate) fn preferred_device_index() -> Option<usize> {
-    let devices = Device::query_devices().ok()?;
-    devices
-        .enumerate()
-        .map(|(index, device)| (device.extensions().contains("EGL_MESA_device_software"), index))
-        .min()
-        .map(|(_, index)| index)
-}
-
-/// The default display. Mesa picks its platform from `EGL_PLATFORM` here, so
-/// `EGL_PLATFORM=surfaceless` selects its surfaceless platform on a headless machine.
-fn context_on_default_display() -> Result<EglContext, GlError> {
-    let handle = raw_window_handle::RawDisplayHandle::Android(raw_window_handle::AndroidDisplayHandle::new());
-    // SAFETY: an Android handle carries no pointer; on this platform glutin ends in
-    // eglGetDisplay(EGL_DEFAULT_DISPLAY), which takes no native object.
-    let display = unsafe { Display::new(handle) }.map_err(egl_error)?;
-    finish(display, "default EGL display".into(), None)
-}
-
-fn finish(display: Display, source: String, device_index: Option<usize>) -> Result<EglContext, GlError> {
+/// The newest core context (4.6 down to 4.3) on `display`, current on this thread without a
+/// surface; `source` and `device_index` say where the display came from.
+pub(super) fn on_display(
+    display: Display,
+    source: String,
+    device_index: Option<usize>,
+) -> Result<EglContext, GlError> {
     let template = ConfigTemplateBuilder::new()
         .with_surface_type(ConfigSurfaceTypes::empty())
         .with_api(Api::OPENGL)
@@ -324,7 +189,7 @@ fn finish(display: Display, source: String, device_index: Option<usize>) -> Resu
     Err(GlError::NoContext(format!("no core context 4.3 or newer ({})", refusals.join(", "))))
 }
 
-fn egl_error(err: glutin::error::Error) -> GlError {
+pub(super) fn egl_error(err: glutin::error::Error) -> GlError {
     if err.error_kind() == ErrorKind::NotFound {
         GlError::EglMissing
     } else {

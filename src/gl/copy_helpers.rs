@@ -18,7 +18,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// Helper threads: two copies at once (a pipeline's upload and read-back overlap) each get
-/// seven, the most helpers one copy asks for (see `gl/buffer.rs`).
+/// seven, the most helpers one copy asks for (see `memory.rs`).
 const HELPERS: usize = 14;
 
 /// The most helpers that poll at once while a [`wake_ahead`] window is open: one copy's worth.

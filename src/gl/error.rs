@@ -1,4 +1,6 @@
-//! Errors of the gl backend, and the backend-neutral kind each one is to the runtime.
+//! Errors of the gl backend, and the backend-neutral kind each one is to the runtime; and GL's
+//! own error codes (`glGetError`): their names and draining them, for the backend and for code
+//! that runs GL on a [`PlainContext`](super::PlainContext).
 
 use crate::{Error, ErrorKind};
 
@@ -103,8 +105,9 @@ impl From<GlError> for Error {
     }
 }
 
-/// The name of a `glGetError` code.
-pub(crate) fn error_name(code: u32) -> &'static str {
+/// The name of a `glGetError` code (`GL_OUT_OF_MEMORY`, …; "unknown GL error" for a code GL
+/// does not define).
+pub fn gl_error_name(code: u32) -> &'static str {
     match code {
         glow::INVALID_ENUM => "GL_INVALID_ENUM",
         glow::INVALID_VALUE => "GL_INVALID_VALUE",
@@ -119,9 +122,12 @@ pub(crate) fn error_name(code: u32) -> &'static str {
     }
 }
 
-/// Drains `glGetError`, returning the first error seen. Call it on the thread where `gl`'s
-/// context is current (the GL thread).
-pub(crate) fn take_error(gl: &glow::Context) -> Option<u32> {
+/// Drains `glGetError` (at most 16 codes, as a context with several error flags reports one
+/// per call), returning the first error seen; `None` when GL reported none.
+///
+/// # Safety
+/// `gl`'s context must be current on the calling thread.
+pub unsafe fn take_gl_error(gl: &glow::Context) -> Option<u32> {
     let mut first = None;
     for _ in 0..16 {
         // SAFETY: per this function's contract the context is current on this thread.
@@ -132,4 +138,22 @@ pub(crate) fn take_error(gl: &glow::Context) -> Option<u32> {
         first.get_or_insert(code);
     }
     first
+}
+
+/// Drains `glGetError` ([`take_gl_error`]) and fails with [`GlError::Driver`] naming
+/// `operation` and the first error seen.
+///
+/// # Errors
+/// [`GlError::Driver`] when GL reported an error since the last drain.
+///
+/// # Safety
+/// `gl`'s context must be current on the calling thread.
+pub unsafe fn check_gl_error(gl: &glow::Context, operation: &str) -> Result<(), GlError> {
+    // SAFETY: per this function's contract.
+    match unsafe { take_gl_error(gl) } {
+        None => Ok(()),
+        Some(code) => {
+            Err(GlError::Driver { operation: operation.to_owned(), code, name: gl_error_name(code) })
+        }
+    }
 }

@@ -321,7 +321,7 @@ fn wait_and_delete(
                 break Err(GlError::Driver {
                     operation: "glClientWaitSync".into(),
                     code,
-                    name: super::error::error_name(code),
+                    name: super::error::gl_error_name(code),
                 })
             }
         }

@@ -5,7 +5,8 @@
 //! spec. Also reads the storage block declarations (name, instance name, `readonly`), which GL's
 //! introspection does not report.
 
-use crate::kernel::{KernelError, KernelSpec};
+use crate::hal::Api;
+use crate::kernel::{KernelError, KernelSource, KernelSpec, SourceLanguage};
 
 /// A `buffer` block as declared in the source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +26,23 @@ pub(crate) struct Assembled {
 }
 
 const DEFAULT_VERSION: &str = "#version 430 core";
+
+/// The GLSL text the gl backend hands its driver for `kernel`: its GLSL source with `#version`,
+/// the user's `#extension` lines, the spec's defines and workgroup size put in front.
+///
+/// For code that runs GL itself and should compile exactly what the backend compiles (the
+/// benchmark lab's plain-GL loops on a [`PlainContext`](super::PlainContext)).
+///
+/// # Errors
+/// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) when the spec has no GLSL source,
+/// [`ErrorKind::InvalidKernel`](crate::ErrorKind::InvalidKernel) when the source disagrees with
+/// the spec (a `local_size` layout other than its workgroup size).
+pub fn driver_glsl(kernel: &KernelSpec) -> crate::Result<String> {
+    let KernelSource::Glsl(source) = kernel.source(SourceLanguage::Glsl, super::Gl::NAME)? else {
+        unreachable!("KernelSpec::source returns a source of the language asked for")
+    };
+    Ok(assemble(kernel, source)?.text)
+}
 
 pub(crate) fn assemble(spec: &KernelSpec, source: &str) -> Result<Assembled, KernelError> {
     let invalid = |problem: String| KernelError::InvalidSpec { kernel: spec.name.clone(), problem };

@@ -172,7 +172,7 @@ pub(crate) fn finish_build(
         let (interface, locations) = super::interface::read(gl, introspection, program, blocks);
         let blob = if persist {
             // glow reports `None` when any GL error is pending, so clear stale ones first.
-            super::error::take_error(gl);
+            super::error::take_gl_error(gl);
             match gl.get_program_binary(program) {
                 Some(binary) if !binary.buffer.is_empty() => {
                     Some(Blob { format: binary.format, bytes: binary.buffer })
@@ -210,7 +210,7 @@ fn load_binary(
         }
         if let Some(code) = state.take_error() {
             gl.delete_program(program);
-            return Err(format!("glProgramBinary raised {}", super::error::error_name(code)));
+            return Err(format!("glProgramBinary raised {}", super::error::gl_error_name(code)));
         }
         let (interface, locations) =
             super::interface::read(gl, &state.context.introspection, program, blocks);

@@ -304,7 +304,7 @@ pub(crate) fn poll(state: &mut GlState, slice: Duration) {
                     let error = GlError::Driver {
                         operation: "glClientWaitSync".into(),
                         code,
-                        name: super::error::error_name(code),
+                        name: super::error::gl_error_name(code),
                     };
                     state.timeline.fail(fence, error.into());
                 }

@@ -36,8 +36,9 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard, Once, OnceLock, PoisonErr
 use std::time::{Duration, Instant};
 
 use super::clock_hold::{self, ClockHold};
-use super::context::{self, EglContext};
-use super::device::{self, Probe};
+use super::context::EglContext;
+use super::device_info::{self, Probe};
+use super::discovery;
 use super::fences::{self, FenceThreadControl, Fences, Hooks, Watch};
 use super::host_copies::{HostCopies, HostCopy};
 use super::GlError;
@@ -153,7 +154,8 @@ impl GlState {
 
     /// Drains `glGetError`, returning the first error seen.
     pub fn take_error(&self) -> Option<u32> {
-        super::error::take_error(&self.context.gl)
+        // SAFETY: a `GlState` lives on the GL thread, where its context is current.
+        unsafe { super::error::take_gl_error(&self.context.gl) }
     }
 
     /// `Err` naming `operation` if the driver reported an error since the last check.
@@ -167,7 +169,7 @@ impl GlState {
         match self.take_error() {
             None => Ok(()),
             Some(code) => {
-                Err(GlError::Driver { operation: operation(), code, name: super::error::error_name(code) })
+                Err(GlError::Driver { operation: operation(), code, name: super::error::gl_error_name(code) })
             }
         }
     }
@@ -346,7 +348,7 @@ impl GlThread {
     /// first use. Asking for a device by index and by preference gets the same thread when they
     /// resolve to the same device.
     pub fn shared() -> Result<(GlThread, Probe), GlError> {
-        let pinned = context::pinned_device_index()?;
+        let pinned = discovery::pinned_device_index()?;
         let mut threads = THREADS.lock().unwrap_or_else(PoisonError::into_inner);
         let found = match pinned {
             Some(index) => threads.iter().find(|r| r.device_index == Some(index) || r.asked == Some(index)),
@@ -357,7 +359,7 @@ impl GlThread {
                     // EGL is only ever used from GL threads.
                     let preferred = threads
                         .first()
-                        .and_then(|r| r.thread.call(|_| context::preferred_device_index()).ok().flatten());
+                        .and_then(|r| r.thread.call(|_| discovery::preferred_device_index()).ok().flatten());
                     preferred.and_then(|index| threads.iter().find(|r| r.device_index == Some(index)))
                 }
             },
@@ -398,8 +400,8 @@ impl GlThread {
             .name("sparkle-gl".into())
             .spawn(move || {
                 ON_GL_THREAD.with(|on| on.set(true));
-                let started = context::create(pinned).and_then(|context| {
-                    match device::probe(&context).and_then(|probe| hold_clocks(&context, probe)) {
+                let started = discovery::open(pinned).and_then(|context| {
+                    match device_info::probe(&context).and_then(|probe| hold_clocks(&context, probe)) {
                         Ok((probe, hold)) => Ok((context, probe, hold)),
                         Err(err) => {
                             context.close();
@@ -785,7 +787,7 @@ mod tests {
     /// past the end of a buffer) and another after it — completed in order, with GPU time for
     /// the timed one only, the refused one failing alone, and nothing left unsettled.
     fn fences_settle_in_order(thread: &GlThread) {
-        use super::super::buffer::GlBuffer;
+        use super::super::memory::GlBuffer;
         use super::super::submit::{self, Step};
         use crate::hal::BufferUsage;
 
@@ -864,7 +866,7 @@ mod tests {
     /// Submissions queued back to back share fences, in bounded runs; a refused one in the
     /// middle of a run fails alone and the ones before it still complete.
     fn queued_submissions_share_fences(thread: &GlThread) {
-        use super::super::buffer::GlBuffer;
+        use super::super::memory::GlBuffer;
         use super::super::submit::Step;
         use crate::hal::BufferUsage;
 
@@ -907,7 +909,7 @@ mod tests {
     /// consumer until they all completed.
     #[test]
     fn queued_copies_are_fenced_one_by_one() {
-        use super::super::buffer::GlBuffer;
+        use super::super::memory::GlBuffer;
         use super::super::submit::Step;
         use crate::hal::BufferUsage;
 

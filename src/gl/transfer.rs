@@ -16,7 +16,7 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::buffer::GlBuffer;
+use super::memory::GlBuffer;
 use super::stream_copy::Stores;
 use super::thread::GlThread;
 use super::GlError;
@@ -55,7 +55,7 @@ const SLOTS: usize = 4;
 /// drops, for at most the time its device copy and its host copy take at a slow 10 GB/s each,
 /// plus a submission's latency.
 fn wake_helpers(chunk: usize) -> super::copy_helpers::WokenAhead {
-    let helpers = super::buffer::host_threads(chunk).saturating_sub(1);
+    let helpers = super::memory::host_threads(chunk).saturating_sub(1);
     let most = Duration::from_micros(100) + Duration::from_nanos(chunk as u64 / 5);
     super::copy_helpers::wake_ahead(helpers, most)
 }

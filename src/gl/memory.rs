@@ -371,7 +371,7 @@ fn create(state: &mut GlState, size: i32, hint: u32) -> Result<glow::NativeBuffe
         unsafe { state.gl().delete_buffer(id) };
         return Err(GlError::BufferCreation {
             size: size as u64,
-            reason: super::error::error_name(code).to_owned(),
+            reason: super::error::gl_error_name(code).to_owned(),
         });
     }
     Ok(id)
@@ -399,7 +399,7 @@ fn create_mapped(state: &mut GlState, size: i32) -> Result<(glow::NativeBuffer, 
         (error, _) => {
             // SAFETY: as above; `id` was just created and is deleted once.
             unsafe { state.gl().delete_buffer(id) };
-            let reason = error.map_or("glMapBufferRange returned no pointer", super::error::error_name);
+            let reason = error.map_or("glMapBufferRange returned no pointer", super::error::gl_error_name);
             Err(failed(format!("a persistently mapped staging buffer: {reason}")))
         }
     }
