@@ -1,4 +1,4 @@
-//! The reference the overhead benchmark (`sparkle bench-overhead`) compares the gl backend
+//! The reference the overhead benchmark (`sparkle-bench bench-overhead`) compares the gl backend
 //! against: a plain loop that makes, directly with glow on a context of its own on the same EGL
 //! device, the same GL calls the gl backend makes for the same work — no runtime, no validation,
 //! no cache, no GL thread in between. It is for benchmarking only; applications use
@@ -6,7 +6,7 @@
 //!
 //! It runs kernels with saxpy's interface (storage buffers `x` and `y`, uniforms `a` and `n`),
 //! compiled from exactly the GLSL text the gl backend hands its driver, so both sides run the
-//! same program, and issues what the backend's `submit.rs` and `buffer.rs` issue:
+//! same program, and issues what the backend's `submit.rs` and `memory.rs` issue:
 //! - [`Baseline::dispatch_loop`]: `glGetError` once, then per dispatch `glUseProgram`, two
 //!   `glBindBufferRange`, two uniforms, `glDispatchCompute`, `glGetError`, `glMemoryBarrier`
 //!   (the backend's barrier bits); one fence at the end;
@@ -29,10 +29,10 @@ use std::time::{Duration, Instant};
 
 use glow::HasContext;
 
+use sparkle::gl::{gl_error_name, PlainContext};
 use sparkle::KernelSpec;
 
-use super::context::{self, PlainContext};
-use super::error::{driver_error, error_name};
+use super::error::driver_error;
 use super::{PlainGlError, ALL_BARRIERS};
 
 /// How long one wait for the GPU may take before the baseline gives up.
@@ -212,22 +212,22 @@ pub(super) fn glsl_of(kernel: &BaselineKernel) -> Result<String, PlainGlError> {
 }
 
 fn spawn() -> Result<Worker, PlainGlError> {
-    let pinned = context::pinned_device_index()?;
+    let pinned = sparkle::gl::pinned_device_index()?;
     let (jobs, queue) = mpsc::channel::<Job>();
     let (ready_tx, ready_rx) = mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("sparkle-gl-baseline".into())
         .spawn(move || {
-            let context = match context::create(pinned) {
+            let context = match PlainContext::open(pinned) {
                 Ok(context) => context,
                 Err(err) => {
-                    let _ = ready_tx.send(Err(err));
+                    let _ = ready_tx.send(Err(PlainGlError::from(err)));
                     return;
                 }
             };
             // SAFETY: the context was just made current on this thread.
-            let renderer = unsafe { context.gl.get_parameter_string(glow::RENDERER) };
-            let _ = ready_tx.send(Ok((renderer, context.source.clone())));
+            let renderer = unsafe { context.gl().get_parameter_string(glow::RENDERER) };
+            let _ = ready_tx.send(Ok((renderer, context.source().to_owned())));
             let mut state = State { context, programs: HashMap::new() };
             // The sender lives in a static, so this loop ends only with the process; the context
             // is never torn down.
@@ -244,7 +244,7 @@ fn spawn() -> Result<Worker, PlainGlError> {
 
 impl State {
     pub(super) fn gl(&self) -> &glow::Context {
-        &self.context.gl
+        self.context.gl()
     }
 
     pub(super) fn program(&mut self, source: &str) -> Result<Linked, PlainGlError> {
@@ -260,7 +260,7 @@ impl State {
 /// Compiles and links `glsl` as the gl backend does (one compute shader, the binary-retrievable
 /// hint set), and finds saxpy's interface in it.
 fn link(context: &PlainContext, glsl: &str) -> Result<Linked, PlainGlError> {
-    let gl = &context.gl;
+    let gl = context.gl();
     // SAFETY: the context is current on the baseline thread; every name used is created here and
     // deleted on every failure path.
     let program = unsafe {
@@ -493,7 +493,7 @@ pub(super) fn wait_and_delete(gl: &glow::Context, fence: glow::NativeFence) -> R
                     break Err(PlainGlError::Driver {
                         operation: "glClientWaitSync".into(),
                         code,
-                        name: error_name(code),
+                        name: gl_error_name(code),
                     })
                 }
             }

@@ -1,12 +1,12 @@
 //! Plain GL on a context of its own, for the benchmarks to compare the gl backend with: the
-//! overhead baseline (`sparkle bench-overhead`, `baseline.rs`) and the driver study
-//! (`sparkle bench-transfer --study`, `study.rs`). It is part of the command, not of the
-//! library: it calls glow and glutin directly and needs from Sparkle only the GLSL text the gl
-//! backend would compile ([`sparkle::gl::driver_glsl`]).
+//! overhead baseline (`sparkle-bench bench-overhead`, `baseline.rs`) and the driver study
+//! (`sparkle-bench bench-transfer --study`, `study.rs`). It calls glow directly, on a context the
+//! library opens exactly as the gl backend opens its own ([`sparkle::gl::PlainContext`]: same
+//! device choice, same context version), and compiles the GLSL text the backend would compile
+//! ([`sparkle::gl::driver_glsl`]); nothing else of Sparkle runs on that context.
 
 mod baseline;
 mod beside;
-mod context;
 mod error;
 mod overlap;
 pub mod study;

@@ -16,7 +16,7 @@ use glow::HasContext;
 use super::baseline::{self, Buffers, Linked, SaxpyInputs};
 use super::error::driver_error;
 use super::study::{copy, device_buffer, mapped, poll_and_delete, quantile, us, STAGING};
-use super::{context, PlainGlError, ALL_BARRIERS};
+use super::{PlainGlError, ALL_BARRIERS};
 
 /// The work the overlap study times.
 #[derive(Debug, Clone, Copy)]
@@ -150,9 +150,9 @@ fn second_context(
     ends: &mpsc::Sender<Result<Instant, PlainGlError>>,
 ) {
     let made = (|| {
-        let second = context::create(context::pinned_device_index()?)?;
-        let (staging, _) = mapped(&second.gl, copy_bytes, STAGING[0].bits)?;
-        let target = device_buffer(&second.gl, copy_bytes)?;
+        let second = sparkle::gl::PlainContext::open_from_env()?;
+        let (staging, _) = mapped(second.gl(), copy_bytes, STAGING[0].bits)?;
+        let target = device_buffer(second.gl(), copy_bytes)?;
         Ok::<_, PlainGlError>((second, staging, target))
     })();
     let (second, staging, target) = match made {
@@ -162,7 +162,7 @@ fn second_context(
             return;
         }
     };
-    let gl = &second.gl;
+    let gl = second.gl();
     let _ = ends.send(Ok(Instant::now()));
     while let Ok(turn) = turns.recv() {
         start.wait();

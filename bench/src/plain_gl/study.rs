@@ -8,7 +8,7 @@
 //! combination of `glBufferStorage` flags (client storage or not, coherent or explicitly
 //! flushed); whether a device copy runs beside kernels (`overlap.rs`), and copies made by
 //! kernels beside another kernel on one context (`beside.rs`).
-//! `sparkle bench-transfer --study` prints it; the gl backend's choices rest on what it showed.
+//! `sparkle-bench bench-transfer --study` prints it; the gl backend's choices rest on what it showed.
 //! For benchmarking only.
 
 use std::fmt::Write as _;

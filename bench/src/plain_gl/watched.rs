@@ -107,7 +107,7 @@ pub(super) fn run(
                 let rows = outcome?;
                 let _ = writeln!(out, "  {bytes:>8} B, {:44} {rows}", watched.name());
             }
-            Ok(())
+            Ok::<(), PlainGlError>(())
         })();
         buffers.delete(gl);
         outcome?;
