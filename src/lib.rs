@@ -112,3 +112,18 @@ pub use runtime::{
     Arg, BackendChoice, BatchError, Buffer, Commands, Feeder, Pipeline, Program, Results, Runtime, Stage,
     Submission, BACKEND_ENV,
 };
+
+/// The guide's and the README's Rust examples, compiled as doc tests.
+#[cfg(doctest)]
+mod guide_examples {
+    #[doc = include_str!("../README.md")]
+    struct Readme;
+    #[doc = include_str!("../docs/guide/getting-started.md")]
+    struct GettingStarted;
+    #[doc = include_str!("../docs/guide/kernels.md")]
+    struct Kernels;
+    #[doc = include_str!("../docs/guide/cache.md")]
+    struct Cache;
+    #[doc = include_str!("../docs/guide/performance.md")]
+    struct Performance;
+}
