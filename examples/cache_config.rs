@@ -11,7 +11,7 @@
 //! on disk. The same settings come from the environment with `CacheConfig::from_env()`:
 //! `SPARKLE_CACHE_DIR`, `SPARKLE_CACHE_MAX_SIZE`, `SPARKLE_CACHE_MAX_AGE_DAYS`,
 //! `SPARKLE_CACHE_READ_ONLY=1`, and `SPARKLE_CACHE_REMOTE` for a fleet cache shared over S3 or
-//! Redis (the README's Fleet section). The kernels are GLSL (the `gl` backend).
+//! Redis (the guide's cache page, docs/guide/cache.md). The kernels are GLSL (the `gl` backend).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -55,7 +55,7 @@
 //! - **`amdgpu-sim`**: the amdgpu backend's own code over a simulated gfx1100 whose RDNA3 code
 //!   is interpreted on the CPU: OpenCL C kernels anywhere, for tests and CI. It checks
 //!   correctness, not speed. The simulator is its own crate (`sparkle-amdgpu-sim`), compiled
-//!   only with the feature `amdgpu-sim` (a default feature).
+//!   only with the feature `amdgpu-sim` (opt-in in the library, on in the `sparkle` command).
 //!
 //! Backends implement the small [`hal`] seam; everything backend-neutral lives in the
 //! [`Runtime`].
@@ -69,7 +69,7 @@
 //! threads ask. [`cache::CacheConfig`] configures it (or the environment, through
 //! [`cache::CacheConfig::from_env`]); a pre-seeded folder can be shipped read-only;
 //! [`Runtime::cache_stats`] reports hits per tier, compiles and the time they saved. The
-//! README's "Fleet" section explains the remote tier: signed entries, the wait budget that keeps
+//! guide's cache page (`docs/guide/cache.md`, "Fleet") explains the remote tier: signed entries, the wait budget that keeps
 //! a slow remote from costing more than a compile, read-only machines, and prefetching a
 //! working set.
 //!

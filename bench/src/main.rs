@@ -47,7 +47,7 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         repeats: usize,
         /// Also run PyTorch (cuBLAS/cuDNN) at the same sizes on the same GPU, through
-        /// `python3 scripts/peers.py` (or SPARKLE_PEERS_SCRIPT), and print the ratios.
+        /// `python3 bench/scripts/peers.py` (or SPARKLE_PEERS_SCRIPT), and print the ratios.
         #[arg(long)]
         peers: bool,
         /// Small problem sizes (for CPU renderers).
