@@ -69,9 +69,9 @@
 //! threads ask. [`cache::CacheConfig`] configures it (or the environment, through
 //! [`cache::CacheConfig::from_env`]); a pre-seeded folder can be shipped read-only;
 //! [`Runtime::cache_stats`] reports hits per tier, compiles and the time they saved. The
-//! guide's cache page (`docs/guide/cache.md`, "Fleet") explains the remote tier: signed entries, the wait budget that keeps
-//! a slow remote from costing more than a compile, read-only machines, and prefetching a
-//! working set.
+//! guide's cache page (`docs/guide/cache.md`, "Fleet") explains the remote tier: signed
+//! entries, the wait budget that keeps a slow remote from costing more than a compile,
+//! read-only machines, and prefetching a working set.
 //!
 //! # Main types
 //!
