@@ -1,0 +1,21 @@
+//! The gl backend on the machine's GL driver (Mesa's llvmpipe where there is no GPU): the seam's
+//! operations, the suite and its variants, texel buffers, large transfers, devices, the program
+//! cache, and the driver's own cache. One test binary; a module per area. Tests that change or
+//! count what belongs to the whole process run in a process of their own (`isolated`).
+
+#[path = "../support/cache/faults.rs"]
+mod faults;
+#[path = "../support/gl.rs"]
+mod gl_support;
+#[path = "../support/isolated.rs"]
+mod isolated;
+
+mod cache;
+mod devices;
+mod driver_cache;
+mod seam;
+mod suite;
+mod texels;
+mod transfers;
+mod variants;
+mod winograd;

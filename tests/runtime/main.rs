@@ -1,0 +1,10 @@
+//! The backend-neutral runtime and its executor: their guarantees against the fake backend
+//! (`fake`, whose submissions complete only when a test says so), and the executor on the gl
+//! backend. One test binary; a module per area.
+
+mod fake;
+
+mod executor;
+#[cfg(feature = "gl")]
+mod executor_gl;
+mod runtime;
