@@ -91,7 +91,7 @@ fn golden_into_exact_slice() {
 
 #[test]
 fn hex_file_holds_the_golden_ib() {
-    let text = include_str!("data/saxpy_gfx1100.hex");
+    let text = include_str!("../data/saxpy_gfx1100.hex");
     assert_eq!(words_from_hex_text(text).unwrap(), GOLDEN);
 }
 

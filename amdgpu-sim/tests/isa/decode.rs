@@ -1,10 +1,8 @@
 //! The decoder agrees with LLVM on where every instruction ends (literals included): checked on
 //! a list of assembled instructions of every format and on the compiled test kernels.
 
-mod sim_isa_support;
-
+use crate::support::*;
 use object::{Object, ObjectSection, ObjectSymbol};
-use sim_isa_support::*;
 use sparkle_amdgpu_sim::isa::instruction_size;
 
 /// Walks `text` with the interpreter's decoder and returns each instruction's size.

@@ -7,9 +7,7 @@
 // Lanes index several result rows at once.
 #![allow(clippy::needless_range_loop)]
 
-mod sim_isa_support;
-
-use sim_isa_support::*;
+use crate::support::*;
 
 /// Appends stores of s`first`..=s`last` to data[0..] (one dword each) and s_endpgm.
 fn store_sgprs(body: &str, first: u32, last: u32) -> String {

@@ -1,9 +1,7 @@
 //! Failures are loud and precise: page faults (read, write, fetch), unknown instructions, LDS
 //! out of range, a hung kernel hitting the instruction budget, and refused dispatch settings.
 
-mod sim_isa_support;
-
-use sim_isa_support::*;
+use crate::support::*;
 use sparkle_amdgpu_sim::isa::{run_dispatch, Access, Dispatch, SimError};
 
 #[test]

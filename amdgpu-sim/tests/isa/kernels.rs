@@ -1,9 +1,7 @@
 //! End to end: OpenCL C kernels compiled by clang for gfx1100 (with clang builtins only and with
 //! libclc) run on the ISA interpreter and match CPU references.
 
-mod sim_isa_support;
-
-use sim_isa_support::*;
+use crate::support::*;
 use sparkle_amdgpu_sim::isa::run_dispatch;
 
 const X_BASE: u64 = 0x3_0000_0000;
