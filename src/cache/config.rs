@@ -44,6 +44,10 @@ pub struct CacheConfig {
     pub read_only: bool,
     /// The fleet cache below the disk tier (`SPARKLE_CACHE_REMOTE`); `None`: this machine only.
     pub remote: Option<RemoteConfig>,
+    /// Why the remote variables could not be used, when they could not: the cache then works
+    /// without a remote tier and reports this once (the configuration rule of
+    /// [`RemoteConfig::from_lookup`]: the program always runs).
+    pub remote_problem: Option<String>,
 }
 
 impl Default for CacheConfig {
@@ -63,6 +67,7 @@ impl CacheConfig {
             max_age: Some(DEFAULT_MAX_AGE),
             read_only: false,
             remote: None,
+            remote_problem: None,
         }
     }
 
@@ -87,6 +92,8 @@ impl CacheConfig {
     /// - `SPARKLE_CACHE_READ_ONLY`: `1`, `true`, `yes` or `0`, `false`, `no` ([`parse_switch`]).
     ///
     /// - the remote tier: `SPARKLE_CACHE_REMOTE` and its companions ([`RemoteConfig::from_lookup`]).
+    ///   They never make this fail: a remote that cannot be configured leaves `remote` unset and
+    ///   says why in `remote_problem`, and the program runs on its local tiers.
     ///
     /// Empty variables count as unset.
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<CacheConfig, CacheError> {
@@ -129,7 +136,10 @@ impl CacheConfig {
                 example: "1",
             })?;
         }
-        config.remote = RemoteConfig::from_lookup(var)?;
+        match RemoteConfig::from_lookup(var) {
+            Ok(remote) => config.remote = remote,
+            Err(err) => config.remote_problem = Some(err.to_string()),
+        }
         Ok(config)
     }
 }
@@ -275,5 +285,25 @@ mod tests {
         let c = CacheConfig::from_lookup(lookup(&[(MAX_SIZE_ENV, "2G"), (MAX_AGE_ENV, "7")])).unwrap();
         assert_eq!(c.max_disk_bytes, 2 << 30);
         assert_eq!(c.max_age, Some(Duration::from_secs(7 * 86_400)));
+    }
+
+    #[test]
+    fn a_remote_that_cannot_be_configured_never_stops_the_program() {
+        use crate::cache::remote::{REMOTE_BUDGET_ENV, REMOTE_ENV, REMOTE_READ_ONLY_ENV, TRUSTED_KEYS_ENV};
+        for (var, value) in [
+            (REMOTE_ENV, "ftp://x"),
+            (REMOTE_BUDGET_ENV, "soon"),
+            (TRUSTED_KEYS_ENV, "abc"),
+            (REMOTE_READ_ONLY_ENV, "on"),
+        ] {
+            let mut vars = vec![(DIR_ENV, "/a"), (var, value)];
+            if var != REMOTE_ENV {
+                vars.push((REMOTE_ENV, "redis://127.0.0.1:1/0"));
+            }
+            let c = CacheConfig::from_lookup(lookup(&vars)).unwrap();
+            assert_eq!((c.dir.as_deref(), c.remote.as_ref()), (Some(Path::new("/a")), None), "{var}");
+            let problem = c.remote_problem.unwrap_or_default();
+            assert!(problem.contains(var), "{var}: {problem}");
+        }
     }
 }

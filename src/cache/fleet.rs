@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::disk_tier::Lookup;
 use super::program_cache::ProgramCache;
 use super::remote::RemoteTier;
-use super::working_set::{self, WORKING_SET_FILE};
+use super::working_set;
 use super::CacheKey;
 
 /// Parallel fetches of a pull: enough to hide a store's latency, few enough to be polite.
@@ -48,6 +48,8 @@ pub struct PushReport {
     pub offered: usize,
     /// Publishes still unfinished when the push stopped waiting.
     pub unfinished: usize,
+    /// Whether the working set could not be published.
+    pub working_set_failed: bool,
 }
 
 /// The remote as seen from this machine.
@@ -98,11 +100,16 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         let disk = self.disk().filter(|disk| !disk.read_only())?;
         let mut keys: Vec<CacheKey> =
             working_set::read(disk.gpu_dir()).into_iter().map(|(key, _)| key).collect();
-        let shared_set = remote.get_raw(WORKING_SET_FILE, REQUEST_TIMEOUT).ok().flatten();
-        if let Some(text) = shared_set.as_deref().and_then(|bytes| std::str::from_utf8(bytes).ok()) {
-            keys.extend(working_set::parse(text).into_iter().map(|(key, _)| key));
-        }
         let mut report = PullReport::default();
+        match remote.fetch_working_set(REQUEST_TIMEOUT) {
+            Ok(Some(shared_set)) => keys.extend(shared_set.into_iter().map(|(key, _)| key)),
+            Ok(None) => {}
+            Err(why) => {
+                tracing::warn!(remote = %remote.url(), "the fleet's working set on the remote cache is not used: {why}");
+                report.rejected += 1;
+                report.first_failure.get_or_insert(format!("the fleet's working set: {why}"));
+            }
+        }
         if !working_set_only {
             match remote.list(REQUEST_TIMEOUT) {
                 Ok(objects) => keys.extend(objects.iter().filter_map(|(name, _)| key_of(name))),
@@ -190,18 +197,20 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         }
         let local = working_set::read(disk.gpu_dir());
         if !local.is_empty() {
-            let mut merged = remote
-                .get_raw(WORKING_SET_FILE, REQUEST_TIMEOUT)
-                .ok()
-                .flatten()
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .map(|text| working_set::parse(&text))
-                .unwrap_or_default();
+            // Only a working set that passes this machine's checks is merged: a forged or
+            // unsigned one is replaced by this machine's own.
+            let mut merged = match remote.fetch_working_set(REQUEST_TIMEOUT) {
+                Ok(set) => set.unwrap_or_default(),
+                Err(why) => {
+                    tracing::warn!(remote = %remote.url(), "the fleet's working set on the remote cache is replaced: {why}");
+                    Vec::new()
+                }
+            };
             let mut seen: std::collections::HashSet<_> = merged.iter().map(|(key, _)| *key).collect();
             merged.extend(local.into_iter().filter(|(key, _)| seen.insert(*key)));
-            let text: String = merged.iter().map(|(key, ns)| format!("{} {ns}\n", key.hex())).collect();
-            if let Err(err) = remote.put_raw(WORKING_SET_FILE, text.into_bytes(), REQUEST_TIMEOUT) {
-                tracing::warn!(error = %err, "could not publish the working set to the remote cache");
+            if let Err(err) = remote.publish_working_set(&merged, REQUEST_TIMEOUT) {
+                tracing::warn!(remote = %remote.url(), error = %err, "could not publish the working set to the remote cache");
+                report.working_set_failed = true;
             }
         }
         report.unfinished = remote.drain(wait);

@@ -89,6 +89,23 @@ pub trait ProgramSource<P> {
     /// cache discards the entry and compiles); [`LoadFailure::Failed`]: something else went wrong
     /// (out of memory, device lost) — the entry is kept and the error returned.
     fn load(&self, blob: &Blob) -> Result<P, LoadFailure<Self::Error>>;
+
+    /// Checks a program loaded from a stored entry (disk or remote) against what this request
+    /// needs — for the runtime, the program's interface against the kernel's spec. An error
+    /// refuses the entry as a damaged one is refused: it is counted and reported once, a disk
+    /// entry is removed, a remote one is not used, and the program is compiled. A stored entry
+    /// can hold another program than its key names (a store anyone may write, a re-sealed
+    /// entry), and such a program must cost a compile, never a failed run. The default accepts
+    /// every program.
+    fn check_loaded(&self, program: &P) -> Result<(), String> {
+        let _ = program;
+        Ok(())
+    }
+
+    /// The kernel's name, for the spans of its compile and load in a trace (`crate::trace`).
+    fn kernel_name(&self) -> &str {
+        ""
+    }
 }
 
 /// Why a verified blob did not become a program.

@@ -4,7 +4,7 @@
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use super::disk_tier::{DiskTier, Lookup};
@@ -36,6 +36,10 @@ pub struct ProgramCache<P: Send + Sync + 'static> {
     working_set: Option<WorkingSet>,
     #[cfg(feature = "remote")]
     remote: Option<RemoteTier>,
+    /// Why the configured remote tier is not used, when it is not.
+    remote_problem: Option<String>,
+    /// Keys whose stored program did not match its request, warned about once.
+    mismatched: std::sync::Mutex<std::collections::HashSet<CacheKey>>,
     counters: Counters,
 }
 
@@ -55,7 +59,17 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             _ => (None, Vec::new()),
         };
         #[cfg(feature = "remote")]
-        let remote = config.remote.as_ref().and_then(|remote| RemoteTier::open(&gpu, remote));
+        let (remote, remote_problem) = match (&config.remote, &config.remote_problem) {
+            (_, Some(problem)) => (None, Some(problem.clone())),
+            (Some(remote), None) => match RemoteTier::open(&gpu, remote) {
+                Ok(tier) => (Some(tier), None),
+                Err(why) => (
+                    None,
+                    Some(format!("the remote program cache {} is not used: {why}", remote.redacted_url())),
+                ),
+            },
+            (None, None) => (None, None),
+        };
         #[cfg(feature = "remote")]
         if let Some(remote) = &remote {
             for (key, compile_ns) in &known {
@@ -69,14 +83,20 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             }
         }
         #[cfg(not(feature = "remote"))]
-        {
+        let remote_problem = {
             let _ = known;
-            if let Some(remote) = &config.remote {
-                tracing::warn!(
-                    remote = %remote.url,
-                    "this build of Sparkle has no remote cache tier (cargo feature `remote`); the remote is not used"
-                );
-            }
+            config.remote_problem.clone().or_else(|| {
+                config.remote.as_ref().map(|remote| {
+                    format!(
+                        "the remote program cache {} is not used: this build of Sparkle has no remote cache \
+                         tier (cargo feature `remote`)",
+                        remote.redacted_url()
+                    )
+                })
+            })
+        };
+        if let Some(problem) = &remote_problem {
+            super::remote::report_problem_once(problem);
         }
         ProgramCache {
             gpu,
@@ -86,6 +106,8 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             working_set,
             #[cfg(feature = "remote")]
             remote,
+            remote_problem,
+            mismatched: std::sync::Mutex::new(std::collections::HashSet::new()),
             counters: Counters::default(),
         }
     }
@@ -188,8 +210,21 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 Lookup::Hit(verified) => {
                     let loaded = source.load(&verified.blob);
                     stats::add_duration(&self.counters.load_ns, start.elapsed());
+                    let loaded = loaded.map(|program| {
+                        let mismatch = self.mismatch(source, &program);
+                        (program, mismatch)
+                    });
                     match loaded {
-                        Ok(program) => {
+                        Ok((program, Some(why))) => {
+                            drop(program);
+                            let first =
+                                self.mismatched.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
+                            if first {
+                                tracing::warn!(%key, "a cache entry on disk is not used and is compiled again: {why}");
+                            }
+                            disk.remove(key, verified.identity);
+                        }
+                        Ok((program, None)) => {
                             disk.record_use(&verified);
                             self.record_first_use(key, verified.header.compile_time_ns);
                             stats::add(&self.counters.disk_hits, 1);
@@ -338,6 +373,18 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         }
     }
 
+    /// Why a program loaded from a stored entry fails its request's check
+    /// ([`ProgramSource::check_loaded`]), if it does: then it is counted, and the caller drops it,
+    /// reports it and compiles.
+    fn mismatch<S: ProgramSource<P>>(&self, source: &S, program: &P) -> Option<String> {
+        let why = source.check_loaded(program).err()?;
+        stats::add(&self.counters.interface_refused, 1);
+        Some(format!(
+            "its program does not match the kernel asked for (if the compiled program fails the same way, \
+             the kernel's spec is what does not match): {why}"
+        ))
+    }
+
     fn record_first_use(&self, key: CacheKey, compile_ns: u64) {
         if let Some(set) = &self.working_set {
             set.record(key, compile_ns);
@@ -396,8 +443,17 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         let start = Instant::now();
         let loaded = source.load(&blob);
         stats::add_duration(&self.counters.load_ns, start.elapsed());
+        let loaded = loaded.map(|program| {
+            let mismatch = self.mismatch(source, &program);
+            (program, mismatch)
+        });
         match loaded {
-            Ok(program) => {
+            Ok((program, Some(why))) => {
+                drop(program);
+                remote.reject(key, &why);
+                Ok(FromRemote::Compile(None))
+            }
+            Ok((program, None)) => {
                 remote.loaded();
                 stats::add(&self.counters.saved_ns, header.compile_time_ns);
                 self.record_first_use(key, header.compile_time_ns);
@@ -493,6 +549,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         if let Some(remote) = &self.remote {
             remote.fill(&mut stats);
         }
+        stats.remote_problem = self.remote_problem.clone();
         stats
     }
 

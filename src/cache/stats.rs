@@ -36,6 +36,9 @@ pub struct CacheStats {
     pub disk_rejected: u64,
     /// Verified disk entries the backend refused to load (removed, then compiled).
     pub driver_refused: u64,
+    /// Stored programs (disk or remote) whose interface did not match their request's kernel:
+    /// refused, then compiled (see [`ProgramSource::check_loaded`](super::ProgramSource::check_loaded)).
+    pub interface_refused: u64,
     /// Verified disk entries whose load failed for a reason that says nothing about the entry
     /// (out of memory, device lost): the entry was kept and the error returned to the caller.
     pub load_errors: u64,
@@ -53,8 +56,10 @@ pub struct CacheStats {
     pub disk_entries: u64,
     /// The bytes of those entries.
     pub disk_bytes: u64,
-    /// The remote tier's URL, when one is configured and usable.
+    /// The remote tier's URL (without its password), when one is configured and usable.
     pub remote: Option<String>,
+    /// Why the configured remote tier is not used, when it is not (reported once on stderr too).
+    pub remote_problem: Option<String>,
     /// Requests served by a verified remote entry that the backend loaded.
     pub remote_hits: u64,
     /// Remote lookups that found nothing.
@@ -107,7 +112,10 @@ impl fmt::Display for CacheStats {
             ("disk load time", format!("{:.3} s", self.load_time.as_secs_f64())),
             (
                 "disk entries rejected",
-                format!("{} corrupt, {} refused by the driver", self.disk_rejected, self.driver_refused),
+                format!(
+                    "{} corrupt, {} refused by the driver, {} not matching their kernel",
+                    self.disk_rejected, self.driver_refused, self.interface_refused
+                ),
             ),
             ("disk load errors (kept)", self.load_errors.to_string()),
             ("disk writes", self.disk_writes.to_string()),
@@ -117,6 +125,9 @@ impl fmt::Display for CacheStats {
         ];
         for (name, value) in rows {
             writeln!(f, "{name:<26} {value}")?;
+        }
+        if let Some(problem) = &self.remote_problem {
+            writeln!(f, "{:<26} not used: {problem}", "remote")?;
         }
         if let Some(url) = &self.remote {
             let mean_ms = if self.remote_lookups == 0 {
@@ -191,6 +202,7 @@ pub(crate) struct Counters {
     pub load_ns: AtomicU64,
     pub disk_rejected: AtomicU64,
     pub driver_refused: AtomicU64,
+    pub interface_refused: AtomicU64,
     pub load_errors: AtomicU64,
     pub disk_writes: AtomicU64,
 }
@@ -221,6 +233,7 @@ impl Counters {
         stats.load_time = Duration::from_nanos(get(&self.load_ns));
         stats.disk_rejected = get(&self.disk_rejected);
         stats.driver_refused = get(&self.driver_refused);
+        stats.interface_refused = get(&self.interface_refused);
         stats.load_errors = get(&self.load_errors);
         stats.disk_writes = get(&self.disk_writes);
     }

@@ -104,7 +104,10 @@ impl<A: Api> Core<A> {
     }
 
     fn key_and_input(&self, kernel: &KernelSpec) -> Result<(CacheKey, A::CompileInput)> {
+        let span = crate::trace::span("runtime", "check spec");
         validate::check_spec(kernel, &self.device.info().limits)?;
+        drop(span);
+        let _span = crate::trace::span("runtime", "prepare source");
         let prepared = self.device.prepare(kernel)?;
         let parts: Vec<&[u8]> = prepared.key_material.iter().map(Vec::as_slice).collect();
         Ok((CacheKey::derive(&self.device.info().gpu_id, &parts), prepared.input))
@@ -140,6 +143,9 @@ impl<A: Api> Core<A> {
         if fence == 0 || (!check && self.device.completed() >= fence) {
             return Ok(());
         }
+        let mut span = crate::trace::span("runtime", "wait for fence");
+        span.arg("fence", fence);
+        span.arg("for", access.to_owned());
         match self.device.wait(fence, timeout) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::new(
@@ -159,6 +165,8 @@ impl<A: Api> Core<A> {
 struct Source<'a, A: Api> {
     device: &'a A::Device,
     input: &'a A::CompileInput,
+    /// The kernel asked for: a program loaded from a stored entry must match its interface.
+    spec: &'a KernelSpec,
 }
 
 impl<A: Api> ProgramSource<A::Program> for Source<'_, A> {
@@ -182,6 +190,14 @@ impl<A: Api> ProgramSource<A::Program> for Source<'_, A> {
 
     fn load(&self, blob: &Blob) -> Result<A::Program, LoadFailure<Error>> {
         self.device.load(self.input, blob)
+    }
+
+    fn kernel_name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn check_loaded(&self, program: &A::Program) -> std::result::Result<(), String> {
+        validate::plan(self.spec, self.device.interface(program)).map(drop).map_err(|err| err.to_string())
     }
 }
 
@@ -250,14 +266,18 @@ impl<A: Api> DynDevice for Core<A> {
 
     fn program(&self, kernel: &KernelSpec) -> Result<Program> {
         let (key, input) = self.key_and_input(kernel)?;
-        let handle = self.cache.get(&key, &Source::<A> { device: &self.device, input: &input })?;
+        let handle =
+            self.cache.get(&key, &Source::<A> { device: &self.device, input: &input, spec: kernel })?;
         self.wrap(kernel, handle)
     }
 
     fn warm_up(&self, kernels: &[KernelSpec]) -> Result<Vec<Program>> {
         let prepared = kernels.iter().map(|k| self.key_and_input(k)).collect::<Result<Vec<_>>>()?;
-        let requests: Vec<_> =
-            prepared.iter().map(|(key, input)| (*key, Source::<A> { device: &self.device, input })).collect();
+        let requests: Vec<_> = prepared
+            .iter()
+            .zip(kernels)
+            .map(|((key, input), spec)| (*key, Source::<A> { device: &self.device, input, spec }))
+            .collect();
         let threads = if self.device.info().parallel_compile {
             // Every compile is started at once; the driver's threads do the work.
             requests.len().min(MAX_PARALLEL_COMPILES)
@@ -269,6 +289,9 @@ impl<A: Api> DynDevice for Core<A> {
     }
 
     fn submit(&self, commands: Commands, timed: bool) -> Result<u64> {
+        let mut span = crate::trace::span("runtime", "submit");
+        // The backend stamps this submission's GPU work for the trace only inside the span.
+        let _submitting = crate::trace::Submitting::mark(&span);
         self.retire();
         let token = self.token();
         let mut hal_commands: Vec<Command<'_, A>> = Vec::with_capacity(commands.list.len());
@@ -313,6 +336,7 @@ impl<A: Api> DynDevice for Core<A> {
         } else {
             self.device.submit(&hal_commands)?
         };
+        let hal_count = hal_commands.len();
         drop(hal_commands);
         let mut buffers = Vec::new();
         let mut programs = Vec::new();
@@ -334,6 +358,13 @@ impl<A: Api> DynDevice for Core<A> {
             }
         }
         in_flight.push_back(InFlight { fence, _buffers: buffers, _programs: programs });
+        if span.is_on() {
+            span.arg("device", token);
+            span.arg("fence", fence);
+            span.arg("commands", hal_count);
+            let flow = crate::trace::flow_id(crate::trace::FlowKind::Submission, token, fence);
+            span.flow(crate::trace::Flow::Out(flow));
+        }
         Ok(fence)
     }
 
@@ -352,6 +383,8 @@ impl<A: Api> DynDevice for Core<A> {
     }
 
     fn wait(&self, fence: u64, timeout: Duration) -> Result<bool> {
+        let mut span = crate::trace::span("runtime", "wait for fence");
+        span.arg("fence", fence);
         let done = self.device.wait(fence, timeout);
         self.retire();
         done

@@ -36,6 +36,8 @@ pub(crate) const FETCH_BUDGET: Duration = Duration::from_millis(500);
 /// The archive is fetched only from a remote that connected and answered a request within this
 /// (each): from a slower one, a cold driver cache costs less than waiting for it.
 const PROBE_BUDGET: Duration = Duration::from_millis(75);
+/// Archives larger than this (compressed) are refused: a driver cache is tens of megabytes.
+pub(crate) const MAX_ARCHIVE_BYTES: usize = 256 << 20;
 /// Unpacked archives larger than this are refused (a driver cache is tens of megabytes).
 const MAX_UNPACKED_BYTES: u64 = 2 << 30;
 const MAX_FILES: usize = 1 << 20;
@@ -220,7 +222,9 @@ fn fetch_into(
         return Ok(None);
     }
     let left = deadline.saturating_duration_since(Instant::now());
-    let Some(payload) = background.fetch_object(&archive_file(name), Kind::DriverArchive, left)? else {
+    let Some(payload) =
+        background.fetch_object(&archive_file(name), Kind::DriverArchive, MAX_ARCHIVE_BYTES, left)?
+    else {
         return Ok(None);
     };
     unpack(&payload, dest, cancelled).map(Some)

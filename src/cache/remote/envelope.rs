@@ -23,6 +23,8 @@ pub(crate) const SIGNATURE_LEN: usize = 64;
 pub(crate) const PUBLIC_KEY_LEN: usize = 32;
 /// Provenance is a few hundred bytes; anything past this is not ours.
 const MAX_PROVENANCE: usize = 64 << 10;
+/// The most bytes an envelope adds to its payload.
+pub(crate) const MAX_OVERHEAD: usize = FIXED_LEN + SIGNATURE_LEN + PUBLIC_KEY_LEN + MAX_PROVENANCE;
 const DOMAIN: &[u8] = b"sparkle remote object v1\0";
 
 /// What an object's payload is.
@@ -32,6 +34,8 @@ pub(crate) enum Kind {
     Entry = 1,
     /// A gzip'd tar archive of a driver's own shader cache folder.
     DriverArchive = 2,
+    /// The fleet's working set: `<key hex> <compile ns>` lines, in first-use order.
+    WorkingSet = 3,
 }
 
 impl Kind {
@@ -39,6 +43,7 @@ impl Kind {
         match value {
             1 => Some(Kind::Entry),
             2 => Some(Kind::DriverArchive),
+            3 => Some(Kind::WorkingSet),
             _ => None,
         }
     }

@@ -16,8 +16,9 @@
 mod config;
 mod ledger;
 pub use config::{
-    hex_key, parse_hex_key, parse_location, parse_trusted_keys, RemoteConfig, RemoteLocation,
-    REMOTE_BUDGET_ENV, REMOTE_ENV, REMOTE_READ_ONLY_ENV, S3_ENDPOINT_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
+    check_endpoint, example_for, hex_key, parse_hex_key, parse_location, parse_trusted_keys, redact_url,
+    RemoteConfig, RemoteLocation, REMOTE_BUDGET_ENV, REMOTE_ENV, REMOTE_READ_ONLY_ENV, REMOTE_UNSIGNED_ENV,
+    S3_ENDPOINT_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
 };
 #[cfg(feature = "remote")]
 pub(crate) use ledger::append as append_ledger;
@@ -35,6 +36,8 @@ pub(crate) mod envelope;
 mod signing;
 #[cfg(feature = "remote")]
 mod store;
+#[cfg(all(test, feature = "remote"))]
+mod tests;
 #[cfg(feature = "remote")]
 mod tier;
 
@@ -42,3 +45,15 @@ mod tier;
 pub use signing::{generate_key_file, public_key_of};
 #[cfg(feature = "remote")]
 pub(crate) use tier::{Claim, LateLookup, Lease, RemoteLookup, RemoteTier};
+
+/// Says `problem` (why the remote tier is not used) on stderr, once per process however many
+/// caches open with the same configuration.
+pub(crate) fn report_problem_once(problem: &str) {
+    static REPORTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut reported = REPORTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if reported.iter().any(|seen| seen == problem) {
+        return;
+    }
+    reported.push(problem.to_owned());
+    tracing::warn!("{problem}; programs run on the local cache tiers");
+}

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 
-use super::config::{hex_key, parse_hex_key};
+use super::config::{hex_key, parse_hex_key, SECRET_KEY_MARK, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV};
 use super::envelope::{Opened, PUBLIC_KEY_LEN, SIGNATURE_LEN};
 
 /// This machine's signing key.
@@ -21,23 +21,68 @@ pub(crate) struct Signer25519 {
 }
 
 impl Signer25519 {
-    /// Reads a secret key file. A file that others may read is used, with a warning.
-    pub fn load(path: &Path) -> Result<Signer25519, String> {
-        let text =
-            fs::read_to_string(path).map_err(|err| format!("cannot read {}: {err}", path.display()))?;
+    /// Reads a secret key file and checks that it is one: a file made by `sparkle cache keygen`
+    /// names the public half of its key on its first line, which a public key file (64 hex digits
+    /// as well) cannot match. With `trusted`, the key's public half must be among them: a machine
+    /// must not publish what it (and the fleet) would refuse. A file that others may read is used,
+    /// with a warning.
+    pub fn load(path: &Path, trusted: Option<&[[u8; 32]]>) -> Result<Signer25519, String> {
+        let shown = path.display();
+        let text = fs::read_to_string(path)
+            .map_err(|err| format!("{SIGNING_KEY_ENV}: cannot read {shown}: {err}"))?;
         let seed = text
             .lines()
             .map(|l| l.split('#').next().unwrap_or("").trim())
             .find(|l| !l.is_empty())
             .and_then(parse_hex_key)
-            .ok_or_else(|| format!("{} does not hold a secret key of 64 hex digits", path.display()))?;
+            .ok_or_else(|| {
+                format!("{SIGNING_KEY_ENV}: {shown} does not hold a secret key of 64 hex digits")
+            })?;
+        if trusted.is_some_and(|keys| keys.contains(&seed)) {
+            return Err(format!(
+                "{SIGNING_KEY_ENV}: {shown} holds a public key (it is listed in {TRUSTED_KEYS_ENV}), which \
+                 cannot sign; name the secret key file `sparkle cache keygen FILE` wrote"
+            ));
+        }
+        let key = SigningKey::from_bytes(&seed);
+        let public = key.verifying_key().to_bytes();
+        let named = text
+            .lines()
+            .find_map(|line| line.split_once(SECRET_KEY_MARK))
+            .map(|(_, rest)| rest.trim())
+            .ok_or_else(|| {
+                format!(
+                    "{SIGNING_KEY_ENV}: {shown} does not say that it is a secret key: a signing key file made \
+                     by `sparkle cache keygen FILE` starts with `# {SECRET_KEY_MARK}<64 hex digits>`, and a \
+                     file holding only a public key (such as the one keygen prints) cannot sign; if this \
+                     really is a secret seed, add that line with its public key, {}",
+                    hex_key(&public)
+                )
+            })?;
+        if parse_hex_key(named) != Some(public) {
+            return Err(format!(
+                "{SIGNING_KEY_ENV}: {shown} is not a secret key file: the public key it names ({named}) is not \
+                 the one its key makes ({}); it may be a public key file or an edited one",
+                hex_key(&public)
+            ));
+        }
+        if let Some(keys) = trusted {
+            if !keys.contains(&public) {
+                return Err(format!(
+                    "{SIGNING_KEY_ENV}: the public key of {shown}, {}, is not in {TRUSTED_KEYS_ENV}, so this \
+                     machine would publish what it refuses itself; add it there (and on the machines that \
+                     should accept its entries)",
+                    hex_key(&public)
+                ));
+            }
+        }
         if fs::metadata(path).is_ok_and(|meta| meta.permissions().mode() & 0o077 != 0) {
             tracing::warn!(
-                path = %path.display(),
+                path = %shown,
                 "the cache signing key can be read by other users; make it private (chmod 600)"
             );
         }
-        Ok(Signer25519 { key: SigningKey::from_bytes(&seed) })
+        Ok(Signer25519 { key })
     }
 
     pub fn public_key(&self) -> [u8; PUBLIC_KEY_LEN] {
@@ -88,14 +133,14 @@ pub fn generate_key_file(path: &Path) -> io::Result<String> {
     let key = SigningKey::from_bytes(&seed);
     let public = hex_key(&key.verifying_key().to_bytes());
     let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
-    writeln!(file, "# Sparkle cache signing key (ed25519 secret seed); public key {public}")?;
+    writeln!(file, "# {SECRET_KEY_MARK}{public}")?;
     writeln!(file, "{}", hex_key(&seed))?;
     Ok(public)
 }
 
 /// The public key (hex) of the secret key file at `path`.
 pub fn public_key_of(path: &Path) -> Result<String, String> {
-    Signer25519::load(path).map(|signer| hex_key(&signer.public_key()))
+    Signer25519::load(path, None).map(|signer| hex_key(&signer.public_key()))
 }
 
 #[cfg(test)]
@@ -104,12 +149,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_a_secret_key_whose_public_half_is_trusted_signs() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("key");
+        let public = generate_key_file(&secret).unwrap();
+        let public_bytes = parse_hex_key(&public).unwrap();
+        Signer25519::load(&secret, Some(&[public_bytes])).unwrap();
+        // The public key saved as a file (what `keygen > key.pub` keeps), given as the signing key.
+        let pub_file = dir.path().join("key.pub");
+        fs::write(&pub_file, format!("{public}\n")).unwrap();
+        let err = Signer25519::load(&pub_file, None).err().unwrap();
+        assert!(err.contains("does not say that it is a secret key"), "{err}");
+        let err = Signer25519::load(&pub_file, Some(&[public_bytes])).err().unwrap();
+        assert!(err.contains("holds a public key"), "{err}");
+        // A public key under a copied first line: the named key is not the one it makes.
+        let text = fs::read_to_string(&secret).unwrap();
+        let first = text.lines().next().unwrap();
+        fs::write(&pub_file, format!("{first}\n{public}\n")).unwrap();
+        let err = Signer25519::load(&pub_file, None).err().unwrap();
+        assert!(err.contains("is not a secret key file"), "{err}");
+        // A secret key whose public half this machine does not trust.
+        let err = Signer25519::load(&secret, Some(&[[7u8; 32]])).err().unwrap();
+        assert!(err.contains("is not in") && err.contains(&public), "{err}");
+    }
+
+    #[test]
     fn trusted_signatures_pass_and_everything_else_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("key");
         let public = generate_key_file(&path).unwrap();
         assert!(generate_key_file(&path).is_err(), "never overwrites a key");
-        let signer = Signer25519::load(&path).unwrap();
+        let signer = Signer25519::load(&path, None).unwrap();
         assert_eq!(hex_key(&signer.public_key()), public);
         let trusted = TrustedKeys::new(&[signer.public_key()]).unwrap();
 
@@ -128,7 +198,7 @@ mod tests {
         // Signed by a key nobody trusts.
         let other = dir.path().join("other");
         generate_key_file(&other).unwrap();
-        let stranger = Signer25519::load(&other).unwrap();
+        let stranger = Signer25519::load(&other, None).unwrap();
         let sign = |m: &[u8]| stranger.sign(m);
         let sealed = seal("gpu/key", Kind::Entry, &Provenance::default(), b"entry", Some(&sign));
         assert!(trusted.check("gpu/key", &open(&sealed).unwrap()).unwrap_err().contains("not a trusted key"));

@@ -16,13 +16,16 @@ use std::time::{Duration, Instant};
 
 use super::breaker::{Breaker, Permit, Tripped};
 use super::budget::Budgets;
-use super::config::RemoteConfig;
+use super::config::{
+    RemoteConfig, REMOTE_READ_ONLY_ENV, REMOTE_UNSIGNED_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
+};
 use super::driver_archive::DriverFolders;
 use super::envelope::{self, Kind, Provenance};
 use super::signing::{Signer25519, TrustedKeys};
 use super::store::{Put, Store, StoreError};
 use crate::cache::entry::{self, EntryHeader, Expect};
 use crate::cache::stats::{self, duration_ns, CacheStats};
+use crate::cache::working_set::{self, WORKING_SET_FILE};
 use crate::cache::{Blob, CacheKey, GpuId};
 
 /// Publishes in flight beyond this are dropped: a remote that takes them slower than programs
@@ -34,6 +37,10 @@ const SLOW_RECHECK: Duration = Duration::from_secs(1);
 const PUBLISH_DRAIN: Duration = Duration::from_secs(5);
 /// A remote object larger than this is not an entry of ours.
 pub(crate) const MAX_OBJECT_BYTES: usize = 512 << 20;
+/// The fleet's working set lists at most this many programs (a working set is a few thousand).
+pub(crate) const MAX_WORKING_SET_KEYS: usize = 20_000;
+/// Its object is at most this large (a line is 50 bytes or so).
+const MAX_WORKING_SET_BYTES: usize = 2 << 20;
 
 /// How long a compile lease lasts at most: a holder that died frees it after this.
 const LEASE_TTL: Duration = Duration::from_secs(30);
@@ -171,7 +178,8 @@ struct Shared {
 pub(crate) struct RemoteTier {
     shared: Arc<Shared>,
     runtime: Option<tokio::runtime::Runtime>,
-    read_only: bool,
+    /// Whether this machine publishes: not read-only, and able to sign when keys are trusted.
+    publishes: bool,
     /// The driver cache folders shared through the remote, when the cache has a folder.
     drivers: Mutex<Option<DriverFolders>>,
     /// The GPU folder whose ledger gets this process's counters at the end.
@@ -181,21 +189,39 @@ pub(crate) struct RemoteTier {
 }
 
 impl RemoteTier {
-    /// Opens the tier for `gpu`; `None` (after one warning) if the configuration cannot be used:
-    /// the program then runs on its local tiers.
-    pub fn open(gpu: &GpuId, config: &RemoteConfig) -> Option<RemoteTier> {
-        match Self::try_open(gpu, config) {
-            Ok(tier) => Some(tier),
-            Err(why) => {
-                tracing::warn!(remote = %config.url, "the remote program cache is not used: {why}");
-                None
-            }
+    /// Opens the tier for `gpu`. An error says why the configuration cannot be used (the caller
+    /// reports it once, and the program runs on its local tiers): a signing key that is not a
+    /// secret key or whose public half is not trusted, a store the client cannot be built for,
+    /// or no trust chosen at all (neither trusted keys, nor a signing key, nor
+    /// `SPARKLE_CACHE_REMOTE_UNSIGNED=1`).
+    pub fn open(gpu: &GpuId, config: &RemoteConfig) -> Result<RemoteTier, String> {
+        let trusted_list = config.trusted_keys.clone();
+        let signer = config
+            .signing_key
+            .as_deref()
+            .map(|path| Signer25519::load(path, trusted_list.as_deref()))
+            .transpose()?;
+        // A machine with a signing key and no list trusts its own key.
+        let trusted_list = trusted_list.or_else(|| signer.as_ref().map(|signer| vec![signer.public_key()]));
+        if trusted_list.is_none() && !config.allow_unsigned {
+            return Err(format!(
+                "nothing says which of its objects to trust, and without a signature whoever can write the \
+                 store chooses the GPU code this machine runs; set {TRUSTED_KEYS_ENV} to the public keys of \
+                 the machines that publish (`sparkle cache keygen FILE` makes a key pair; e.g. \
+                 {TRUSTED_KEYS_ENV}=/etc/sparkle/fleet-keys.pub), or {REMOTE_UNSIGNED_ENV}=1 to use \
+                 unsigned objects anyway"
+            ));
         }
-    }
-
-    fn try_open(gpu: &GpuId, config: &RemoteConfig) -> Result<RemoteTier, String> {
-        let signer = config.signing_key.as_deref().map(Signer25519::load).transpose()?;
-        let trusted = config.trusted_keys.as_deref().map(TrustedKeys::new).transpose()?;
+        let trusted = trusted_list.as_deref().map(TrustedKeys::new).transpose()?;
+        let publishes = !config.read_only && (signer.is_some() || trusted.is_none());
+        if !config.read_only && !publishes {
+            tracing::warn!(
+                remote = %config.redacted_url(),
+                "this machine trusts only signed entries ({TRUSTED_KEYS_ENV}) but has no signing key \
+                 ({SIGNING_KEY_ENV}), so it publishes nothing to the remote cache (set \
+                 {REMOTE_READ_ONLY_ENV}=1 to say that this is intended)"
+            );
+        }
         let store = Store::open(config).map_err(|err| err.0)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -205,7 +231,7 @@ impl RemoteTier {
             .map_err(|err| format!("cannot start its background threads: {err}"))?;
         let shared = Arc::new(Shared {
             store,
-            url: config.url.clone(),
+            url: config.redacted_url(),
             gpu_folder: gpu.dir_name(),
             expect_backend: gpu.backend_tag(),
             gpu_hash: gpu.hash(),
@@ -258,11 +284,11 @@ impl RemoteTier {
             *warm.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
             warm.probed.notify_all();
         });
-        tracing::debug!(remote = %config.url, read_only = config.read_only, "remote program cache opened");
+        tracing::debug!(remote = %config.redacted_url(), publishes, "remote program cache opened");
         Ok(RemoteTier {
             shared,
             runtime: Some(runtime),
-            read_only: config.read_only,
+            publishes,
             rejected: Mutex::new(HashSet::new()),
             budgets: Budgets::new(config.budget),
             drivers: Mutex::new(None),
@@ -435,7 +461,7 @@ impl RemoteTier {
     /// about once: the first machine to miss compiles, the others wait for its entry. Read-only
     /// machines never claim.
     pub fn claim(&self, key: CacheKey) -> Claim {
-        if self.read_only {
+        if !self.publishes {
             return Claim::Unknown;
         }
         let name = format!("{}.lease", self.name(key));
@@ -482,13 +508,13 @@ impl RemoteTier {
 
     /// Whether this process publishes.
     pub fn publishes(&self) -> bool {
-        !self.read_only
+        self.publishes
     }
 
     /// Publishes `blob` as the entry of `key`, in the background and only if the entry as
     /// built verifies. Never blocks on the network.
     pub fn publish(&self, key: CacheKey, blob: &Blob, compile_time: Duration, lease: Option<Lease>) {
-        if self.read_only || self.shared.down.load(Relaxed) {
+        if !self.publishes || self.shared.down.load(Relaxed) {
             return;
         }
         if self.shared.pending.load(Relaxed) >= MAX_PENDING_PUBLISHES {
@@ -617,7 +643,7 @@ impl RemoteTier {
     /// Seals `payload` and stores it as `file` of this GPU's folder, replacing what is there
     /// (objects any machine may supersede, such as a driver cache archive), in the background.
     pub(crate) fn replace_object(&self, file: &str, kind: Kind, payload: Vec<u8>) {
-        if self.read_only || self.shared.down.load(Relaxed) || payload.len() > MAX_OBJECT_BYTES {
+        if !self.publishes || self.shared.down.load(Relaxed) || payload.len() > MAX_OBJECT_BYTES {
             return;
         }
         let name = format!("{}/{file}", self.shared.gpu_folder);
@@ -645,18 +671,35 @@ impl RemoteTier {
         &self.shared.url
     }
 
-    /// The raw object `file` of this GPU's folder (not an entry: no envelope, no checks).
-    pub fn get_raw(&self, file: &str, timeout: Duration) -> Result<Option<Vec<u8>>, StoreError> {
-        let shared = Arc::clone(&self.shared);
-        let name = format!("{}/{file}", self.shared.gpu_folder);
-        self.block_on(timeout, async move { shared.store.get(&name).await })
+    /// The fleet's working set on the remote, checked as every remote object is (envelope,
+    /// kind, a trusted signature when keys are trusted) and capped at [`MAX_WORKING_SET_KEYS`];
+    /// `Ok(None)` when there is none.
+    pub fn fetch_working_set(&self, timeout: Duration) -> Result<Option<Vec<(CacheKey, u64)>>, String> {
+        let fetched = self.background().fetch_object(
+            WORKING_SET_FILE,
+            Kind::WorkingSet,
+            MAX_WORKING_SET_BYTES,
+            timeout,
+        )?;
+        let Some(payload) = fetched else { return Ok(None) };
+        let text = std::str::from_utf8(&payload).map_err(|_| "the working set is not text".to_owned())?;
+        let mut set = working_set::parse(text);
+        set.truncate(MAX_WORKING_SET_KEYS);
+        Ok(Some(set))
     }
 
-    /// Replaces the raw object `file` of this GPU's folder (never an entry).
-    pub fn put_raw(&self, file: &str, bytes: Vec<u8>, timeout: Duration) -> Result<(), StoreError> {
+    /// Replaces the fleet's working set with (the first [`MAX_WORKING_SET_KEYS`] of) `set`,
+    /// sealed and signed as every object this machine publishes; waits at most `timeout`.
+    pub fn publish_working_set(&self, set: &[(CacheKey, u64)], timeout: Duration) -> Result<(), String> {
+        if !self.publishes {
+            return Err("this machine does not publish".into());
+        }
+        let text: String =
+            set.iter().take(MAX_WORKING_SET_KEYS).map(|(key, ns)| format!("{} {ns}\n", key.hex())).collect();
+        let name = format!("{}/{WORKING_SET_FILE}", self.shared.gpu_folder);
+        let sealed = self.seal(&name, Kind::WorkingSet, text.as_bytes());
         let shared = Arc::clone(&self.shared);
-        let name = format!("{}/{file}", self.shared.gpu_folder);
-        self.block_on(timeout, async move { shared.store.put(&name, bytes).await })
+        self.block_on(timeout, async move { shared.store.put(&name, sealed).await }).map_err(|err| err.0)
     }
 
     /// One round trip to the store; its time.
@@ -733,6 +776,7 @@ impl Background {
         &self,
         file: &str,
         kind: Kind,
+        max_payload: usize,
         timeout: Duration,
     ) -> Result<Option<Vec<u8>>, String> {
         let name = format!("{}/{file}", self.shared.gpu_folder);
@@ -746,6 +790,9 @@ impl Background {
             Ok(None) => return Ok(None),
             Err(err) => return Err(err.0),
         };
+        if bytes.len() > max_payload.saturating_add(envelope::MAX_OVERHEAD) {
+            return Err(format!("{name} is {} bytes, more than such an object may take", bytes.len()));
+        }
         let opened = envelope::open(&bytes)?;
         if let Some(trusted) = &self.shared.trusted {
             trusted.check(&name, &opened)?;

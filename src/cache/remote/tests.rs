@@ -1,0 +1,323 @@
+//! The fleet tier as a whole, on a shared folder (`file://`) as its store: what a machine uses
+//! from the remote and what it publishes there, whatever an attacker or a careless operator put
+//! in the store. The same cases against Redis and S3 servers are in the fleet test binary.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::envelope::{self, Kind, Provenance};
+use super::{generate_key_file, parse_hex_key, RemoteConfig};
+use crate::cache::entry::{EntryHeader, Expect};
+use crate::cache::{Blob, Built, CacheConfig, CacheKey, GpuId, LoadFailure, ProgramCache, ProgramSource};
+
+const FORMAT: u32 = 0x5eed;
+
+fn gpu() -> GpuId {
+    GpuId::new("gl", vec![("renderer".into(), "fleet unit gpu".into())])
+}
+
+/// A program: what it computes (`text`) and its interface (`interface`), as its blob says.
+#[derive(Clone)]
+struct Source {
+    key: CacheKey,
+    text: String,
+    interface: String,
+    compiles: Arc<AtomicUsize>,
+}
+
+impl Source {
+    fn new(text: &str, interface: &str, compiles: &Arc<AtomicUsize>) -> Source {
+        Source {
+            key: CacheKey::derive(&gpu(), &[text.as_bytes()]),
+            text: text.into(),
+            interface: interface.into(),
+            compiles: Arc::clone(compiles),
+        }
+    }
+
+    /// The blob this source compiles to.
+    fn payload(&self) -> Vec<u8> {
+        format!("{}|{}", self.interface, self.text).into_bytes()
+    }
+}
+
+impl ProgramSource<Vec<u8>> for Source {
+    type Error = String;
+
+    fn compile(&self) -> Result<Built<Vec<u8>>, String> {
+        self.compiles.fetch_add(1, SeqCst);
+        let bytes = self.payload();
+        Ok(Built {
+            program: bytes.clone(),
+            blob: Some(Blob { format: FORMAT, bytes }),
+            compile_time: Duration::from_millis(5),
+        })
+    }
+
+    fn load(&self, blob: &Blob) -> Result<Vec<u8>, LoadFailure<String>> {
+        Ok(blob.bytes.clone())
+    }
+
+    fn check_loaded(&self, program: &Vec<u8>) -> Result<(), String> {
+        let interface = program.split(|&b| b == b'|').next().unwrap_or_default();
+        if interface == self.interface.as_bytes() {
+            Ok(())
+        } else {
+            Err(format!(
+                "it declares `{}`, the kernel `{}`",
+                String::from_utf8_lossy(interface),
+                self.interface
+            ))
+        }
+    }
+}
+
+/// A shared folder as the remote, with lookups that never run out of time on a loaded machine.
+fn remote(shared: &Path) -> RemoteConfig {
+    let mut config = RemoteConfig::new(&format!("file://{}", shared.display())).unwrap();
+    config.budget = Some(Duration::from_secs(20));
+    config
+}
+
+fn unsigned(shared: &Path) -> RemoteConfig {
+    RemoteConfig { allow_unsigned: true, ..remote(shared) }
+}
+
+fn machine(dir: &Path, remote: RemoteConfig) -> ProgramCache<Vec<u8>> {
+    ProgramCache::open(gpu(), &CacheConfig { remote: Some(remote), ..CacheConfig::in_dir(dir) })
+}
+
+/// The object path of `key` in the shared folder.
+fn object_path(shared: &Path, key: CacheKey) -> std::path::PathBuf {
+    shared.join(gpu().dir_name()).join(key.hex())
+}
+
+/// An unsigned remote object that passes every check a checksum can make, holding `payload` as
+/// the entry of `key`: what anyone who can write the store can make.
+fn forge(shared: &Path, key: CacheKey, payload: &[u8]) {
+    let gpu = gpu();
+    let expect = Expect { backend: gpu.backend_tag(), gpu_hash: gpu.hash(), key };
+    let mut entry = EntryHeader::new(expect, FORMAT, payload, 1_000_000, 1).to_bytes().to_vec();
+    entry.extend_from_slice(payload);
+    let name = format!("{}/{}", gpu.dir_name(), key.hex());
+    let sealed = envelope::seal(&name, Kind::Entry, &Provenance::default(), &entry, None);
+    let path = object_path(shared, key);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, sealed).unwrap();
+}
+
+/// Runs `f` recording this thread's warnings.
+fn warnings<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+    #[derive(Clone, Default)]
+    struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, f);
+    let text = String::from_utf8_lossy(&lines.0.lock().unwrap()).into_owned();
+    (out, text.lines().map(str::to_owned).collect())
+}
+
+#[test]
+fn without_trusted_keys_or_the_opt_in_the_remote_is_not_used() {
+    let shared = tempfile::tempdir().unwrap();
+    let compiles = Arc::new(AtomicUsize::new(0));
+    // A 3x3 convolution's key holding a 5x5 one: same interface, another result.
+    let wanted = Source::new("conv2d window 3", "conv2d", &compiles);
+    let other = Source::new("conv2d window 5", "conv2d", &compiles);
+    forge(shared.path(), wanted.key, &other.payload());
+
+    let dir = tempfile::tempdir().unwrap();
+    let (cache, warned) = warnings(|| machine(dir.path(), remote(shared.path())));
+    assert_eq!(cache.get(&wanted.key, &wanted).unwrap().as_slice(), wanted.payload(), "no wrong program");
+    let stats = cache.stats();
+    assert_eq!((stats.remote.as_deref(), stats.remote_hits, stats.compiles), (None, 0, 1), "{stats}");
+    let problem = stats.remote_problem.unwrap_or_default();
+    for needed in ["SPARKLE_CACHE_TRUSTED_KEYS", "SPARKLE_CACHE_REMOTE_UNSIGNED=1", "chooses the GPU code"] {
+        assert!(problem.contains(needed), "{problem}");
+    }
+    assert!(warned.iter().filter(|w| w.contains("chooses the GPU code")).count() <= 1, "{warned:#?}");
+    drop(cache);
+    // Nothing of the remote reached this machine's disk, and nothing was published.
+    assert!(std::fs::read_dir(shared.path().join(gpu().dir_name())).unwrap().count() == 1);
+
+    // With the opt-in the same store is used: a forged entry with the same interface is what an
+    // unsigned fleet cannot tell from a real one (the guide says so).
+    let dir = tempfile::tempdir().unwrap();
+    let cache = machine(dir.path(), unsigned(shared.path()));
+    assert_eq!(cache.get(&wanted.key, &wanted).unwrap().as_slice(), other.payload());
+    assert_eq!(cache.stats().remote_hits, 1);
+}
+
+#[test]
+fn a_stored_program_of_another_interface_is_refused_and_compiled_remote_and_disk() {
+    let shared = tempfile::tempdir().unwrap();
+    let compiles = Arc::new(AtomicUsize::new(0));
+    // saxpy re-sealed under sgemm's key.
+    let sgemm = Source::new("sgemm 64", "sgemm(a,b,c)", &compiles);
+    let saxpy = Source::new("saxpy 7", "saxpy(x,y)", &compiles);
+    forge(shared.path(), sgemm.key, &saxpy.payload());
+
+    let dir = tempfile::tempdir().unwrap();
+    let cache = machine(dir.path(), unsigned(shared.path()));
+    let (program, warned) = warnings(|| cache.get(&sgemm.key, &sgemm).unwrap());
+    assert_eq!(program.as_slice(), sgemm.payload(), "the refusal compiled");
+    let stats = cache.stats();
+    assert_eq!(
+        (stats.remote_hits, stats.remote_rejected, stats.interface_refused, stats.compiles),
+        (0, 1, 1, 1)
+    );
+    let about: Vec<_> = warned.iter().filter(|w| w.contains(&sgemm.key.hex())).collect();
+    assert_eq!(about.len(), 1, "reported once: {warned:#?}");
+    assert!(about[0].contains("saxpy(x,y)") && about[0].contains("does not match"), "{about:?}");
+    drop(program);
+    drop(cache);
+
+    // The disk tier takes the same path: an entry of another interface on disk (written here by
+    // a source that compiles saxpy under sgemm's key) is removed, compiled and replaced.
+    let dir = tempfile::tempdir().unwrap();
+    let local = CacheConfig::in_dir(dir.path());
+    let wrong = Source { key: sgemm.key, ..saxpy.clone() };
+    ProgramCache::open(gpu(), &local).get(&wrong.key, &wrong).unwrap();
+    let cache = ProgramCache::<Vec<u8>>::open(gpu(), &local);
+    assert_eq!(cache.get(&sgemm.key, &sgemm).unwrap().as_slice(), sgemm.payload());
+    let stats = cache.stats();
+    assert_eq!((stats.disk_hits, stats.interface_refused, stats.compiles, stats.disk_writes), (0, 1, 1, 1));
+    let again = ProgramCache::<Vec<u8>>::open(gpu(), &local);
+    assert_eq!(again.get(&sgemm.key, &sgemm).unwrap().as_slice(), sgemm.payload());
+    assert_eq!((again.stats().disk_hits, again.stats().interface_refused), (1, 0), "the entry was replaced");
+}
+
+#[test]
+fn trusted_keys_refuse_forged_entries_and_a_reader_without_a_signing_key_publishes_nothing() {
+    let shared = tempfile::tempdir().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let public = parse_hex_key(&generate_key_file(&keys.path().join("key")).unwrap()).unwrap();
+    let compiles = Arc::new(AtomicUsize::new(0));
+    let wanted = Source::new("saxpy n=100000", "saxpy", &compiles);
+    let fresh = Source::new("saxpy n=5", "saxpy", &compiles);
+    forge(shared.path(), wanted.key, &Source::new("saxpy n=7", "saxpy", &compiles).payload());
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = RemoteConfig { trusted_keys: Some(vec![public]), ..remote(shared.path()) };
+    let (cache, warned) = warnings(|| machine(dir.path(), config));
+    let publishes_nothing: Vec<_> = warned.iter().filter(|w| w.contains("publishes nothing")).collect();
+    assert_eq!(publishes_nothing.len(), 1, "{warned:#?}");
+    assert_eq!(cache.get(&wanted.key, &wanted).unwrap().as_slice(), wanted.payload());
+    assert_eq!(cache.get(&fresh.key, &fresh).unwrap().as_slice(), fresh.payload());
+    let stats = cache.stats();
+    assert_eq!((stats.remote_rejected, stats.remote_hits, stats.compiles), (1, 0, 2), "{stats}");
+    drop(cache);
+    assert!(!object_path(shared.path(), fresh.key).exists(), "an unsigned entry was published");
+    assert!(!object_path(shared.path(), fresh.key).with_extension("lease").exists());
+
+    // The signing machine publishes signed entries, which the reader then uses.
+    let builder_dir = tempfile::tempdir().unwrap();
+    let signing = RemoteConfig {
+        trusted_keys: Some(vec![public]),
+        signing_key: Some(keys.path().join("key")),
+        ..remote(shared.path())
+    };
+    let builder = machine(builder_dir.path(), signing);
+    builder.get(&fresh.key, &fresh).unwrap();
+    drop(builder);
+    let dir = tempfile::tempdir().unwrap();
+    let reader =
+        machine(dir.path(), RemoteConfig { trusted_keys: Some(vec![public]), ..remote(shared.path()) });
+    assert_eq!(reader.get(&fresh.key, &fresh).unwrap().as_slice(), fresh.payload());
+    assert_eq!(reader.stats().remote_hits, 1);
+}
+
+#[test]
+fn a_public_key_as_signing_key_is_refused_with_a_message_saying_so() {
+    let shared = tempfile::tempdir().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let public = generate_key_file(&keys.path().join("key")).unwrap();
+    let pub_file = keys.path().join("key.pub");
+    std::fs::write(&pub_file, format!("{public}\n")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = RemoteConfig { signing_key: Some(pub_file), ..remote(shared.path()) };
+    let cache = machine(dir.path(), config);
+    let problem = cache.stats().remote_problem.unwrap_or_default();
+    assert!(problem.contains("SPARKLE_CACHE_SIGNING_KEY") && problem.contains("secret key"), "{problem}");
+}
+
+#[test]
+fn the_working_set_and_the_driver_archive_need_a_trusted_signature() {
+    let shared = tempfile::tempdir().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let public = parse_hex_key(&generate_key_file(&keys.path().join("key")).unwrap()).unwrap();
+    let gpu = gpu();
+    let folder = shared.path().join(gpu.dir_name());
+    std::fs::create_dir_all(&folder).unwrap();
+    // An unsigned working set naming many programs, and an unsigned driver archive.
+    let fake: String = (0..1000u128).map(|i| format!("{} 1000\n", CacheKey::from_u128(i).hex())).collect();
+    let name = format!("{}/{}", gpu.dir_name(), crate::cache::WORKING_SET_FILE);
+    std::fs::write(
+        folder.join(crate::cache::WORKING_SET_FILE),
+        envelope::seal(&name, Kind::WorkingSet, &Provenance::default(), fake.as_bytes(), None),
+    )
+    .unwrap();
+    let name = format!("{}/driver-gl.tar.gz", gpu.dir_name());
+    std::fs::write(
+        folder.join("driver-gl.tar.gz"),
+        envelope::seal(&name, Kind::DriverArchive, &Provenance::default(), b"tar", None),
+    )
+    .unwrap();
+
+    let trusted = RemoteConfig { trusted_keys: Some(vec![public]), ..remote(shared.path()) };
+    let tier = super::RemoteTier::open(&gpu, &trusted).unwrap();
+    let err = tier.fetch_working_set(Duration::from_secs(20)).unwrap_err();
+    assert!(err.contains("not signed"), "{err}");
+    let err = tier
+        .background()
+        .fetch_object("driver-gl.tar.gz", Kind::DriverArchive, 1 << 20, Duration::from_secs(20))
+        .unwrap_err();
+    assert!(err.contains("not signed"), "{err}");
+    drop(tier);
+
+    // A pull with trusted keys fetches none of the working set's programs and says so.
+    let dir = tempfile::tempdir().unwrap();
+    let cache =
+        machine(dir.path(), RemoteConfig { trusted_keys: Some(vec![public]), ..remote(shared.path()) });
+    let report = cache.pull(true, &|_, _| {}).unwrap();
+    assert_eq!((report.wanted, report.rejected), (0, 1), "{report:?}");
+    drop(cache);
+
+    // A signing machine's push replaces the forged set with its own, which then passes.
+    let builder_dir = tempfile::tempdir().unwrap();
+    let signing = RemoteConfig {
+        trusted_keys: Some(vec![public]),
+        signing_key: Some(keys.path().join("key")),
+        ..remote(shared.path())
+    };
+    let compiles = Arc::new(AtomicUsize::new(0));
+    let source = Source::new("working set program", "k", &compiles);
+    let builder = machine(builder_dir.path(), signing.clone());
+    builder.get(&source.key, &source).unwrap();
+    let pushed = builder.push(Duration::from_secs(20), &|_, _| {}).unwrap();
+    assert!(!pushed.working_set_failed);
+    drop(builder);
+    let tier = super::RemoteTier::open(&gpu, &signing).unwrap();
+    let set = tier.fetch_working_set(Duration::from_secs(20)).unwrap().unwrap();
+    assert_eq!(
+        set.iter().map(|(key, _)| *key).collect::<Vec<_>>(),
+        vec![source.key],
+        "forged keys not merged"
+    );
+}
