@@ -15,8 +15,9 @@ use super::CliResult;
 /// How long `push` waits for its publishes.
 const PUSH_WAIT: Duration = Duration::from_secs(120);
 
-const NO_REMOTE: &str = "no remote cache is configured: set SPARKLE_CACHE_REMOTE (s3://bucket/prefix, \
-redis://host:port/db or file:///path)";
+const NO_REMOTE: &str =
+    "no remote cache is configured: set SPARKLE_CACHE_REMOTE (e.g. s3://my-bucket/sparkle, \
+redis://cache.example.com:6379/0 or file:///srv/sparkle-cache)";
 
 fn bar(what: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
@@ -32,8 +33,10 @@ fn bar(what: &str) -> ProgressBar {
 
 pub fn status(json: bool) -> CliResult<ExitCode> {
     let runtime = Runtime::from_env()?;
-    let Some(status) = runtime.fleet().remote_status() else { return Err(NO_REMOTE.into()) };
     let stats = runtime.cache_stats();
+    let Some(status) = runtime.fleet().remote_status() else {
+        return Err(stats.remote_problem.unwrap_or_else(|| NO_REMOTE.to_owned()).into());
+    };
     if json {
         let value = serde_json::json!({ "gpu_id": runtime.info().gpu_id.to_string(), "remote": status, "stats": stats });
         println!("{}", serde_json::to_string_pretty(&value)?);
@@ -59,10 +62,9 @@ pub fn pull(working_set: bool, json: bool) -> CliResult<ExitCode> {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let Some(report) = runtime.fleet().pull(working_set, &progress) else {
-        return Err(format!("{NO_REMOTE}; and the local cache folder must be writable").into());
-    };
+    let report = runtime.fleet().pull(working_set, &progress);
     bar.finish_and_clear();
+    let report = report?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -79,7 +81,8 @@ pub fn pull(working_set: bool, json: bool) -> CliResult<ExitCode> {
             println!("first failure: {why}");
         }
     }
-    Ok(if report.failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    // A refusal is a failure too: the remote holds something this machine will not use.
+    Ok(if report.failed == 0 && report.rejected == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 pub fn push(json: bool) -> CliResult<ExitCode> {
@@ -89,13 +92,9 @@ pub fn push(json: bool) -> CliResult<ExitCode> {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let Some(report) = runtime.fleet().push(PUSH_WAIT, &progress) else {
-        return Err(format!(
-            "{NO_REMOTE}, writable (not SPARKLE_CACHE_REMOTE_READ_ONLY), with a local cache folder"
-        )
-        .into());
-    };
+    let report = runtime.fleet().push(PUSH_WAIT, &progress);
     bar.finish_and_clear();
+    let report = report?;
     let stats = runtime.cache_stats();
     if json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "push": report, "stats": stats }))?);
@@ -109,7 +108,10 @@ pub fn push(json: bool) -> CliResult<ExitCode> {
             if report.unfinished > 0 { format!(", {} unfinished", report.unfinished) } else { String::new() }
         );
     }
-    Ok(if stats.remote_publish_errors == 0 && report.unfinished == 0 {
+    if report.working_set_failed {
+        eprintln!("the working set could not be published (see the warning above)");
+    }
+    Ok(if stats.remote_publish_errors == 0 && report.unfinished == 0 && !report.working_set_failed {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -1,5 +1,8 @@
 //! `sparkle info`: every backend of this build (opened once each), the selected device, its GPU
-//! id, the cache dir and statistics. Exits 1 when the selected backend cannot open.
+//! id, the cache dir, the remote cache and statistics. Exits 1 when the selected backend cannot
+//! open, or when a remote cache is configured that cannot be used (the configuration rule: a
+//! program runs on its local tiers then, and says so once; `info` is where it shows). The
+//! remote's URL is shown without its password.
 
 use std::process::ExitCode;
 
@@ -17,6 +20,10 @@ struct Info {
     selection_error: Option<String>,
     cache_dir: Option<String>,
     device_cache_dir: Option<String>,
+    /// The remote cache's URL (without its password), when one is configured.
+    remote: Option<String>,
+    /// Why the configured remote cache is not used, when it is not.
+    remote_problem: Option<String>,
     stats: Option<CacheStats>,
 }
 
@@ -67,9 +74,16 @@ pub fn run(json: bool) -> CliResult<ExitCode> {
             .ok()
             .and_then(Runtime::cache_dir)
             .map(|d| d.display().to_string()),
+        remote: config.remote.as_ref().map(|remote| remote.redacted_url()),
+        remote_problem: config.remote_problem.clone().or_else(|| {
+            // Problems found when the tier opened (a key file, an endpoint, no trust chosen).
+            let opened = selected.as_ref().ok().map(Runtime::cache_stats);
+            opened.and_then(|stats| stats.remote_problem)
+        }),
         stats: selected.as_ref().ok().map(Runtime::cache_stats),
     };
-    let code = if selected.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    let code =
+        if selected.is_ok() && info.remote_problem.is_none() { ExitCode::SUCCESS } else { ExitCode::from(1) };
     if json {
         println!("{}", serde_json::to_string_pretty(&info)?);
         return Ok(code);
@@ -110,6 +124,11 @@ pub fn run(json: bool) -> CliResult<ExitCode> {
     }
     println!("\nCache dir: {}", info.cache_dir.as_deref().unwrap_or("none (memory only)"));
     println!("Device cache dir: {}", info.device_cache_dir.as_deref().unwrap_or("none (memory only)"));
+    match (&info.remote, &info.remote_problem) {
+        (_, Some(problem)) => println!("Remote cache: not used: {problem}"),
+        (Some(url), None) => println!("Remote cache: {url}"),
+        (None, None) => println!("Remote cache: none (SPARKLE_CACHE_REMOTE is not set)"),
+    }
     if let Some(stats) = &info.stats {
         println!("\nCache statistics (this process):\n{stats}");
     }

@@ -19,6 +19,10 @@ use super::CacheKey;
 const PULL_PARALLELISM: usize = 8;
 /// One maintenance request gives up after this long.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// What `pull` and `push` say without a remote.
+const NO_REMOTE: &str =
+    "no remote cache is configured: set SPARKLE_CACHE_REMOTE (e.g. s3://my-bucket/sparkle, \
+redis://cache.example.com:6379/0 or file:///srv/sparkle-cache)";
 
 /// What `pull` did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -90,14 +94,18 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     /// Prefetches this GPU's remote entries onto the local disk: with `working_set_only`, the
     /// programs this machine (or the fleet, through `push`) recorded as used, in first-use
     /// order; otherwise every entry, the working set first. `progress(done, total)` is called
-    /// as entries finish. `None` without a remote or a writable disk tier.
+    /// as entries finish. An error says why nothing can be pulled: no usable remote, or no
+    /// writable disk tier.
     pub fn pull(
         &self,
         working_set_only: bool,
         progress: &(dyn Fn(usize, usize) + Sync),
-    ) -> Option<PullReport> {
-        let remote = self.remote()?;
-        let disk = self.disk().filter(|disk| !disk.read_only())?;
+    ) -> Result<PullReport, String> {
+        let remote = self.usable_remote()?;
+        let disk = self.disk().filter(|disk| !disk.read_only()).ok_or(
+            "pull writes entries to the local cache folder, and there is none that may be written (set \
+             SPARKLE_CACHE_DIR to a writable folder, and not SPARKLE_CACHE_READ_ONLY)",
+        )?;
         let mut keys: Vec<CacheKey> =
             working_set::read(disk.gpu_dir()).into_iter().map(|(key, _)| key).collect();
         let mut report = PullReport::default();
@@ -149,7 +157,16 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             }
             work();
         });
-        Some(report.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
+        Ok(report.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// The remote tier, or why there is none.
+    fn usable_remote(&self) -> Result<&RemoteTier, String> {
+        match (self.remote(), &self.remote_problem) {
+            (Some(remote), _) => Ok(remote),
+            (None, Some(problem)) => Err(problem.clone()),
+            (None, None) => Err(NO_REMOTE.to_owned()),
+        }
     }
 
     fn pull_one(&self, remote: &RemoteTier, key: CacheKey) -> Pulled {
@@ -175,11 +192,17 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     }
 
     /// Publishes every verified local entry of this GPU and this machine's working set (merged
-    /// into the remote's). Waits for the publishes, at most `wait`. `None` without a remote
-    /// that may be written, or without a disk tier.
-    pub fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Option<PushReport> {
-        let remote = self.remote().filter(|remote| remote.publishes())?;
-        let disk = self.disk()?;
+    /// into the remote's). Waits for the publishes, at most `wait`. An error says why nothing
+    /// can be pushed: no usable remote, a machine that does not publish (read-only, or trusting
+    /// keys without a signing key), or no disk tier.
+    pub fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Result<PushReport, String> {
+        let remote = self.usable_remote()?;
+        if let Some(why) = remote.why_not_publishing() {
+            return Err(format!("{why}: push publishes nothing"));
+        }
+        let disk = self.disk().ok_or(
+            "push publishes the entries of the local cache folder, and there is none (set SPARKLE_CACHE_DIR)",
+        )?;
         let keys = disk.entry_keys();
         let mut report = PushReport::default();
         for (index, key) in keys.iter().enumerate() {
@@ -214,7 +237,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             }
         }
         report.unfinished = remote.drain(wait);
-        Some(report)
+        Ok(report)
     }
 }
 
@@ -224,9 +247,13 @@ pub trait FleetCache: Send + Sync {
     /// See [`ProgramCache::remote_status`].
     fn remote_status(&self) -> Option<RemoteStatus>;
     /// See [`ProgramCache::pull`].
-    fn pull(&self, working_set_only: bool, progress: &(dyn Fn(usize, usize) + Sync)) -> Option<PullReport>;
+    fn pull(
+        &self,
+        working_set_only: bool,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<PullReport, String>;
     /// See [`ProgramCache::push`].
-    fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Option<PushReport>;
+    fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Result<PushReport, String>;
 }
 
 impl<P: Send + Sync + 'static> FleetCache for ProgramCache<P> {
@@ -234,11 +261,15 @@ impl<P: Send + Sync + 'static> FleetCache for ProgramCache<P> {
         ProgramCache::remote_status(self)
     }
 
-    fn pull(&self, working_set_only: bool, progress: &(dyn Fn(usize, usize) + Sync)) -> Option<PullReport> {
+    fn pull(
+        &self,
+        working_set_only: bool,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<PullReport, String> {
         ProgramCache::pull(self, working_set_only, progress)
     }
 
-    fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Option<PushReport> {
+    fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Result<PushReport, String> {
         ProgramCache::push(self, wait, progress)
     }
 }

@@ -37,7 +37,7 @@ pub struct ProgramCache<P: Send + Sync + 'static> {
     #[cfg(feature = "remote")]
     remote: Option<RemoteTier>,
     /// Why the configured remote tier is not used, when it is not.
-    remote_problem: Option<String>,
+    pub(super) remote_problem: Option<String>,
     /// Keys whose stored program did not match its request, warned about once.
     mismatched: std::sync::Mutex<std::collections::HashSet<CacheKey>>,
     counters: Counters,

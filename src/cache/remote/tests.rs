@@ -312,6 +312,10 @@ fn the_working_set_and_the_driver_archive_need_a_trusted_signature() {
     builder.get(&source.key, &source).unwrap();
     let pushed = builder.push(Duration::from_secs(20), &|_, _| {}).unwrap();
     assert!(!pushed.working_set_failed);
+    assert!(machine(dir.path(), RemoteConfig { trusted_keys: Some(vec![public]), ..remote(shared.path()) })
+        .push(Duration::from_secs(1), &|_, _| {})
+        .unwrap_err()
+        .contains("no signing key"));
     drop(builder);
     let tier = super::RemoteTier::open(&gpu, &signing).unwrap();
     let set = tier.fetch_working_set(Duration::from_secs(20)).unwrap().unwrap();
@@ -320,4 +324,48 @@ fn the_working_set_and_the_driver_archive_need_a_trusted_signature() {
         vec![source.key],
         "forged keys not merged"
     );
+}
+
+#[test]
+fn a_password_in_the_url_is_never_shown() {
+    const SECRET: &str = "hunter2-fleet-secret";
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("redis://:{SECRET}@127.0.0.1:{port}/0");
+    let compiles = Arc::new(AtomicUsize::new(0));
+    let source = Source::new("secret test", "k", &compiles);
+    let mut shown = Vec::new();
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = RemoteConfig { allow_unsigned: true, ..RemoteConfig::new(&url).unwrap() };
+    shown.push(format!("{config:?}"));
+    let cache = machine(dir.path(), config.clone());
+    let ((), warned) = warnings(|| {
+        cache.get(&source.key, &source).unwrap();
+    });
+    shown.extend(warned);
+    let stats = cache.stats();
+    shown.push(stats.to_string());
+    shown.push(serde_json::to_string(&stats).unwrap());
+    shown.push(serde_json::to_string(&cache.remote_status()).unwrap());
+    shown.push(format!("{:?}", cache.pull(false, &|_, _| {})));
+    shown.push(format!("{:?}", cache.push(Duration::from_secs(1), &|_, _| {})));
+    assert!(
+        shown.iter().any(|text| text.contains(&format!("127.0.0.1:{port}"))),
+        "the remote is named: {shown:#?}"
+    );
+    drop(cache);
+
+    // A configuration that cannot be used names the remote without its password, too.
+    let unusable = RemoteConfig { signing_key: Some(dir.path().join("missing")), ..config };
+    shown.push(machine(dir.path(), unusable).stats().remote_problem.unwrap_or_default());
+    let from_env = CacheConfig::from_lookup(|name| match name {
+        "SPARKLE_CACHE_REMOTE" => Some(format!("redis://:{SECRET}@")),
+        _ => None,
+    })
+    .unwrap();
+    shown.push(from_env.remote_problem.unwrap_or_default());
+    for text in &shown {
+        assert!(!text.contains(SECRET), "the password shows: {text}");
+    }
 }

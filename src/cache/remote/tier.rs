@@ -157,6 +157,9 @@ struct Shared {
     pending: AtomicUsize,
     /// Whether the one "remote skipped" warning was given.
     warned_skip: AtomicBool,
+    /// Why the remote could not be reached when the tier opened, said only once something needs
+    /// the remote: a run that finds every program locally stays silent about it.
+    deferred_skip: Mutex<Option<(Duration, String)>>,
     /// The last request failed outright (not merely slowly): publishing is pointless until one
     /// succeeds again.
     down: AtomicBool,
@@ -180,6 +183,8 @@ pub(crate) struct RemoteTier {
     runtime: Option<tokio::runtime::Runtime>,
     /// Whether this machine publishes: not read-only, and able to sign when keys are trusted.
     publishes: bool,
+    /// Why it does not, when it does not.
+    not_publishing: Option<String>,
     /// The driver cache folders shared through the remote, when the cache has a folder.
     drivers: Mutex<Option<DriverFolders>>,
     /// The GPU folder whose ledger gets this process's counters at the end.
@@ -213,15 +218,22 @@ impl RemoteTier {
             ));
         }
         let trusted = trusted_list.as_deref().map(TrustedKeys::new).transpose()?;
-        let publishes = !config.read_only && (signer.is_some() || trusted.is_none());
-        if !config.read_only && !publishes {
+        let not_publishing = if config.read_only {
+            Some(format!("this machine only reads the remote cache ({REMOTE_READ_ONLY_ENV}=1)"))
+        } else if signer.is_none() && trusted.is_some() {
+            let why = format!(
+                "this machine trusts only signed entries ({TRUSTED_KEYS_ENV}) but has no signing key \
+                 ({SIGNING_KEY_ENV}), so it publishes nothing"
+            );
             tracing::warn!(
                 remote = %config.redacted_url(),
-                "this machine trusts only signed entries ({TRUSTED_KEYS_ENV}) but has no signing key \
-                 ({SIGNING_KEY_ENV}), so it publishes nothing to the remote cache (set \
-                 {REMOTE_READ_ONLY_ENV}=1 to say that this is intended)"
+                "{why} to the remote cache (set {REMOTE_READ_ONLY_ENV}=1 to say that this is intended)"
             );
-        }
+            Some(why)
+        } else {
+            None
+        };
+        let publishes = not_publishing.is_none();
         let store = Store::open(config).map_err(|err| err.0)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -247,6 +259,7 @@ impl RemoteTier {
             counters: RemoteCounters::default(),
             pending: AtomicUsize::new(0),
             warned_skip: AtomicBool::new(false),
+            deferred_skip: Mutex::new(None),
             down: AtomicBool::new(false),
             opened_at: Instant::now(),
             round_trip_ns: AtomicU64::new(0),
@@ -276,7 +289,8 @@ impl RemoteTier {
                     // again after its backoff) rather than letting every lookup find that out.
                     warm.down.store(true, Relaxed);
                     if let Tripped::Opened(backoff) = warm.breaker.trip() {
-                        warm.warn_skipped(backoff, &err.0);
+                        *warm.deferred_skip.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                            Some((backoff, err.0.clone()));
                     }
                     Err(err.0)
                 }
@@ -289,6 +303,7 @@ impl RemoteTier {
             shared,
             runtime: Some(runtime),
             publishes,
+            not_publishing,
             rejected: Mutex::new(HashSet::new()),
             budgets: Budgets::new(config.budget),
             drivers: Mutex::new(None),
@@ -324,6 +339,7 @@ impl RemoteTier {
 
     /// Looks `key` up, waiting at most its budget.
     pub fn lookup(&self, key: CacheKey) -> RemoteLookup {
+        self.shared.needed();
         let counters = &self.shared.counters;
         if self.is_rejected(key) {
             stats::add(&counters.skipped, 1);
@@ -511,10 +527,19 @@ impl RemoteTier {
         self.publishes
     }
 
+    /// Why this process does not publish, when it does not.
+    pub fn why_not_publishing(&self) -> Option<&str> {
+        self.not_publishing.as_deref()
+    }
+
     /// Publishes `blob` as the entry of `key`, in the background and only if the entry as
     /// built verifies. Never blocks on the network.
     pub fn publish(&self, key: CacheKey, blob: &Blob, compile_time: Duration, lease: Option<Lease>) {
-        if !self.publishes || self.shared.down.load(Relaxed) {
+        if !self.publishes {
+            return;
+        }
+        self.shared.needed();
+        if self.shared.down.load(Relaxed) {
             return;
         }
         if self.shared.pending.load(Relaxed) >= MAX_PENDING_PUBLISHES {
@@ -851,6 +876,15 @@ impl Shared {
     fn failed(&self, why: &str) {
         if let Tripped::Opened(backoff) = self.breaker.failure() {
             self.warn_skipped(backoff, why);
+        }
+    }
+
+    /// Something needs the remote now: the warning deferred when the tier opened, if any, is
+    /// given.
+    fn needed(&self) {
+        let deferred = self.deferred_skip.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some((backoff, why)) = deferred {
+            self.warn_skipped(backoff, &why);
         }
     }
 
