@@ -101,6 +101,7 @@ pub mod hal;
 pub mod kernel;
 pub mod runtime;
 pub mod suite;
+pub mod trace;
 
 pub use error::{Error, ErrorKind, Result};
 pub use hal::{BufferUsage, DeviceClass, DeviceInfo, Limits};

@@ -143,9 +143,23 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     /// to every thread that asked, and nothing is cached.
     #[inline]
     pub fn get<S: ProgramSource<P>>(&self, key: &CacheKey, source: &S) -> Result<ProgramHandle<P>, S::Error> {
+        let mut span = crate::trace::span("cache", "cache memory");
         match self.memory.get(key) {
-            Some(handle) => Ok(handle),
-            None => self.get_slow(key, source),
+            Some(handle) => {
+                span.arg("hit", true);
+                Ok(handle)
+            }
+            None => {
+                // A flow from this miss to the compile it may cause.
+                let miss_flow =
+                    if span.is_on() { crate::trace::next_flow_id(crate::trace::FlowKind::Miss) } else { 0 };
+                if miss_flow != 0 {
+                    span.arg("hit", false);
+                    span.flow(crate::trace::Flow::Out(miss_flow));
+                }
+                drop(span);
+                self.get_slow(key, source, miss_flow)
+            }
         }
     }
 
@@ -154,6 +168,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         &self,
         key: &CacheKey,
         source: &S,
+        miss_flow: u64,
     ) -> Result<ProgramHandle<P>, S::Error> {
         loop {
             match self.flights.join(*key, || self.memory.get(key)) {
@@ -173,7 +188,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                     Outcome::Abandoned => {}
                 },
                 Join::Lead(leader) => {
-                    return match self.load_or_compile(*key, source) {
+                    return match self.load_or_compile(*key, source, miss_flow) {
                         Ok(handle) => {
                             leader.finish(Ok(handle.entry_arc()));
                             Ok(handle)
@@ -193,6 +208,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         &self,
         key: CacheKey,
         source: &S,
+        miss_flow: u64,
     ) -> Result<ProgramHandle<P>, S::Error> {
         // Before anything reaches the driver, and before remote lookups, which then find the
         // connection the driver-cache fetch opened.
@@ -200,7 +216,11 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         let mut over_foreign = false;
         if let Some(disk) = self.disk() {
             let start = Instant::now();
-            match disk.lookup(key) {
+            let mut span = crate::trace::span("cache", "cache disk");
+            let lookup = disk.lookup(key);
+            span.arg_with("result", || lookup_name(&lookup));
+            drop(span);
+            match lookup {
                 Lookup::Missing | Lookup::Unusable => {}
                 Lookup::Foreign => over_foreign = true,
                 Lookup::Rejected => {
@@ -208,7 +228,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                     stats::add_duration(&self.counters.load_ns, start.elapsed());
                 }
                 Lookup::Hit(verified) => {
-                    let loaded = source.load(&verified.blob);
+                    let loaded = traced_load(source, &verified.blob);
                     stats::add_duration(&self.counters.load_ns, start.elapsed());
                     let loaded = loaded.map(|program| {
                         let mismatch = self.mismatch(source, &program);
@@ -258,7 +278,18 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         let mut lease: Option<Lease> = None;
         #[cfg(feature = "remote")]
         if let Some(remote) = &self.remote {
-            match self.load_remote(remote, key, source, over_foreign)? {
+            let mut span = crate::trace::span("cache", "cache remote");
+            let from_remote = self.load_remote(remote, key, source, over_foreign)?;
+            span.arg(
+                "result",
+                match &from_remote {
+                    FromRemote::Served(_) => "hit",
+                    FromRemote::Compile(_) => "miss: compile here",
+                    FromRemote::Race(_) => "late: compile and lookup race",
+                },
+            );
+            drop(span);
+            match from_remote {
                 FromRemote::Served(found) => return Ok(found),
                 FromRemote::Compile(claimed) => lease = claimed,
                 FromRemote::Race(late) => {
@@ -268,7 +299,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 }
             }
         }
-        let built = match source.compile() {
+        let built = match traced_compile(source, miss_flow) {
             Ok(built) => built,
             Err(err) => {
                 #[cfg(feature = "remote")]
@@ -310,7 +341,11 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         self.record_first_use(key, compile_ns);
         let cost = built.blob.as_ref().map_or(1, |blob| blob.bytes.len() as u64);
         if let (Some(disk), Some(blob)) = (self.disk(), &built.blob) {
-            if disk.publish(key, blob, built.compile_time, over_foreign) {
+            let mut span = crate::trace::span("cache", "cache publish (disk)");
+            span.arg("bytes", blob.bytes.len());
+            let published = disk.publish(key, blob, built.compile_time, over_foreign);
+            drop(span);
+            if published {
                 stats::add(&self.counters.disk_writes, 1);
             }
         }
@@ -318,7 +353,11 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         if let Some(remote) = &self.remote {
             remote.budgets.record(key, compile_ns);
             match &built.blob {
-                Some(blob) => remote.publish(key, blob, built.compile_time, lease),
+                Some(blob) => {
+                    let mut span = crate::trace::span("cache", "cache publish (remote, queued)");
+                    span.arg("bytes", blob.bytes.len());
+                    remote.publish(key, blob, built.compile_time, lease)
+                }
                 None => {
                     if let Some(lease) = lease {
                         remote.release(lease);
@@ -341,6 +380,8 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         mut late: LateLookup,
         over_foreign: bool,
     ) -> Result<Option<ProgramHandle<P>>, S::Error> {
+        let mut span = crate::trace::span("cache", "hedge: compile against the remote lookup");
+        span.arg_with("kernel", || source.kernel_name().to_owned());
         let mut won = None;
         let raced = source.compile_racing(&mut || match remote.poll_late(&mut late) {
             Some(RemoteLookup::Hit(header, blob)) => {
@@ -350,8 +391,14 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             _ => false,
         });
         match (raced, won) {
-            (Ok(Some(built)), _) => Ok(Some(self.compiled(key, built, over_foreign, None))),
+            (Ok(Some(built)), _) => {
+                span.arg("winner", "compile");
+                drop(span);
+                Ok(Some(self.compiled(key, built, over_foreign, None)))
+            }
             (Ok(None), Some((header, blob))) => {
+                span.arg("winner", "remote");
+                drop(span);
                 remote.won_hedge();
                 match self.serve_remote(remote, key, source, header, blob, over_foreign)? {
                     FromRemote::Served(found) => Ok(Some(found)),
@@ -567,4 +614,33 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     pub fn in_flight(&self) -> usize {
         self.flights.running()
     }
+}
+
+/// A disk lookup's outcome, in the trace.
+fn lookup_name(lookup: &Lookup) -> &'static str {
+    match lookup {
+        Lookup::Missing => "missing",
+        Lookup::Foreign => "another user's entry",
+        Lookup::Rejected => "rejected",
+        Lookup::Unusable => "unusable",
+        Lookup::Hit(_) => "hit",
+    }
+}
+
+/// `source.compile()` in a trace span named after the kernel, ending the flow from its miss.
+fn traced_compile<P, S: ProgramSource<P>>(source: &S, miss_flow: u64) -> Result<super::Built<P>, S::Error> {
+    let mut span = crate::trace::span("cache", "compile");
+    span.arg_with("kernel", || source.kernel_name().to_owned());
+    if miss_flow != 0 {
+        span.flow(crate::trace::Flow::In(miss_flow));
+    }
+    source.compile()
+}
+
+/// `source.load(blob)` in a trace span named after the kernel.
+fn traced_load<P, S: ProgramSource<P>>(source: &S, blob: &super::Blob) -> Result<P, LoadFailure<S::Error>> {
+    let mut span = crate::trace::span("cache", "load program");
+    span.arg_with("kernel", || source.kernel_name().to_owned());
+    span.arg("bytes", blob.bytes.len());
+    source.load(blob)
 }

@@ -95,9 +95,11 @@ impl GlDevice {
         let closing = closing_of(commands);
         let quick = !timed && !submit::copies(&steps);
         let timeline = self.thread().timeline().clone();
+        // Inside the runtime's traced submit span: its GPU work goes on the trace's GPU track.
+        let traced = crate::trace::submitting();
         let fence = self.thread().post_submission(
             || timeline.issue(),
-            move |state, fence| submit::execute(state, fence, steps, closing, timed),
+            move |state, fence| submit::execute(state, fence, steps, closing, timed, traced),
             quick,
         )?;
         Ok(fence)
@@ -187,11 +189,13 @@ impl hal::Device<Gl> for GlDevice {
 
     fn write_buffer(&self, buffer: &GlBuffer, offset: u64, data: &[u8]) -> Result<()> {
         if let Some(mapping) = buffer.mapping() {
+            let _span = crate::trace::span("transfer", "host copy into a mapping");
             // A staging buffer's bytes are for a device copy (or kernel) to read next.
             let _copying = self.thread().host_copy();
             return Ok(mapping.write(offset, data, Stores::Streaming)?);
         }
         if transfer::through_ring(data.len(), self.on_host()) && self.probe.buffer_storage {
+            let _span = crate::trace::span("transfer", "upload through the staging ring");
             let _copying = self.thread().host_copy();
             let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)
@@ -207,10 +211,12 @@ impl hal::Device<Gl> for GlDevice {
 
     fn read_buffer(&self, buffer: &GlBuffer, offset: u64, out: &mut ReadTarget<'_>) -> Result<()> {
         if let Some(mapping) = buffer.mapping() {
+            let _span = crate::trace::span("transfer", "host copy out of a mapping");
             let _copying = self.thread().host_copy();
             return Ok(mapping.read(offset, out)?);
         }
         if transfer::through_ring(out.len(), self.on_host()) && self.probe.buffer_storage {
+            let _span = crate::trace::span("transfer", "read-back through the staging ring");
             let _copying = self.thread().host_copy();
             let post = |src: &GlBuffer, src_offset, dst: &GlBuffer, dst_offset, size| {
                 self.post(&[Command::Copy { src, src_offset, dst, dst_offset, size }], false)

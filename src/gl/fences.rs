@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use glow::HasContext;
 
 use super::context::{CurrentSharingContext, SharingContext};
+use super::gpu_trace::{self, Stamps};
 use super::GlError;
 use crate::hal::Timeline;
 
@@ -49,6 +50,8 @@ pub(crate) struct Watch {
     pub fence: u64,
     pub sync: Option<glow::NativeFence>,
     pub query: Option<glow::NativeQuery>,
+    /// GPU timestamps of the traced submissions this fence covers (`gpu_trace.rs`).
+    pub stamps: Vec<Stamps>,
 }
 
 // SAFETY: a sync object is an opaque handle of the share group, valid in every context of it;
@@ -63,6 +66,10 @@ pub(crate) struct Hooks {
     pub settled: Box<dyn Fn() + Send>,
     /// Reads (and deletes) a finished timer query on the GL thread; returns once it did.
     pub read_timer: Box<dyn Fn(u64, glow::NativeQuery) + Send>,
+    /// Hands the GPU stamps of a fence seen at the given time back to the GL thread.
+    pub stamps: Box<dyn Fn(Vec<Stamps>, u64) + Send>,
+    /// The device's token, in the trace's events.
+    pub device: u64,
 }
 
 /// The GL thread's fences: those it polls itself between jobs and, where there is a fence
@@ -129,8 +136,8 @@ impl Fences {
         (completed >= self.handed_off).then(|| self.polled.front()).flatten()
     }
 
-    pub fn pop_polled(&mut self) {
-        self.polled.pop_front();
+    pub fn pop_polled(&mut self) -> Option<Watch> {
+        self.polled.pop_front()
     }
 }
 
@@ -256,12 +263,22 @@ fn serve(
                     (None, _) => Ok(()),
                 }
             };
-            settle(hooks, watch.fence, watch.query, outcome);
+            settle(hooks, watch.fence, watch.query, watch.stamps, outcome);
         }
     }
 }
 
-fn settle(hooks: &Hooks, fence: u64, query: Option<glow::NativeQuery>, outcome: Result<(), GlError>) {
+fn settle(
+    hooks: &Hooks,
+    fence: u64,
+    query: Option<glow::NativeQuery>,
+    stamps: Vec<Stamps>,
+    outcome: Result<(), GlError>,
+) {
+    if !stamps.is_empty() {
+        // Before the fence signals: whoever sees it complete finds its GPU slices on their way.
+        (hooks.stamps)(stamps, gpu_trace::seen(hooks.device, fence));
+    }
     match outcome {
         Ok(()) => {
             if let Some(query) = query {

@@ -39,6 +39,7 @@ mod driver_cache;
 mod error;
 mod fences;
 mod glsl;
+mod gpu_trace;
 mod host_copies;
 mod interface;
 mod live;

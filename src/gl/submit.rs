@@ -33,6 +33,7 @@ use std::time::Duration;
 use glow::HasContext;
 
 use super::fences::Watch;
+use super::gpu_trace::{self, Stamps};
 use super::texels::TexelRange;
 use super::thread::{GlState, Unfenced};
 use super::GlError;
@@ -88,12 +89,24 @@ pub(crate) fn copies(steps: &[Step]) -> bool {
 
 /// Runs a submission's steps and fences it (or leaves the fence to the submission queued
 /// behind it), closing it with a barrier where `closing` says; `timed` wraps them in a timer
-/// query.
-pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, closing: Closing, timed: bool) {
+/// query; `traced` stamps them for the trace's GPU track (`gpu_trace.rs`) while one is written.
+pub(crate) fn execute(
+    state: &mut GlState,
+    fence: u64,
+    steps: Vec<Step>,
+    closing: Closing,
+    timed: bool,
+    traced: bool,
+) {
     let started = std::time::Instant::now();
+    let mut span = crate::trace::span("gl", "gl submit");
+    span.arg("device", state.token);
+    span.arg("fence", fence);
+    span.arg("steps", steps.len());
     state.take_error();
+    let mut stamps = if traced && crate::trace::enabled() { gpu_trace::begin(state, fence) } else { None };
     let query = if timed { begin_timer(state) } else { None };
-    let outcome = run(state, &steps);
+    let outcome = run(state, &steps, &mut stamps);
     if query.is_some() {
         // SAFETY: the context is current on the GL thread and a TIME_ELAPSED query is active.
         unsafe { state.gl().end_query(glow::TIME_ELAPSED) };
@@ -117,8 +130,9 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, closing
             }
             if leaves_fence {
                 state.unfenced = Unfenced { newest: Some(fence), count: unfenced.count + 1 };
+                state.unfenced_stamps.extend(stamps);
             } else {
-                fence_through(state, fence, query, if behind_fence { ALL_BARRIERS } else { 0 });
+                fence_through(state, fence, query, if behind_fence { ALL_BARRIERS } else { 0 }, stamps);
                 if streaming {
                     // A stream of submissions keeps this thread busy: signal what already
                     // completed now rather than when it goes idle (a poll does not wait).
@@ -129,7 +143,10 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, closing
         Err(error) => {
             // The work before it must not be reported complete with this failure.
             if let Some(newest) = state.unfenced.newest {
-                fence_through(state, newest, None, 0);
+                fence_through(state, newest, None, 0, None);
+            }
+            if let Some(stamps) = stamps {
+                gpu_trace::discard(state, stamps.into_queries());
             }
             state.timeline.fail(fence, error.into());
             if let Some(query) = query {
@@ -137,7 +154,7 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, closing
                 // is deleted once. A failed submission reports no GPU time.
                 unsafe { state.gl().delete_query(query) };
             }
-            state.watch(Watch { fence, sync: None, query: None });
+            state.watch(Watch { fence, sync: None, query: None, stamps: Vec::new() });
         }
     }
     tracing::trace!(
@@ -150,9 +167,18 @@ pub(crate) fn execute(state: &mut GlState, fence: u64, steps: Vec<Step>, closing
 
 /// Fences every submission up to `fence` (the ones that ran without a fence of their own and
 /// `fence` itself), issues the `barriers` bits behind the fence (see the module's
-/// documentation), and hands the fence on to be waited for.
-fn fence_through(state: &mut GlState, fence: u64, query: Option<glow::NativeQuery>, barriers: u32) {
+/// documentation), and hands the fence on to be waited for, with the GPU stamps of the
+/// submissions it covers.
+fn fence_through(
+    state: &mut GlState,
+    fence: u64,
+    query: Option<glow::NativeQuery>,
+    barriers: u32,
+    stamps: Option<Stamps>,
+) {
     state.unfenced = Unfenced::default();
+    let mut covered = std::mem::take(&mut state.unfenced_stamps);
+    covered.extend(stamps);
     state.fences_made += 1;
     // SAFETY: the context is current on the GL thread.
     let sync = unsafe {
@@ -164,7 +190,7 @@ fn fence_through(state: &mut GlState, fence: u64, query: Option<glow::NativeQuer
         sync
     };
     match sync {
-        Ok(sync) => state.watch(Watch { fence, sync: Some(sync), query }),
+        Ok(sync) => state.watch(Watch { fence, sync: Some(sync), query, stamps: covered }),
         Err(reason) => {
             // Without a fence, nothing tells when the work is over: let it end here, so that
             // the submissions this fence covers are not reported complete while they run.
@@ -175,10 +201,13 @@ fn fence_through(state: &mut GlState, fence: u64, query: Option<glow::NativeQuer
                     state.gl().delete_query(query);
                 }
             }
+            for stamps in covered {
+                gpu_trace::discard(state, stamps.into_queries());
+            }
             let error =
                 GlError::Driver { operation: format!("glFenceSync ({reason})"), code: 0, name: "no fence" };
             state.timeline.fail(fence, error.into());
-            state.watch(Watch { fence, sync: None, query: None });
+            state.watch(Watch { fence, sync: None, query: None, stamps: Vec::new() });
         }
     }
 }
@@ -229,7 +258,9 @@ pub(crate) fn read_timer(state: &GlState, fence: u64, query: glow::NativeQuery) 
     }
 }
 
-fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
+/// Issues `steps`; with `stamps`, a GPU timestamp after each dispatch and copy (stamping stops
+/// where the driver gives no more queries).
+fn run(state: &GlState, steps: &[Step], stamps: &mut Option<Stamps>) -> Result<(), GlError> {
     let gl = state.gl();
     for step in steps {
         match step {
@@ -260,6 +291,11 @@ fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
                     state.context.texel_units.detach(gl, texels);
                 }
                 state.check_with(|| format!("the dispatch of kernel `{kernel}`"))?;
+                if let Some(stamping) = stamps {
+                    if gpu_trace::stamp(state, stamping, Some(kernel.clone().into())).is_none() {
+                        *stamps = None;
+                    }
+                }
             }
             Step::Copy { src, src_offset, dst, dst_offset, size } => {
                 // SAFETY: as above; ranges were checked against both buffers' sizes.
@@ -277,6 +313,11 @@ fn run(state: &GlState, steps: &[Step]) -> Result<(), GlError> {
                     gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
                 }
                 state.check("a buffer copy")?;
+                if let Some(stamping) = stamps {
+                    if gpu_trace::stamp(state, stamping, Some("copy".into())).is_none() {
+                        *stamps = None;
+                    }
+                }
             }
             // SAFETY: the context is current on the GL thread.
             Step::Barrier => unsafe { gl.memory_barrier(ALL_BARRIERS) },
@@ -292,7 +333,7 @@ pub(crate) fn poll(state: &mut GlState, slice: Duration) {
     loop {
         // The fences handed to the fence thread complete first.
         let Some(front) = state.fences.next_to_poll(state.timeline.completed()) else { return };
-        let (fence, sync, query) = (front.fence, front.sync, front.query);
+        let (fence, sync, query, stamped) = (front.fence, front.sync, front.query, !front.stamps.is_empty());
         if let Some(sync) = sync {
             // SAFETY: the context is current on the GL thread and `sync` is a live fence made on it.
             let status = unsafe { state.gl().client_wait_sync(sync, 0, wait_ns) };
@@ -312,10 +353,16 @@ pub(crate) fn poll(state: &mut GlState, slice: Duration) {
             // SAFETY: as above; the fence is deleted once and forgotten.
             unsafe { state.gl().delete_sync(sync) };
         }
+        let seen_ns = stamped.then(|| gpu_trace::seen(state.token, fence));
         if let Some(query) = query {
             read_timer(state, fence, query);
         }
-        state.fences.pop_polled();
+        let polled = state.fences.pop_polled();
+        if let (Some(seen_ns), Some(watch)) = (seen_ns, polled) {
+            // Fences the fence thread saw before this one are read first.
+            gpu_trace::Settled::drain(state);
+            gpu_trace::write(state, watch.stamps, seen_ns);
+        }
         state.timeline.signal(fence);
         state.settled();
     }

@@ -40,6 +40,7 @@ use super::context::EglContext;
 use super::device_info::{self, Probe};
 use super::discovery;
 use super::fences::{self, FenceThreadControl, Fences, Hooks, Watch};
+use super::gpu_trace::{Settled, Stamps};
 use super::host_copies::{HostCopies, HostCopy};
 use super::GlError;
 use crate::hal::Timeline;
@@ -49,6 +50,8 @@ type Job = Box<dyn FnOnce(&mut GlState) + Send>;
 /// A job in the queue.
 struct Queued {
     job: Job,
+    /// What the job is (its closure's type name), for the trace.
+    label: &'static str,
     /// The job polls the GL thread's fences itself (a read that waits for the write before
     /// it): pending fences stay with the GL thread instead of going to the fence thread.
     keeps_fences: bool,
@@ -107,6 +110,14 @@ pub(crate) struct GlState {
     pub timeline: Arc<Timeline>,
     /// GPU time of timed submissions that completed, by fence, until the runtime takes it.
     pub gpu_times: Arc<Mutex<HashMap<u64, Duration>>>,
+    /// The device's token (the thread's), in the trace's events.
+    pub(crate) token: u64,
+    /// The GPU's clock on its trace track.
+    pub(crate) gpu_clock: crate::trace::GpuClock,
+    /// GPU stamps of traced submissions that left their fence to a later one.
+    pub(crate) unfenced_stamps: Vec<Stamps>,
+    /// GPU stamps of fences the fence thread saw, for this thread to read.
+    pub(crate) settled_stamps: Arc<Settled>,
 }
 
 /// Successful submissions run since the last fence.
@@ -211,6 +222,8 @@ struct Shared {
     token: u64,
     /// Host copies through mappings, which keep the idle thread polling (`host_copies.rs`).
     host_copies: HostCopies,
+    /// GPU stamps the fence thread handed back (`gpu_trace.rs`).
+    settled_stamps: Arc<Settled>,
 }
 
 impl Shared {
@@ -393,6 +406,7 @@ impl GlThread {
             gpu_times: Arc::default(),
             token: NEXT_TOKEN.fetch_add(1, Ordering::Relaxed),
             host_copies: HostCopies::default(),
+            settled_stamps: Arc::default(),
         });
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let thread_shared = shared.clone();
@@ -429,6 +443,10 @@ impl GlThread {
                     FenceWaits::OwnThread => start_fence_thread(&thread_shared, &context),
                     FenceWaits::Polled => Fences::polled_only(),
                 };
+                let track = crate::trace::GpuTrack::new(
+                    format!("GPU {}: {} (GL timestamps)", thread_shared.token, probe.renderer),
+                    false,
+                );
                 let _ = ready_tx.send(Ok((probe, context.device_index)));
                 let state = GlState {
                     context,
@@ -441,12 +459,26 @@ impl GlThread {
                     fences_made: 0,
                     timeline: thread_shared.timeline.clone(),
                     gpu_times: thread_shared.gpu_times.clone(),
+                    token: thread_shared.token,
+                    gpu_clock: crate::trace::GpuClock::new(track),
+                    unfenced_stamps: Vec::new(),
+                    settled_stamps: thread_shared.settled_stamps.clone(),
                 };
                 serve(&thread_shared, state);
             })
             .map_err(|err| GlError::NoContext(format!("could not start the GL thread: {err}")))?;
         let (probe, device_index) = ready_rx.recv().map_err(|_| GlError::ThreadGone)??;
         register_exit_handler();
+        // A trace being finished first takes the GPU slices of fences already seen.
+        let flushed = Arc::downgrade(&shared);
+        crate::trace::on_flush(Arc::new(move || {
+            if let Some(shared) = flushed.upgrade() {
+                if !ON_GL_THREAD.with(|on| on.get()) {
+                    // An error means the thread stopped (process exit): nothing to take.
+                    let _ = GlThread { shared }.call(Settled::drain);
+                }
+            }
+        }));
         Ok((GlThread { shared }, probe, device_index))
     }
 
@@ -470,8 +502,14 @@ impl GlThread {
     }
 
     /// Queues `job` without waiting. A stopped thread (process exit) drops it unrun.
-    pub fn post(&self, job: impl FnOnce(&mut GlState) + Send + 'static) {
-        self.post_queued(Queued { job: Box::new(job), keeps_fences: false, submission: false, quick: false });
+    pub fn post<F: FnOnce(&mut GlState) + Send + 'static>(&self, job: F) {
+        self.post_queued(Queued {
+            job: Box::new(job),
+            label: std::any::type_name::<F>(),
+            keeps_fences: false,
+            submission: false,
+            quick: false,
+        });
     }
 
     fn post_queued(&self, job: Queued) {
@@ -485,14 +523,10 @@ impl GlThread {
     /// Queues the submission `job` (it runs `submit::execute`) and returns the value `before`
     /// computed while the queue was locked, so that values such as fence numbers follow the
     /// queue order. `quick`: it holds only dispatches and barriers and is not timed.
-    pub fn post_submission<T>(
-        &self,
-        before: impl FnOnce() -> T,
-        job: impl FnOnce(&mut GlState, T) + Send + 'static,
-        quick: bool,
-    ) -> Result<T, GlError>
+    pub fn post_submission<T, F>(&self, before: impl FnOnce() -> T, job: F, quick: bool) -> Result<T, GlError>
     where
         T: Copy + Send + 'static,
+        F: FnOnce(&mut GlState, T) + Send + 'static,
     {
         let mut queue = self.shared.lock();
         if queue.stopped {
@@ -501,6 +535,7 @@ impl GlThread {
         let value = before();
         let job = Queued {
             job: Box::new(move |state| job(state, value)),
+            label: std::any::type_name::<F>(),
             keeps_fences: false,
             submission: true,
             quick,
@@ -525,18 +560,19 @@ impl GlThread {
         self.call_queued(job, true)
     }
 
-    fn call_queued<R: Send + 'static>(
+    fn call_queued<R: Send + 'static, F: FnOnce(&mut GlState) -> R + Send + 'static>(
         &self,
-        job: impl FnOnce(&mut GlState) -> R + Send + 'static,
+        job: F,
         keeps_fences: bool,
     ) -> Result<R, GlError> {
+        let label = std::any::type_name::<F>();
         let (reply, result) = mpsc::sync_channel(1);
         let job = Box::new(move |state: &mut GlState| {
             let outcome =
                 catch_unwind(AssertUnwindSafe(|| job(state))).map_err(|panic| panic_message(&*panic));
             let _ = reply.send(outcome);
         });
-        self.post_queued(Queued { job, keeps_fences, submission: false, quick: false });
+        self.post_queued(Queued { job, label, keeps_fences, submission: false, quick: false });
         // Most jobs take microseconds, and the caller waits for this one: poll for the reply
         // before sleeping on it.
         let mut early = None;
@@ -589,6 +625,8 @@ impl Drop for LiveGuard {
 /// The GL thread's loop: run jobs in order; between them, poll fences of submitted work.
 fn serve(shared: &Shared, mut state: GlState) {
     loop {
+        // GPU slices of fences the fence thread saw (a flag check unless tracing).
+        Settled::drain(&mut state);
         let job = {
             let mut queue = shared.lock();
             let mut polled = false;
@@ -606,7 +644,7 @@ fn serve(shared: &Shared, mut state: GlState) {
                     queue.busy = true;
                     break Some(job);
                 }
-                if state.fences.polls_pending() {
+                if state.fences.polls_pending() || shared.settled_stamps.pending() {
                     queue.busy = true;
                     break None;
                 }
@@ -633,10 +671,12 @@ fn serve(shared: &Shared, mut state: GlState) {
             }
         };
         match job {
-            Some(Queued { job, keeps_fences, quick, .. }) => {
+            Some(Queued { job, label, keeps_fences, quick, .. }) => {
                 if !keeps_fences && !quick {
                     state.fences.hand_off();
                 }
+                let mut span = crate::trace::span("gl", "gl job");
+                span.rename(|| job_name(label));
                 if let Err(panic) = catch_unwind(AssertUnwindSafe(|| job(&mut state))) {
                     tracing::error!("a GL job panicked: {}; the GL thread goes on", panic_message(&*panic));
                 }
@@ -684,6 +724,7 @@ fn serve(shared: &Shared, mut state: GlState) {
 fn start_fence_thread(shared: &Arc<Shared>, context: &EglContext) -> Fences {
     let settled_shared = Arc::downgrade(shared);
     let timer_shared = Arc::downgrade(shared);
+    let stamps_shared = Arc::downgrade(shared);
     let hooks = Hooks {
         timeline: shared.timeline.clone(),
         settled: Box::new(move || {
@@ -702,6 +743,13 @@ fn start_fence_thread(shared: &Arc<Shared>, context: &EglContext) -> Fences {
                 let _ = thread.call(move |state| super::submit::read_timer(state, fence, query));
             }
         }),
+        stamps: Box::new(move |stamps, seen_ns| {
+            if let Some(shared) = stamps_shared.upgrade() {
+                shared.settled_stamps.push(stamps, seen_ns);
+                // The GL thread reads them; the `settled` hook that follows wakes it.
+            }
+        }),
+        device: shared.token,
     };
     match context.sharing().and_then(|sharing| fences::start_thread(sharing, hooks)) {
         Ok((fences, control)) => {
@@ -715,6 +763,31 @@ fn start_fence_thread(shared: &Arc<Shared>, context: &EglContext) -> Fences {
             Fences::polled_only()
         }
     }
+}
+
+/// A job's name in the trace: its closure's type name without the crate, the closure and the
+/// generic parameters.
+fn job_name(label: &str) -> String {
+    // `<Type as Trait>::method::{{closure}}`: the type's method.
+    let label = match label.strip_prefix('<').and_then(|rest| rest.split_once(" as ")) {
+        Some((ty, rest)) => {
+            rest.split_once(">::").map_or(label.to_owned(), |(_, method)| format!("{ty}::{method}"))
+        }
+        None => label.to_owned(),
+    };
+    let mut name = String::with_capacity(label.len());
+    let mut depth = 0usize;
+    for c in label.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => name.push(c),
+            _ => {}
+        }
+    }
+    let name = name.replace("::{{closure}}", "");
+    let name = name.strip_prefix("sparkle::").unwrap_or(&name);
+    format!("gl job {name}")
 }
 
 fn park_forever(shared: &Shared, state: GlState) -> ! {
@@ -769,6 +842,22 @@ mod tests {
     use crate::hal::ReadTarget;
 
     #[test]
+    fn jobs_are_named_by_their_closures_without_crate_closure_or_generics() {
+        assert_eq!(
+            job_name("sparkle::gl::memory::GlBuffer::create::{{closure}}"),
+            "gl job gl::memory::GlBuffer::create"
+        );
+        assert_eq!(
+            job_name("<sparkle::gl::memory::GlBuffer as core::ops::drop::Drop>::drop::{{closure}}"),
+            "gl job gl::memory::GlBuffer::drop"
+        );
+        assert_eq!(
+            job_name("sparkle::gl::device::GlDevice::post::{{closure}}<alloc::vec::Vec<u8>>"),
+            "gl job gl::device::GlDevice::post"
+        );
+    }
+
+    #[test]
     fn a_panicking_job_is_an_error_for_its_caller_and_the_thread_goes_on() {
         let (thread, _) = GlThread::shared().expect("a GL context (Mesa's llvmpipe is enough)");
         let err = thread.call(|_| -> u32 { panic!("a bug in a GL job") }).unwrap_err();
@@ -800,7 +889,7 @@ mod tests {
                 .post_submission(
                     move || timeline.issue(),
                     move |state, fence| {
-                        submit::execute(state, fence, steps(id), submit::Closing::BeforeFence, timed)
+                        submit::execute(state, fence, steps(id), submit::Closing::BeforeFence, timed, false)
                     },
                     false,
                 )
@@ -852,7 +941,7 @@ mod tests {
                     .post_submission(
                         move || timeline.issue(),
                         move |state, fence| {
-                            submit::execute(state, fence, steps, submit::Closing::BeforeFence, false)
+                            submit::execute(state, fence, steps, submit::Closing::BeforeFence, false, false)
                         },
                         quick,
                     )

@@ -145,7 +145,7 @@ impl<A: Api> Core<A> {
         }
         let mut span = crate::trace::span("runtime", "wait for fence");
         span.arg("fence", fence);
-        span.arg("for", access.to_owned());
+        span.arg_with("for", || access.to_owned());
         match self.device.wait(fence, timeout) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::new(

@@ -346,9 +346,15 @@ fn run_one<S: Stage>(
     input: S::Input,
     timeout: Duration,
 ) -> Result<S::Output> {
+    let _span = crate::trace::span("pipeline", "serial batch");
+    let uploading = crate::trace::span("pipeline", "stage upload");
     stage.upload(runtime, set, input).map_err(|e| e.context("upload"))?;
+    drop(uploading);
+    let submitting = crate::trace::span("pipeline", "stage record and submit");
     let submission = executor_stream::record_and_submit(runtime, stage, set)?;
+    drop(submitting);
     submission.wait(timeout)?;
+    let _reading = crate::trace::span("pipeline", "stage read-back");
     stage.download(runtime, set).map_err(|e| e.context("read-back"))
 }
 

@@ -164,6 +164,9 @@ impl<S: Stage> Feeder<S> {
             return Err(refuse(&self.control));
         }
         let started = Instant::now();
+        let mut span = crate::trace::span("pipeline", "batch in");
+        span.arg("batch", index);
+        let waiting = crate::trace::span("pipeline", "wait for a free set");
         let mut set = match self.take_set() {
             Ok(Some(set)) => set,
             Ok(None) => return Err(refuse(&self.control)),
@@ -173,15 +176,20 @@ impl<S: Stage> Feeder<S> {
             return Err(refuse(&self.control));
         }
         let (stage, runtime) = (&*self.stage, &self.runtime);
+        drop(waiting);
         let got_set = Instant::now();
+        let uploading = crate::trace::span("pipeline", "stage upload");
         if let Err(error) = guarded("upload", || stage.upload(runtime, &mut set, input)) {
             return Err(self.fail(index, error.context("upload")));
         }
+        drop(uploading);
         let uploaded = Instant::now();
+        let submitting = crate::trace::span("pipeline", "stage record and submit");
         let submission = match guarded("recording", || record_and_submit(runtime, stage, &set)) {
             Ok(submission) => submission,
             Err(error) => return Err(self.fail(index, error)),
         };
+        drop(submitting);
         tracing::trace!(
             index,
             set_wait_us = (got_set - started).as_micros() as u64,
@@ -337,6 +345,8 @@ impl<S: Stage> Reader<S> {
 
     fn read_back(&mut self, index: u64, mut set: S::Set, submission: Submission) {
         let started = Instant::now();
+        let mut span = crate::trace::span("pipeline", "batch out");
+        span.arg("batch", index);
         if let Err(error) = submission.wait(self.timeout) {
             // The set's buffers stay with the runtime until the work is over; nothing is read.
             drop(set);
@@ -347,7 +357,9 @@ impl<S: Stage> Reader<S> {
             return;
         }
         let completed = Instant::now();
+        let reading = crate::trace::span("pipeline", "stage read-back");
         let downloaded = guarded("read-back", || self.stage.download(&self.runtime, &mut set));
+        drop(reading);
         tracing::trace!(
             index,
             wait_us = (completed - started).as_micros() as u64,

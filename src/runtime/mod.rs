@@ -45,17 +45,22 @@ impl Runtime {
     /// Opens the backend `SPARKLE_BACKEND` asks for (default `auto`), with the cache configured
     /// from the environment.
     pub fn from_env() -> Result<Runtime> {
+        crate::trace::init_from_env();
         Self::open(BackendChoice::from_env()?, &CacheConfig::from_env()?)
     }
 
     /// Opens the backend `choice` names; `auto` takes the first of [`BACKENDS`] that opens and
     /// says why the others were passed over.
     pub fn open(choice: BackendChoice, cache: &CacheConfig) -> Result<Runtime> {
+        crate::trace::init_from_env();
         match choice {
             BackendChoice::Only(name) => Self::open_backend(name, cache),
             BackendChoice::Auto => {
                 let mut reasons = Vec::new();
+                let _span = crate::trace::span("runtime", "open runtime (auto)");
                 for entry in BACKENDS.iter().filter(|entry| entry.in_auto) {
+                    let mut span = crate::trace::span("runtime", "open backend");
+                    span.arg("backend", entry.name);
                     match entry.open(cache) {
                         Ok(device) => {
                             tracing::info!(
@@ -65,6 +70,7 @@ impl Runtime {
                             return Ok(Self::wrap(device));
                         }
                         Err(err) => {
+                            span.arg_with("error", || err.to_string());
                             tracing::info!(backend = entry.name, error = %err, "auto: backend did not open");
                             reasons.push(format!("{}: {err}", entry.name));
                         }
@@ -80,6 +86,9 @@ impl Runtime {
 
     /// Opens the backend called `name`.
     pub fn open_backend(name: &str, cache: &CacheConfig) -> Result<Runtime> {
+        crate::trace::init_from_env();
+        let mut span = crate::trace::span("runtime", "open backend");
+        span.arg_with("backend", || name.to_owned());
         let entry = registry::entry(name).ok_or_else(|| {
             BackendChoice::parse(Some(name)).err().unwrap_or_else(|| Error::new(ErrorKind::Unavailable, name))
         })?;
@@ -93,6 +102,7 @@ impl Runtime {
     /// `SPARKLE_BACKEND` cannot express, or over a fake or simulated driver in tests — with a
     /// program cache configured by `cache`.
     pub fn from_device<A: crate::hal::Api>(device: A::Device, cache: &CacheConfig) -> Runtime {
+        crate::trace::init_from_env();
         Self::wrap(Arc::new(device::Core::<A>::new(device, cache)))
     }
 
@@ -103,6 +113,13 @@ impl Runtime {
     /// What the device is, what it takes, and its limits.
     pub fn info(&self) -> &DeviceInfo {
         self.device.info()
+    }
+
+    /// Writes a trace of everything Sparkle does in this process — every runtime's CPU work,
+    /// GPU work and cache lookups — to `path` until the returned guard is dropped (see
+    /// [`crate::trace`]). Never fails: a file that cannot be written is one warning.
+    pub fn trace_to(path: impl AsRef<std::path::Path>) -> crate::trace::TraceGuard {
+        crate::trace::start(path)
     }
 
     /// The backend's name (`gl`, …).
@@ -127,6 +144,8 @@ impl Runtime {
     /// A buffer holding `data`.
     pub fn upload<T: bytemuck::Pod>(&self, data: &[T], usage: BufferUsage) -> Result<Buffer> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
+        let mut span = crate::trace::span("transfer", "upload (new buffer)");
+        span.arg("bytes", bytes.len());
         let buffer = self.create_buffer(bytes.len() as u64, usage)?;
         self.write_buffer(&buffer, 0, bytes)?;
         Ok(buffer)
@@ -134,12 +153,16 @@ impl Runtime {
 
     /// Writes `data` at `offset`, after every unfinished submission that uses the buffer.
     pub fn write_buffer(&self, buffer: &Buffer, offset: u64, data: &[u8]) -> Result<()> {
+        let mut span = crate::trace::span("transfer", "upload");
+        span.arg("bytes", data.len());
         self.device.write_buffer(buffer, offset, data, self.host_timeout)
     }
 
     /// Reads `out.len()` bytes at `offset`, after the submissions that write the buffer (and
     /// only those) completed.
     pub fn read_buffer(&self, buffer: &Buffer, offset: u64, out: &mut [u8]) -> Result<()> {
+        let mut span = crate::trace::span("transfer", "read-back");
+        span.arg("bytes", out.len());
         self.device.read_buffer(buffer, offset, &mut ReadTarget::new(out), self.host_timeout)
     }
 
@@ -161,6 +184,8 @@ impl Runtime {
                 ),
             ));
         };
+        let mut span = crate::trace::span("transfer", "read-back");
+        span.arg("bytes", bytes);
         let mut out: Vec<T> = Vec::with_capacity(count);
         let spare = out.spare_capacity_mut();
         // SAFETY: the spare capacity holds at least `count` `T`s, `bytes` bytes in all, which
@@ -187,11 +212,15 @@ impl Runtime {
     /// The program for `kernel`: from memory, the disk cache, or compiled — once, however many
     /// threads ask — and checked against what the compiled program declares.
     pub fn program(&self, kernel: &KernelSpec) -> Result<Program> {
+        let mut span = crate::trace::span("runtime", "program");
+        span.arg_with("kernel", || kernel.name.clone());
         self.device.program(kernel)
     }
 
     /// Brings all `kernels` into the cache at once, compiling in parallel where the device can.
     pub fn warm_up(&self, kernels: &[KernelSpec]) -> Result<Vec<Program>> {
+        let mut span = crate::trace::span("runtime", "warm up");
+        span.arg("kernels", kernels.len());
         self.device.warm_up(kernels)
     }
 
