@@ -47,12 +47,21 @@ pub fn status(json: bool) -> CliResult<ExitCode> {
             (Some(ms), _) => println!("Reachable: yes, {ms:.2} ms per request"),
             (None, why) => println!("Reachable: no ({})", why.as_deref().unwrap_or("no answer")),
         }
+        match (status.writable, &status.write_error) {
+            (Some(true), _) => println!("Writable: yes"),
+            (Some(false), why) => {
+                println!("Writable: no ({}); this machine only reads it", why.as_deref().unwrap_or("refused"))
+            }
+            (None, _) if status.read_only => println!("Writable: not asked (this machine only reads it)"),
+            (None, _) => {}
+        }
         if let (Some(entries), Some(bytes)) = (status.entries, status.bytes) {
             println!("Entries for this GPU: {entries} ({})", sparkle::cache::human_bytes(bytes));
         }
         println!("\nThis process:\n{stats}");
     }
-    Ok(if status.latency_ms.is_some() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    let usable = status.latency_ms.is_some() && status.writable != Some(false);
+    Ok(if usable { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 pub fn pull(working_set: bool, json: bool) -> CliResult<ExitCode> {

@@ -71,6 +71,11 @@ pub struct RemoteStatus {
     pub bytes: Option<u64>,
     /// Whether this machine only reads the remote (it publishes nothing).
     pub read_only: bool,
+    /// Whether the store took a small write from this machine (`None`: it does not publish, or
+    /// no answer came).
+    pub writable: Option<bool>,
+    /// Why the store refused that write, when it did.
+    pub write_error: Option<String>,
 }
 
 impl<P: Send + Sync + 'static> ProgramCache<P> {
@@ -81,13 +86,16 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         let listed = latency.is_ok().then(|| remote.list(REQUEST_TIMEOUT).ok()).flatten();
         let entries: Option<Vec<_>> =
             listed.map(|objects| objects.into_iter().filter(|(name, _)| key_of(name).is_some()).collect());
+        let write_check = remote.write_check(REQUEST_TIMEOUT);
         Some(RemoteStatus {
+            writable: write_check.as_ref().map(Result::is_ok),
+            write_error: write_check.and_then(Result::err),
             url: remote.url().to_owned(),
             latency_ms: latency.as_ref().ok().copied(),
             error: latency.err(),
             entries: entries.as_ref().map(|e| e.len() as u64),
             bytes: entries.as_ref().map(|e| e.iter().map(|(_, size)| size).sum()),
-            read_only: !remote.publishes(),
+            read_only: remote.why_not_publishing().is_some(),
         })
     }
 

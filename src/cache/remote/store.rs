@@ -13,7 +13,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, ObjectStore, PutMode, PutOptions, PutPayload};
 use tokio::sync::OnceCell;
 
-use super::config::{RemoteConfig, RemoteLocation};
+use super::config::{check_endpoint, redact_url, RemoteConfig, RemoteLocation, S3_ENDPOINT_ENV};
 
 /// Connecting to a store gives up after this long.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -39,8 +39,17 @@ impl std::fmt::Display for StoreError {
 }
 
 pub(crate) enum Store {
-    Objects { store: Arc<dyn ObjectStore>, prefix: String },
-    Redis { client: Box<redis::Client>, connection: OnceCell<redis::aio::ConnectionManager>, prefix: String },
+    /// An object store; `bucket` names an S3 bucket (for messages).
+    Objects {
+        store: Arc<dyn ObjectStore>,
+        prefix: String,
+        bucket: Option<String>,
+    },
+    Redis {
+        client: Box<redis::Client>,
+        connection: OnceCell<redis::aio::ConnectionManager>,
+        prefix: String,
+    },
 }
 
 impl Store {
@@ -48,39 +57,71 @@ impl Store {
     pub fn open(config: &RemoteConfig) -> Result<Store, StoreError> {
         match &config.location {
             RemoteLocation::S3 { bucket, prefix } => {
-                let mut builder = object_store::aws::AmazonS3Builder::from_env()
-                    .with_bucket_name(bucket)
-                    .with_client_options(
-                        object_store::ClientOptions::new()
-                            .with_connect_timeout(CONNECT_TIMEOUT)
-                            .with_timeout(REQUEST_TIMEOUT),
-                    )
-                    .with_retry(object_store::RetryConfig {
+                use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+                use object_store::ClientConfigKey;
+                // The usual AWS variables first (AWS_ENDPOINT_URL, AWS_REGION, credentials, …),
+                // then the options given in code, then Sparkle's own endpoint variable.
+                let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket).with_retry(
+                    object_store::RetryConfig {
                         max_retries: 1,
                         retry_timeout: Duration::from_secs(5),
                         ..Default::default()
-                    });
+                    },
+                );
                 for (key, value) in &config.s3_options {
                     let key = key
-                        .parse::<object_store::aws::AmazonS3ConfigKey>()
+                        .parse::<AmazonS3ConfigKey>()
                         .map_err(|err| StoreError(format!("S3 option `{key}`: {err}")))?;
                     builder = builder.with_config(key, value);
                 }
                 if let Some(endpoint) = &config.s3_endpoint {
+                    // Ours wins over AWS_ENDPOINT_URL_S3 too, which the client prefers otherwise.
                     builder = builder
-                        .with_endpoint(endpoint)
-                        .with_allow_http(endpoint.starts_with("http://"))
+                        .with_config(AmazonS3ConfigKey::Endpoint, endpoint)
+                        .with_config(AmazonS3ConfigKey::S3Endpoint, endpoint)
                         .with_virtual_hosted_style_request(false);
                 }
+                let endpoint = builder
+                    .get_config_value(&AmazonS3ConfigKey::S3Endpoint)
+                    .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::Endpoint));
+                if let Some(endpoint) = &endpoint {
+                    let endpoint = check_endpoint(endpoint).map_err(|problem| {
+                        StoreError(format!(
+                            "the S3 endpoint `{}` (AWS_ENDPOINT_URL, or {S3_ENDPOINT_ENV}) is not usable: {problem}; \
+                             e.g. http://127.0.0.1:9000 or https://s3.example.com",
+                            redact_url(endpoint)
+                        ))
+                    })?;
+                    // An http:// endpoint says plainly that plain HTTP is meant (MinIO's and
+                    // moto's instructions give one); without this the client refuses it.
+                    if endpoint.to_ascii_lowercase().starts_with("http://") {
+                        builder = builder
+                            .with_config(AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp), "true");
+                    }
+                }
+                // Timeouts set one by one: the client options from the environment stay.
+                builder = builder
+                    .with_config(
+                        AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
+                        format!("{}ms", CONNECT_TIMEOUT.as_millis()),
+                    )
+                    .with_config(
+                        AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+                        format!("{}ms", REQUEST_TIMEOUT.as_millis()),
+                    );
                 let store = builder.build().map_err(|err| StoreError(format!("S3 client: {err}")))?;
-                Ok(Store::Objects { store: Arc::new(store), prefix: prefix.clone() })
+                Ok(Store::Objects {
+                    store: Arc::new(store),
+                    prefix: prefix.clone(),
+                    bucket: Some(bucket.clone()),
+                })
             }
             RemoteLocation::Folder { path } => {
                 std::fs::create_dir_all(path)
                     .map_err(|err| StoreError(format!("cannot create {}: {err}", path.display())))?;
                 let store = object_store::local::LocalFileSystem::new_with_prefix(path)
                     .map_err(|err| StoreError(format!("folder {}: {err}", path.display())))?;
-                Ok(Store::Objects { store: Arc::new(store), prefix: String::new() })
+                Ok(Store::Objects { store: Arc::new(store), prefix: String::new(), bucket: None })
             }
             RemoteLocation::Redis { url } => {
                 let client = redis::Client::open(url.as_str())
@@ -126,7 +167,7 @@ impl Store {
     /// The object at `name`, or `None` if there is none.
     pub async fn get(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         match self {
-            Store::Objects { store, prefix } => {
+            Store::Objects { store, prefix, .. } => {
                 match store.get_opts(&Self::object_path(prefix, name), GetOptions::default()).await {
                     Ok(result) => match result.bytes().await {
                         Ok(bytes) => Ok(Some(bytes.to_vec())),
@@ -151,7 +192,7 @@ impl Store {
     /// Redis `SET NX`): the first writer wins and nobody overwrites.
     pub async fn put_if_absent(&self, name: &str, bytes: Vec<u8>) -> Result<Put, StoreError> {
         match self {
-            Store::Objects { store, prefix } => {
+            Store::Objects { store, prefix, .. } => {
                 let options = PutOptions { mode: PutMode::Create, ..Default::default() };
                 match store.put_opts(&Self::object_path(prefix, name), PutPayload::from(bytes), options).await
                 {
@@ -178,7 +219,7 @@ impl Store {
     /// superseded, such as a working set list; never for entries).
     pub async fn put(&self, name: &str, bytes: Vec<u8>) -> Result<(), StoreError> {
         match self {
-            Store::Objects { store, prefix } => store
+            Store::Objects { store, prefix, .. } => store
                 .put_opts(&Self::object_path(prefix, name), PutPayload::from(bytes), PutOptions::default())
                 .await
                 .map(drop)
@@ -235,7 +276,7 @@ impl Store {
     /// Removes the object `name` (leases only; entries are never removed by a client).
     pub async fn delete(&self, name: &str) -> Result<(), StoreError> {
         match self {
-            Store::Objects { store, prefix } => {
+            Store::Objects { store, prefix, .. } => {
                 use futures_util::StreamExt;
                 let location = Self::object_path(prefix, name);
                 let mut deleted = store.delete_stream(futures_util::stream::iter([Ok(location)]).boxed());
@@ -259,7 +300,7 @@ impl Store {
     pub async fn list(&self, folder: &str) -> Result<Vec<(String, u64)>, StoreError> {
         use futures_util::TryStreamExt;
         match self {
-            Store::Objects { store, prefix } => {
+            Store::Objects { store, prefix, .. } => {
                 let under = Self::object_path(prefix, folder);
                 let objects: Vec<_> = store
                     .list(Some(&under))
@@ -311,13 +352,21 @@ impl Store {
         }
     }
 
-    /// One round trip that touches the store without changing it.
+    /// One round trip that touches the store without changing it. On an object store it lists
+    /// a name nothing is stored under, which fails on a bucket that does not exist (a lookup of a
+    /// missing object in a missing bucket would look like a miss).
     pub async fn ping(&self) -> Result<(), StoreError> {
         match self {
-            Store::Objects { store, prefix } => {
-                let head = GetOptions { head: true, ..Default::default() };
-                match store.get_opts(&Self::object_path(prefix, ".sparkle-ping"), head).await {
-                    Ok(_) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Store::Objects { store, prefix, bucket } => {
+                let under = Self::object_path(prefix, ".sparkle-ping");
+                match store.list_with_delimiter(Some(&under)).await {
+                    Ok(_) => Ok(()),
+                    Err(object_store::Error::NotFound { .. }) => Err(StoreError(match bucket {
+                        Some(bucket) => {
+                            format!("the bucket `{bucket}` does not exist (or may not be listed)")
+                        }
+                        None => "the folder does not exist".to_owned(),
+                    })),
                     Err(err) => Err(StoreError(err.to_string())),
                 }
             }
@@ -328,6 +377,27 @@ impl Store {
                     .await
                     .map(drop)
                     .map_err(|err| StoreError(format!("Redis PING: {err}")))
+            }
+        }
+    }
+
+    /// Writes (and replaces) a small object, to learn at open whether this machine may write
+    /// the store at all: a bucket that does not exist, a folder without write permission, a
+    /// Redis replica or user that may only read.
+    pub async fn check_writable(&self) -> Result<(), StoreError> {
+        let name = ".sparkle-write-check";
+        match self {
+            Store::Objects { .. } => self.put(name, b"sparkle\n".to_vec()).await,
+            Store::Redis { prefix, .. } => {
+                let mut connection = self.redis().await?;
+                redis::cmd("SET")
+                    .arg(Self::redis_key(prefix, name))
+                    .arg("sparkle")
+                    .arg("PX")
+                    .arg(60_000)
+                    .query_async::<()>(&mut connection)
+                    .await
+                    .map_err(|err| StoreError(format!("Redis SET: {err}")))
             }
         }
     }

@@ -369,3 +369,67 @@ fn a_password_in_the_url_is_never_shown() {
         assert!(!text.contains(SECRET), "the password shows: {text}");
     }
 }
+
+/// A port on 127.0.0.1 where nothing listens (bound, then released).
+fn dead_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn s3_at(endpoint_option: (&str, String)) -> RemoteConfig {
+    let mut config = RemoteConfig::new("s3://sparkle-fleet/prefix").unwrap();
+    config.allow_unsigned = true;
+    config.s3_options = vec![
+        ("aws_access_key_id".into(), "test".into()),
+        ("aws_secret_access_key".into(), "test".into()),
+        ("aws_region".into(), "us-east-1".into()),
+        (endpoint_option.0.into(), endpoint_option.1),
+    ];
+    config
+}
+
+#[test]
+fn the_standard_endpoint_variable_takes_http_and_a_bad_one_is_named() {
+    // `aws_endpoint_url` is the key the AWS_ENDPOINT_URL variable sets: an http:// endpoint
+    // reaches the network (connection refused here), not a client that refuses plain HTTP.
+    let port = dead_port();
+    let tier =
+        super::RemoteTier::open(&gpu(), &s3_at(("aws_endpoint_url", format!("http://127.0.0.1:{port}"))))
+            .unwrap();
+    let err = tier.ping(Duration::from_secs(20)).unwrap_err().to_string();
+    assert!(!err.contains("builder error"), "{err}");
+    assert!(err.contains(&port.to_string()) || err.to_lowercase().contains("connect"), "{err}");
+    drop(tier);
+    for bad in ["garbage", "http://", "http://host name:9000"] {
+        let err = super::RemoteTier::open(&gpu(), &s3_at(("aws_endpoint_url", bad.into()))).err().unwrap();
+        assert!(
+            err.contains("S3 endpoint")
+                && err.contains("AWS_ENDPOINT_URL")
+                && err.contains("http://127.0.0.1:9000"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_folder_that_cannot_be_written_is_reported_at_open() {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = tempfile::tempdir().unwrap();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        // Permissions do not stop root: a folder where the check's object must go does.
+        std::fs::create_dir(shared.path().join(".sparkle-write-check")).unwrap();
+    }
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = machine(dir.path(), unsigned(shared.path()));
+    let status = cache.remote_status().unwrap();
+    assert_eq!(status.writable, Some(false), "{status:?}");
+    assert!(!status.write_error.unwrap_or_default().is_empty());
+    let compiles = Arc::new(AtomicUsize::new(0));
+    let source = Source::new("unwritable", "k", &compiles);
+    cache.get(&source.key, &source).unwrap();
+    let stats = cache.stats();
+    drop(cache);
+    assert_eq!((stats.remote_publishes, stats.remote_publish_errors), (0, 0), "nothing was tried: {stats}");
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+}

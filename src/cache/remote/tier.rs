@@ -176,6 +176,11 @@ struct Shared {
     /// failed; `None` while they are under way.
     probe: Mutex<Option<Result<Duration, String>>>,
     probed: std::sync::Condvar,
+    /// Whether a publishing tier may write the store, learnt right after the first requests:
+    /// `None` until then, `Some(None)` when it was not asked (the first requests failed).
+    writable: Mutex<Option<Option<Result<(), String>>>>,
+    /// The store refused the write check: nothing is published.
+    unwritable: AtomicBool,
 }
 
 pub(crate) struct RemoteTier {
@@ -266,6 +271,8 @@ impl RemoteTier {
             slow_recheck_ms: AtomicU64::new(0),
             probe: Mutex::new(None),
             probed: std::sync::Condvar::new(),
+            writable: Mutex::new(None),
+            unwritable: AtomicBool::new(false),
         });
         // Connect now, so that the first lookup does not pay for it, then time one request on
         // the open connection: the round trip a lookup costs.
@@ -295,8 +302,29 @@ impl RemoteTier {
                     Err(err.0)
                 }
             };
+            let reachable = outcome.is_ok();
             *warm.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
             warm.probed.notify_all();
+            if !reachable {
+                *warm.writable.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(None);
+                warm.probed.notify_all();
+            } else if publishes {
+                // Said at open, not at the first publish: a bucket that does not exist or a
+                // folder this user may not write is a configuration problem.
+                let writable = warm.store.check_writable().await.map_err(|err| err.0);
+                if let Err(why) = &writable {
+                    warm.unwritable.store(true, Relaxed);
+                    tracing::warn!(
+                        remote = %warm.url,
+                        "the remote program cache cannot be written ({why}), so this machine only reads it; \
+                         give it write access (a bucket that exists, a folder this user may write), or set \
+                         {REMOTE_READ_ONLY_ENV}=1 to say that reading is all it should do"
+                    );
+                }
+                *warm.writable.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(Some(writable));
+                warm.probed.notify_all();
+            }
         });
         tracing::debug!(remote = %config.redacted_url(), publishes, "remote program cache opened");
         Ok(RemoteTier {
@@ -477,7 +505,7 @@ impl RemoteTier {
     /// about once: the first machine to miss compiles, the others wait for its entry. Read-only
     /// machines never claim.
     pub fn claim(&self, key: CacheKey) -> Claim {
-        if !self.publishes {
+        if !self.publishes() {
             return Claim::Unknown;
         }
         let name = format!("{}.lease", self.name(key));
@@ -522,9 +550,26 @@ impl RemoteTier {
         stats::add(&self.shared.counters.hits, 1);
     }
 
-    /// Whether this process publishes.
+    /// Whether this process publishes (configured to, and the store took the write check or
+    /// has not answered it yet).
     pub fn publishes(&self) -> bool {
-        self.publishes
+        self.publishes && !self.shared.unwritable.load(Relaxed)
+    }
+
+    /// Whether the store took this machine's write check, waiting for it at most `timeout`;
+    /// `None` when this machine does not publish, the store could not be reached, or no answer
+    /// came in time.
+    pub fn write_check(&self, timeout: Duration) -> Option<Result<(), String>> {
+        if !self.publishes {
+            return None;
+        }
+        let writable = self.shared.writable.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (writable, _) = self
+            .shared
+            .probed
+            .wait_timeout_while(writable, timeout, |writable| writable.is_none())
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        writable.clone().flatten()
     }
 
     /// Why this process does not publish, when it does not.
@@ -535,7 +580,10 @@ impl RemoteTier {
     /// Publishes `blob` as the entry of `key`, in the background and only if the entry as
     /// built verifies. Never blocks on the network.
     pub fn publish(&self, key: CacheKey, blob: &Blob, compile_time: Duration, lease: Option<Lease>) {
-        if !self.publishes {
+        if !self.publishes() {
+            if let Some(lease) = lease {
+                self.release(lease);
+            }
             return;
         }
         self.shared.needed();
@@ -668,7 +716,7 @@ impl RemoteTier {
     /// Seals `payload` and stores it as `file` of this GPU's folder, replacing what is there
     /// (objects any machine may supersede, such as a driver cache archive), in the background.
     pub(crate) fn replace_object(&self, file: &str, kind: Kind, payload: Vec<u8>) {
-        if !self.publishes || self.shared.down.load(Relaxed) || payload.len() > MAX_OBJECT_BYTES {
+        if !self.publishes() || self.shared.down.load(Relaxed) || payload.len() > MAX_OBJECT_BYTES {
             return;
         }
         let name = format!("{}/{file}", self.shared.gpu_folder);
@@ -716,7 +764,7 @@ impl RemoteTier {
     /// Replaces the fleet's working set with (the first [`MAX_WORKING_SET_KEYS`] of) `set`,
     /// sealed and signed as every object this machine publishes; waits at most `timeout`.
     pub fn publish_working_set(&self, set: &[(CacheKey, u64)], timeout: Duration) -> Result<(), String> {
-        if !self.publishes {
+        if !self.publishes() {
             return Err("this machine does not publish".into());
         }
         let text: String =
