@@ -59,6 +59,11 @@ pub struct Options {
     /// of this light load; SPARKLE_HOLD_CLOCKS=1 holds it).
     #[arg(long)]
     one_process: bool,
+    /// Writes the timeline of the run to FILE (Chrome trace-event JSON; open it in
+    /// ui.perfetto.dev). Implies --one-process; events past the trace's buffer are dropped and
+    /// counted, so trace a short run (for example --batches 8 --repeats 1 --warmup-ms 0).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<std::path::PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -130,7 +135,12 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let shapes = if options.shapes.is_empty() { default_shapes() } else { options.shapes.clone() };
     let modes =
         if options.transfers.is_empty() { Transfers::ALL.to_vec() } else { options.transfers.clone() };
-    let mut report = if options.one_process || shapes.len() * modes.len() == 1 {
+    let mut report = if options.trace.is_some() {
+        let trace = sparkle_cli::start_trace(options.trace.as_deref());
+        let measured = measure_here(&options, &shapes, &modes);
+        sparkle_cli::trace_written(trace);
+        measured?
+    } else if options.one_process || shapes.len() * modes.len() == 1 {
         measure_here(&options, &shapes, &modes)?
     } else {
         measure_in_own_processes(&options, &shapes, &modes)?

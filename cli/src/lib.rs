@@ -43,7 +43,7 @@ impl std::error::Error for UsageError {}
 #[command(after_help = "Exit codes: 0 success, 1 failure, 2 usage error, 3 wrong result.\n\
 Environment: SPARKLE_BACKEND=amdgpu|amdgpu-sim|gl|auto, SPARKLE_CACHE_DIR, SPARKLE_CACHE_MAX_SIZE, \
 SPARKLE_CACHE_MAX_AGE_DAYS, SPARKLE_EGL_DEVICE, SPARKLE_GL_FENCES=thread|poll, SPARKLE_HOLD_CLOCKS=0|1, \
-SPARKLE_SPIN_US, SPARKLE_LOG (or RUST_LOG)")]
+SPARKLE_SPIN_US, SPARKLE_TRACE=FILE (a timeline for Perfetto), SPARKLE_LOG (or RUST_LOG)")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,6 +65,10 @@ enum Command {
         /// Seed of the random inputs.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Writes the run's timeline to FILE (Chrome trace-event JSON; open it in
+        /// ui.perfetto.dev): cache lookups, compiles, transfers, submissions and GPU work.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<std::path::PathBuf>,
     },
     /// Draws the chart (SVG) of a saved `sparkle-bench bench --json-out` report, without measuring.
     Chart {
@@ -129,13 +133,37 @@ pub fn problem_set(shapes: bool) -> sparkle::suite::ProblemSet {
     }
 }
 
+/// Starts writing a trace to `path` (with `--trace`); [`trace_written`] says how it went.
+pub fn start_trace(path: Option<&std::path::Path>) -> Option<sparkle::trace::TraceGuard> {
+    path.map(sparkle::trace::start)
+}
+
+/// Completes a trace started by [`start_trace`] and says where it went, on stderr. A trace that
+/// could not be written is the library's one warning, never a failed command.
+pub fn trace_written(guard: Option<sparkle::trace::TraceGuard>) {
+    let Some(guard) = guard else { return };
+    let summary = guard.finish();
+    if summary.error.is_some() {
+        return;
+    }
+    let dropped = match summary.dropped {
+        0 => String::new(),
+        dropped => format!(", {dropped} dropped: the buffer was full"),
+    };
+    eprintln!(
+        "trace: {} ({} events{dropped}; open it in ui.perfetto.dev)",
+        summary.path.display(),
+        summary.events
+    );
+}
+
 /// Parses the command line and runs the `sparkle` subcommand it names.
 pub fn run() -> CliResult<ExitCode> {
     let matches = Cli::command().version(version_text()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     match cli.command {
         Command::Info { json } => info::run(json),
-        Command::Run { kernel, sizes, seed } => run::run(&kernel, &sizes, seed),
+        Command::Run { kernel, sizes, seed, trace } => run::run(&kernel, &sizes, seed, trace.as_deref()),
         Command::Chart { report, out } => chart::from_file(&report, &out),
         Command::Tune { kernel, sizes, force, quick, shapes, transfers, json } => {
             tune::run(kernel.as_deref(), &sizes, force, quick, json, problem_set(shapes), transfers)

@@ -1,5 +1,6 @@
 //! `sparkle run <kernel> [sizes]`: one suite kernel, timed and checked against the CPU.
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -11,13 +12,21 @@ use super::{ms, CliResult, UsageError, WRONG_RESULT};
 /// over them (a large conv2d's reference with a Winograd error bound would take minutes).
 const CHECKED_OUTPUTS: usize = 200_000;
 
-pub fn run(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
+pub fn run(kernel: &str, sizes: &[usize], seed: u64, trace: Option<&Path>) -> CliResult<ExitCode> {
     if !suite::NAMES.contains(&kernel) {
         return Err(Box::new(UsageError(format!(
             "no suite kernel is called `{kernel}`; the suite has {}",
             suite::NAMES.join(", ")
         ))));
     }
+    let trace = super::start_trace(trace);
+    let outcome = run_traced(kernel, sizes, seed);
+    // Also after a failure: the trace shows how far the run got.
+    super::trace_written(trace);
+    outcome
+}
+
+fn run_traced(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
     let runtime = Runtime::from_env()?;
     // Sizes are checked against the device before any input is made.
     let case = suite::case(kernel, sizes, seed, &runtime.info().limits).map_err(UsageError)?;

@@ -26,6 +26,8 @@ use crate::trace::{self, Arg, Flow, FlowKind, GpuSlice};
 /// One traced submission's stamps, from issue to the read after its fence.
 pub(crate) struct Stamps {
     fence: u64,
+    /// The trace the submission was stamped for: its slices go to no other.
+    generation: u64,
     /// When the GL thread started issuing it (host clock, trace nanoseconds).
     issued_ns: u64,
     /// A timestamp query before the first command and after each dispatch and copy.
@@ -34,9 +36,9 @@ pub(crate) struct Stamps {
     names: Vec<Cow<'static, str>>,
 }
 
-/// Starts stamping submission `fence` of `state`'s device: anchors the clock if due and issues
-/// the first stamp. `None` where the driver gives no query.
-pub(crate) fn begin(state: &mut GlState, fence: u64) -> Option<Stamps> {
+/// Starts stamping submission `fence` of `state`'s device for trace `generation`: anchors the
+/// clock if due and issues the first stamp. `None` where the driver gives no query.
+pub(crate) fn begin(state: &mut GlState, fence: u64, generation: u64) -> Option<Stamps> {
     let issued_ns = trace::now_ns();
     if state.gpu_clock.needs_anchor() {
         let gl = &state.context.gl;
@@ -46,7 +48,7 @@ pub(crate) fn begin(state: &mut GlState, fence: u64) -> Option<Stamps> {
             u64::try_from(gpu_ns).ok().filter(|&ns| ns > 0)
         });
     }
-    let mut stamps = Stamps { fence, issued_ns, queries: Vec::new(), names: Vec::new() };
+    let mut stamps = Stamps { fence, generation, issued_ns, queries: Vec::new(), names: Vec::new() };
     stamp(state, &mut stamps, None)?;
     Some(stamps)
 }
@@ -109,7 +111,7 @@ pub(crate) fn write(state: &mut GlState, all: Vec<Stamps>, seen_ns: u64) {
             };
             times.push(time);
         }
-        if !trace::enabled() {
+        if stamps.generation != trace::current() {
             continue;
         }
         let flow = trace::flow_id(FlowKind::Submission, device, stamps.fence);

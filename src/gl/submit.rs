@@ -89,14 +89,15 @@ pub(crate) fn copies(steps: &[Step]) -> bool {
 
 /// Runs a submission's steps and fences it (or leaves the fence to the submission queued
 /// behind it), closing it with a barrier where `closing` says; `timed` wraps them in a timer
-/// query; `traced` stamps them for the trace's GPU track (`gpu_trace.rs`) while one is written.
+/// query; `traced` (a trace's generation, 0: none) stamps them for that trace's GPU track
+/// (`gpu_trace.rs`) while it is written.
 pub(crate) fn execute(
     state: &mut GlState,
     fence: u64,
     steps: Vec<Step>,
     closing: Closing,
     timed: bool,
-    traced: bool,
+    traced: u64,
 ) {
     let started = std::time::Instant::now();
     let mut span = crate::trace::span("gl", "gl submit");
@@ -104,7 +105,11 @@ pub(crate) fn execute(
     span.arg("fence", fence);
     span.arg("steps", steps.len());
     state.take_error();
-    let mut stamps = if traced && crate::trace::enabled() { gpu_trace::begin(state, fence) } else { None };
+    let mut stamps = if traced != 0 && traced == crate::trace::current() {
+        gpu_trace::begin(state, fence, traced)
+    } else {
+        None
+    };
     let query = if timed { begin_timer(state) } else { None };
     let outcome = run(state, &steps, &mut stamps);
     if query.is_some() {

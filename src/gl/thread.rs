@@ -889,7 +889,7 @@ mod tests {
                 .post_submission(
                     move || timeline.issue(),
                     move |state, fence| {
-                        submit::execute(state, fence, steps(id), submit::Closing::BeforeFence, timed, false)
+                        submit::execute(state, fence, steps(id), submit::Closing::BeforeFence, timed, 0)
                     },
                     false,
                 )
@@ -941,7 +941,7 @@ mod tests {
                     .post_submission(
                         move || timeline.issue(),
                         move |state, fence| {
-                            submit::execute(state, fence, steps, submit::Closing::BeforeFence, false, false)
+                            submit::execute(state, fence, steps, submit::Closing::BeforeFence, false, 0)
                         },
                         quick,
                     )

@@ -48,7 +48,7 @@ mod record;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -78,8 +78,9 @@ const FINISH_WAIT: Duration = Duration::from_secs(30);
 /// How long the process's exit waits for it.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
-/// Whether a trace is being written: the one check every recording place makes.
-static ENABLED: AtomicBool = AtomicBool::new(false);
+/// The trace being recorded (its generation; 0: none): the one check every recording place
+/// makes.
+static CURRENT: AtomicU64 = AtomicU64::new(0);
 
 /// The trace being written, if any.
 static RECORDING: RwLock<Option<Arc<Recording>>> = RwLock::new(None);
@@ -94,7 +95,15 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// records.
 #[inline(always)]
 pub(crate) fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
+    CURRENT.load(Ordering::Relaxed) != 0
+}
+
+/// The generation of the trace being recorded (0: none), as cheaply as [`enabled`]. An event
+/// begun in one trace is never written into the next one: a span keeps the generation it
+/// started in, and the writer takes it only from that trace.
+#[inline(always)]
+pub(crate) fn current() -> u64 {
+    CURRENT.load(Ordering::Relaxed)
 }
 
 /// A trace being written: where its events go.
@@ -105,10 +114,11 @@ struct Recording {
     generation: u64,
 }
 
-/// Hands one event to the writer; counts it as dropped when the buffer is full.
-fn send(event: Event) {
+/// Hands one event begun in trace `generation` to the writer, if that trace is still the one
+/// being written; counts it as dropped when the buffer is full.
+fn send(generation: u64, event: Event) {
     let recording = RECORDING.read().unwrap_or_else(PoisonError::into_inner);
-    if let Some(recording) = recording.as_ref() {
+    if let Some(recording) = recording.as_ref().filter(|r| r.generation == generation) {
         if let Err(std::sync::mpsc::TrySendError::Full(_)) = recording.events.try_send(Message::Event(event))
         {
             recording.dropped.fetch_add(1, Ordering::Relaxed);
@@ -244,7 +254,7 @@ fn begin(path: &Path, options: &TraceOptions) -> Result<u64, String> {
     }));
     register_exit_handler();
     record::process_name();
-    ENABLED.store(true, Ordering::Relaxed);
+    CURRENT.store(generation, Ordering::Relaxed);
     Ok(generation)
 }
 
@@ -262,7 +272,7 @@ fn finish(generation: u64, wait: Duration, flush: bool) -> Option<TraceSummary> 
     if flush {
         clock::flush_all();
     }
-    ENABLED.store(false, Ordering::Relaxed);
+    CURRENT.store(0, Ordering::Relaxed);
     let gpu_clocks = clock::report();
     let recording = RECORDING.write().unwrap_or_else(PoisonError::into_inner).take()?;
     let (reply, summary) = std::sync::mpsc::sync_channel(1);

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
-use super::{enabled, send};
+use super::{current, enabled, send};
 
 /// The instant every timestamp counts from.
 static EPOCH: OnceLock<Instant> = OnceLock::new();
@@ -172,10 +172,16 @@ pub(crate) fn flow_id(kind: FlowKind, device: u64, n: u64) -> u64 {
     ((kind as u64) << 48) | ((device & 0xff) << 40) | (n & 0xff_ffff_ffff)
 }
 
-/// A fresh id for a flow of `kind` that has no number of its own.
+/// A fresh id for a flow of `kind` that has no number of its own, marked with the trace it was
+/// made in: a span of a later trace does not end it.
 pub(crate) fn next_flow_id(kind: FlowKind) -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    flow_id(kind, 0, NEXT.fetch_add(1, Ordering::Relaxed))
+    flow_id(kind, current(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Whether a flow id made by [`next_flow_id`] belongs to trace `generation`.
+fn made_in(id: u64, generation: u64) -> bool {
+    (id >> 40) & 0xff == generation & 0xff
 }
 
 /// What an event is.
@@ -212,8 +218,9 @@ impl Event {
         Event { kind: Kind::Complete { dur_ns }, cat, name, tid, ts_ns, args: Vec::new(), flow: None }
     }
 
+    /// Hands the event to the writer of the current trace.
     pub(crate) fn send(self) {
-        send(self);
+        send(current(), self);
     }
 }
 
@@ -221,7 +228,8 @@ impl Event {
 /// being written.
 #[must_use = "a span records the time until it is dropped"]
 pub(crate) struct Span {
-    open: Option<Box<Event>>,
+    /// The event, and the trace it was begun in.
+    open: Option<Box<(Event, u64)>>,
 }
 
 /// A span named `name` in category `cat`, from now until the returned guard drops.
@@ -236,19 +244,12 @@ pub(crate) fn span(cat: &'static str, name: &'static str) -> Span {
 impl Span {
     #[cold]
     fn open(cat: &'static str, name: Cow<'static, str>) -> Span {
+        let generation = current();
         let tid = thread_id();
         let ts_ns = now_ns();
-        Span {
-            open: Some(Box::new(Event {
-                kind: Kind::Complete { dur_ns: 0 },
-                cat,
-                name,
-                tid,
-                ts_ns,
-                args: Vec::new(),
-                flow: None,
-            })),
-        }
+        let event =
+            Event { kind: Kind::Complete { dur_ns: 0 }, cat, name, tid, ts_ns, args: Vec::new(), flow: None };
+        Span { open: Some(Box::new((event, generation))) }
     }
 
     /// Whether this span records (a trace was being written when it started).
@@ -261,7 +262,7 @@ impl Span {
     #[inline]
     pub(crate) fn arg(&mut self, key: &'static str, value: impl Into<Arg>) {
         if let Some(open) = &mut self.open {
-            open.args.push((key, value.into()));
+            open.0.args.push((key, value.into()));
         }
     }
 
@@ -269,22 +270,26 @@ impl Span {
     #[inline]
     pub(crate) fn arg_with<V: Into<Arg>>(&mut self, key: &'static str, value: impl FnOnce() -> V) {
         if let Some(open) = &mut self.open {
-            open.args.push((key, value().into()));
+            open.0.args.push((key, value().into()));
         }
     }
 
     /// Renames the span (a name known only once it is open).
     pub(crate) fn rename(&mut self, name: impl FnOnce() -> String) {
         if let Some(open) = &mut self.open {
-            open.name = Cow::Owned(name());
+            open.0.name = Cow::Owned(name());
         }
     }
 
-    /// Starts or ends a flow at this span.
+    /// Starts or ends a flow at this span. A miss's flow made in another trace is not ended.
     #[inline]
     pub(crate) fn flow(&mut self, flow: Flow) {
         if let Some(open) = &mut self.open {
-            open.flow = Some(flow);
+            let foreign =
+                matches!(flow, Flow::In(id) if id >> 48 == FlowKind::Miss as u64 && !made_in(id, open.1));
+            if !foreign {
+                open.0.flow = Some(flow);
+            }
         }
     }
 }
@@ -293,39 +298,44 @@ impl Drop for Span {
     #[inline]
     fn drop(&mut self) {
         if let Some(open) = self.open.take() {
-            finish_span(*open);
+            let (event, generation) = *open;
+            finish_span(event, generation);
         }
     }
 }
 
 #[cold]
-fn finish_span(mut open: Event) {
+fn finish_span(mut open: Event, generation: u64) {
     let end = now_ns();
     open.kind = Kind::Complete { dur_ns: end.saturating_sub(open.ts_ns) };
-    send(open);
+    send(generation, open);
 }
 
 /// A moment on the current thread; when it was recorded (`None`: no trace is written).
 pub(crate) fn instant(cat: &'static str, name: &'static str, args: Vec<(&'static str, Arg)>) -> Option<u64> {
-    if !enabled() {
+    let generation = current();
+    if generation == 0 {
         return None;
     }
     let ts_ns = now_ns();
-    send(Event {
-        kind: Kind::Instant,
-        cat,
-        name: Cow::Borrowed(name),
-        tid: thread_id(),
-        ts_ns,
-        args,
-        flow: None,
-    });
+    send(
+        generation,
+        Event {
+            kind: Kind::Instant,
+            cat,
+            name: Cow::Borrowed(name),
+            tid: thread_id(),
+            ts_ns,
+            args,
+            flow: None,
+        },
+    );
     Some(ts_ns)
 }
 
 thread_local! {
     /// Whether this thread is inside a traced submission (the runtime's submit span).
-    static SUBMITTING: Cell<bool> = const { Cell::new(false) };
+    static SUBMITTING: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Marks the current thread as submitting traced work until dropped: the backend below the
@@ -333,7 +343,7 @@ thread_local! {
 /// has the submission span its flow starts at.
 pub(crate) struct Submitting {
     /// What the mark was before (`None`: this guard did not mark).
-    restore: Option<bool>,
+    restore: Option<u64>,
 }
 
 impl Submitting {
@@ -343,7 +353,8 @@ impl Submitting {
         if !span.is_on() {
             return Submitting { restore: None };
         }
-        Submitting { restore: Some(SUBMITTING.with(|cell| cell.replace(true))) }
+        let generation = span.open.as_ref().map_or(0, |open| open.1);
+        Submitting { restore: Some(SUBMITTING.with(|cell| cell.replace(generation))) }
     }
 }
 
@@ -356,8 +367,11 @@ impl Drop for Submitting {
     }
 }
 
-/// Whether the current thread submits traced work now (see [`Submitting`]).
+/// The trace the current thread submits traced work for now (see [`Submitting`]); 0: none.
 #[inline]
-pub(crate) fn submitting() -> bool {
-    enabled() && SUBMITTING.with(Cell::get)
+pub(crate) fn submitting() -> u64 {
+    if !enabled() {
+        return 0;
+    }
+    SUBMITTING.with(Cell::get)
 }

@@ -16,6 +16,7 @@ mod driver_cache;
 mod seam;
 mod suite;
 mod texels;
+mod trace;
 mod transfers;
 mod variants;
 mod winograd;

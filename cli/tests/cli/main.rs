@@ -35,6 +35,8 @@ mod gl_cache;
 #[cfg(feature = "amdgpu-sim")]
 mod sim;
 #[cfg(feature = "gl")]
+mod trace;
+#[cfg(feature = "gl")]
 mod tune;
 
 /// Runs `sparkle args` on the gl backend with its program cache in `cache`.
