@@ -64,12 +64,16 @@ pub enum Action {
     /// removes. Exit code 1 if something could not be removed.
     #[command(after_help = EXIT_CODES)]
     Clear,
-    /// The fleet cache (SPARKLE_CACHE_REMOTE): whether it answers, its latency, this GPU's
-    /// entries there, and this process's remote statistics. Opens the selected backend's device.
+    /// The fleet cache (SPARKLE_CACHE_REMOTE): whether it answers and may be written, its
+    /// latency, this GPU's entries there, and this process's remote statistics; `verify` checks
+    /// every object. Opens the selected backend's device. Exit code 1 when it does not answer, or
+    /// cannot be written by a machine that publishes.
     #[cfg(feature = "remote")]
     #[command(after_help = EXIT_CODES)]
     Remote {
-        #[arg(long)]
+        #[command(subcommand)]
+        action: Option<RemoteAction>,
+        #[arg(long, global = true)]
         json: bool,
     },
     /// Prefetches this GPU's entries from the fleet cache onto the local disk, in the
@@ -99,6 +103,27 @@ pub enum Action {
     Keygen {
         #[arg(value_name = "FILE")]
         out: PathBuf,
+    },
+}
+
+/// What `sparkle cache remote` does besides showing the remote's state.
+#[cfg(feature = "remote")]
+#[derive(Subcommand)]
+pub enum RemoteAction {
+    /// Checks every object of this GPU on the fleet cache as this machine would before using it
+    /// (a trusted signature when SPARKLE_CACHE_TRUSTED_KEYS is set, then every check a disk
+    /// entry passes) and says why each refused one is refused. Exit code 1 while refused
+    /// objects are left (fix them with --fix).
+    #[command(after_help = EXIT_CODES)]
+    Verify {
+        /// Fix what is refused: an entry this machine has verified on its local disk replaces
+        /// the remote one (compare-and-swap), every other refused object is removed. Needs a
+        /// machine that publishes (a signing key when keys are trusted).
+        #[arg(long)]
+        fix: bool,
+        /// Every GPU's objects, not only this GPU's.
+        #[arg(long)]
+        all: bool,
     },
 }
 
@@ -154,7 +179,10 @@ fn driver_row(name: &str) -> String {
 pub fn run(action: Action) -> CliResult<ExitCode> {
     #[cfg(feature = "remote")]
     match action {
-        Action::Remote { json } => return super::fleet::status(json),
+        Action::Remote { action: None, json } => return super::fleet::status(json),
+        Action::Remote { action: Some(RemoteAction::Verify { fix, all }), json } => {
+            return super::fleet::verify(fix, all, json)
+        }
         Action::Pull { working_set, json } => return super::fleet::pull(working_set, json),
         Action::Push { json } => return super::fleet::push(json),
         Action::Keygen { out } => return super::fleet::keygen(&out),

@@ -1,6 +1,6 @@
-//! `sparkle cache remote|pull|push|keygen`: the fleet cache from the command line. `remote`,
-//! `pull` and `push` open the selected backend's device, because the remote keeps entries per
-//! GPU id; `keygen` makes a signing key pair.
+//! `sparkle cache remote [verify]|pull|push|keygen`: the fleet cache from the command line.
+//! `remote`, `pull` and `push` open the selected backend's device, because the remote keeps
+//! entries per GPU id; `keygen` makes a signing key pair.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -64,6 +64,44 @@ pub fn status(json: bool) -> CliResult<ExitCode> {
     Ok(if usable { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
+pub fn verify(fix: bool, all: bool, json: bool) -> CliResult<ExitCode> {
+    let runtime = Runtime::from_env()?;
+    let bar = bar(if fix { "verifying and fixing" } else { "verifying" });
+    let progress = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    };
+    let report = runtime.fleet().remote_verify(all, fix, &progress);
+    bar.finish_and_clear();
+    let report = report?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let rows: Vec<Vec<String>> = report
+            .objects
+            .iter()
+            .map(|o| vec![o.name.clone(), o.bytes.to_string(), o.state.to_owned(), o.detail.clone()])
+            .collect();
+        print!("{}", super::table::render(&["object", "bytes", "state", "detail"], &rows));
+        println!(
+            "{} objects: {} accepted, {} refused, {} replaced, {} removed, {} unreadable",
+            report.objects.len(),
+            report.accepted,
+            report.refused,
+            report.replaced,
+            report.removed,
+            report.unreadable
+        );
+        if report.refused > 0 && !fix {
+            eprintln!(
+                "{} refused object(s) left; `sparkle cache remote verify --fix` replaces or removes them",
+                report.refused
+            );
+        }
+    }
+    Ok(if report.refused == 0 && report.unreadable == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
 pub fn pull(working_set: bool, json: bool) -> CliResult<ExitCode> {
     let runtime = Runtime::from_env()?;
     let bar = bar("pulling");
@@ -109,10 +147,12 @@ pub fn push(json: bool) -> CliResult<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "push": report, "stats": stats }))?);
     } else {
         println!(
-            "offered {} verified local entries: {} published, {} already there, {} failed{}",
+            "offered {} verified local entries: {} published, {} already there, {} replacing objects that do \
+             not verify here, {} failed{}",
             report.offered,
             stats.remote_publishes,
             stats.remote_publish_existing,
+            stats.remote_replaced,
             stats.remote_publish_errors,
             if report.unfinished > 0 { format!(", {} unfinished", report.unfinished) } else { String::new() }
         );

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::disk_tier::Lookup;
 use super::program_cache::ProgramCache;
-use super::remote::RemoteTier;
+use super::remote::{classify, ObjectName, RemoteTier, Verdict};
 use super::working_set;
 use super::CacheKey;
 
@@ -54,6 +54,37 @@ pub struct PushReport {
     pub unfinished: usize,
     /// Whether the working set could not be published.
     pub working_set_failed: bool,
+}
+
+/// One object of the remote, as [`ProgramCache::remote_verify`] found it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RemoteObject {
+    /// Its name: `<gpu folder>/<file>`.
+    pub name: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// `ok`, `refused`, `replaced` (by this machine's own entry), `removed`, `lease`, `other`
+    /// (not an object Sparkle writes: left alone), `gone` or `unreadable`.
+    pub state: &'static str,
+    /// How it passed (who signed it), or why it was refused, or what went wrong.
+    pub detail: String,
+}
+
+/// What [`ProgramCache::remote_verify`] found and did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RemoteVerifyReport {
+    /// Every object looked at, in name order.
+    pub objects: Vec<RemoteObject>,
+    /// Objects that pass this machine's checks.
+    pub accepted: usize,
+    /// Objects refused and left on the remote.
+    pub refused: usize,
+    /// Refused entries replaced by this machine's verified local entry.
+    pub replaced: usize,
+    /// Refused objects removed.
+    pub removed: usize,
+    /// Objects that could not be read (or fixed): the first reason is in their detail.
+    pub unreadable: usize,
 }
 
 /// The remote as seen from this machine.
@@ -168,6 +199,105 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         Ok(report.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
+    /// Lists every object of this GPU's folder on the remote (of every GPU's with `all`) and
+    /// checks each as a machine of its GPU would before using it: the envelope, a trusted
+    /// signature over its name when keys are trusted, and for entries every check a disk entry
+    /// passes. With `fix`, a refused entry of this GPU that has a verified entry on the local
+    /// disk is replaced by it (compare-and-swap), and every other refused object is removed;
+    /// leases and objects Sparkle does not write are left alone. `progress(done, total)`.
+    pub fn remote_verify(
+        &self,
+        all: bool,
+        fix: bool,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<RemoteVerifyReport, String> {
+        let remote = self.usable_remote()?;
+        if fix {
+            if let Some(why) = remote.why_not_publishing() {
+                return Err(format!("{why}: --fix changes the remote, which this machine does not"));
+            }
+        }
+        let listed =
+            remote.list_objects(all, REQUEST_TIMEOUT).map_err(|err| format!("listing the remote: {err}"))?;
+        let mut report = RemoteVerifyReport::default();
+        for (index, (name, bytes)) in listed.iter().enumerate() {
+            let (state, detail) = self.verify_one(remote, name, fix, &mut report);
+            report.objects.push(RemoteObject { name: name.clone(), bytes: *bytes, state, detail });
+            progress(index + 1, listed.len());
+        }
+        Ok(report)
+    }
+
+    fn verify_one(
+        &self,
+        remote: &RemoteTier,
+        name: &str,
+        fix: bool,
+        report: &mut RemoteVerifyReport,
+    ) -> (&'static str, String) {
+        let checked = match remote.check_object(name, REQUEST_TIMEOUT) {
+            Ok(Some(checked)) => checked,
+            Ok(None) => return ("gone", "removed since it was listed".into()),
+            Err(why) => {
+                report.unreadable += 1;
+                return ("unreadable", why);
+            }
+        };
+        let why = match &checked.verdict {
+            Verdict::Accepted(how) => {
+                report.accepted += 1;
+                return ("ok", how.clone());
+            }
+            Verdict::Lease => return ("lease", "a compile lease (it expires on its own)".into()),
+            Verdict::Other => return ("other", "not an object Sparkle writes; left alone".into()),
+            Verdict::Refused(why) => why.clone(),
+        };
+        if !fix {
+            report.refused += 1;
+            return ("refused", why);
+        }
+        // This GPU's entry, with a verified local copy: the remote gets ours.
+        let local = match (classify(name), self.disk()) {
+            (ObjectName::Entry { key, .. }, Some(disk)) if remote.is_own_entry(name, key) => {
+                match disk.lookup(key) {
+                    Lookup::Hit(verified) => Some((key, verified)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let fixed = match local {
+            Some((key, verified)) => remote
+                .replace_entry(
+                    key,
+                    checked,
+                    &verified.blob,
+                    Duration::from_nanos(verified.header.compile_time_ns),
+                    REQUEST_TIMEOUT,
+                )
+                .map(|replaced| if replaced { "replaced" } else { "gone" }),
+            None => remote.delete_object(name, REQUEST_TIMEOUT).map(|()| "removed"),
+        };
+        match fixed {
+            Ok("replaced") => {
+                report.replaced += 1;
+                ("replaced", format!("by this machine's entry; it was refused: {why}"))
+            }
+            Ok("removed") => {
+                report.removed += 1;
+                ("removed", format!("it was refused: {why}"))
+            }
+            Ok(_) => {
+                ("gone", format!("changed by another machine while being replaced; it was refused: {why}"))
+            }
+            Err(err) => {
+                report.refused += 1;
+                report.unreadable += 1;
+                ("refused", format!("{why}; and it could not be fixed: {err}"))
+            }
+        }
+    }
+
     /// The remote tier, or why there is none.
     fn usable_remote(&self) -> Result<&RemoteTier, String> {
         match (self.remote(), &self.remote_problem) {
@@ -216,11 +346,10 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         for (index, key) in keys.iter().enumerate() {
             if let Lookup::Hit(verified) = disk.lookup(*key) {
                 report.local_entries += 1;
-                remote.publish(
+                remote.publish_checked(
                     *key,
                     &verified.blob,
                     Duration::from_nanos(verified.header.compile_time_ns),
-                    None,
                 );
                 report.offered += 1;
             }
@@ -262,6 +391,13 @@ pub trait FleetCache: Send + Sync {
     ) -> Result<PullReport, String>;
     /// See [`ProgramCache::push`].
     fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Result<PushReport, String>;
+    /// See [`ProgramCache::remote_verify`].
+    fn remote_verify(
+        &self,
+        all: bool,
+        fix: bool,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<RemoteVerifyReport, String>;
 }
 
 impl<P: Send + Sync + 'static> FleetCache for ProgramCache<P> {
@@ -279,6 +415,15 @@ impl<P: Send + Sync + 'static> FleetCache for ProgramCache<P> {
 
     fn push(&self, wait: Duration, progress: &dyn Fn(usize, usize)) -> Result<PushReport, String> {
         ProgramCache::push(self, wait, progress)
+    }
+
+    fn remote_verify(
+        &self,
+        all: bool,
+        fix: bool,
+        progress: &dyn Fn(usize, usize),
+    ) -> Result<RemoteVerifyReport, String> {
+        ProgramCache::remote_verify(self, all, fix, progress)
     }
 }
 

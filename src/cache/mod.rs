@@ -40,7 +40,7 @@ pub use error::CacheError;
 #[doc(hidden)]
 pub use files::inject_write_error;
 #[cfg(feature = "remote")]
-pub use fleet::{FleetCache, PullReport, PushReport, RemoteStatus};
+pub use fleet::{FleetCache, PullReport, PushReport, RemoteObject, RemoteStatus, RemoteVerifyReport};
 pub use key::{backend_tag, CacheKey, GpuId, CACHE_FORMAT_VERSION};
 pub use memory::ProgramHandle;
 pub use remote::RemoteConfig;

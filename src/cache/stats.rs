@@ -83,6 +83,9 @@ pub struct CacheStats {
     pub remote_publish_existing: u64,
     /// Publishes that failed.
     pub remote_publish_errors: u64,
+    /// Remote objects that did not verify here (unsigned, signed by a key no longer trusted,
+    /// damaged), replaced by this process's publish of the same program.
+    pub remote_replaced: u64,
     /// Remote lookups made, and the time they took (the waiting part).
     pub remote_lookups: u64,
     /// The time those lookups waited, in total (seconds in JSON).
@@ -159,8 +162,11 @@ impl fmt::Display for CacheStats {
                 (
                     "remote publishes",
                     format!(
-                        "{} ({} already there, {} failed)",
-                        self.remote_publishes, self.remote_publish_existing, self.remote_publish_errors
+                        "{} ({} already there, {} replacing objects that do not verify, {} failed)",
+                        self.remote_publishes,
+                        self.remote_publish_existing,
+                        self.remote_replaced,
+                        self.remote_publish_errors
                     ),
                 ),
                 ("requests served remotely", format!("{} ({:.1}%)", self.remote_hits, pct(self.remote_hits))),

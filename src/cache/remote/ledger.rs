@@ -46,6 +46,10 @@ pub struct RemoteLedger {
     pub publish_existing: u64,
     /// As [`CacheStats::remote_publish_errors`](crate::cache::CacheStats::remote_publish_errors).
     pub publish_errors: u64,
+    /// As [`CacheStats::remote_replaced`](crate::cache::CacheStats::remote_replaced) (older
+    /// ledgers lack it).
+    #[serde(default)]
+    pub replaced: u64,
     /// As [`CacheStats::remote_lookups`](crate::cache::CacheStats::remote_lookups).
     pub lookups: u64,
     /// Time the lookups waited, in nanoseconds.
@@ -67,6 +71,7 @@ impl RemoteLedger {
             (&mut self.publishes, other.publishes),
             (&mut self.publish_existing, other.publish_existing),
             (&mut self.publish_errors, other.publish_errors),
+            (&mut self.replaced, other.replaced),
             (&mut self.lookups, other.lookups),
             (&mut self.lookup_ns, other.lookup_ns),
         ];

@@ -29,6 +29,8 @@ mod breaker;
 #[cfg(feature = "remote")]
 mod budget;
 #[cfg(feature = "remote")]
+mod check;
+#[cfg(feature = "remote")]
 mod driver_archive;
 #[cfg(feature = "remote")]
 pub(crate) mod envelope;
@@ -41,6 +43,8 @@ mod tests;
 #[cfg(feature = "remote")]
 mod tier;
 
+#[cfg(feature = "remote")]
+pub(crate) use check::{classify, ObjectName, Verdict};
 #[cfg(feature = "remote")]
 pub use signing::{generate_key_file, public_key_of};
 #[cfg(feature = "remote")]

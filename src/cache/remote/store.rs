@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use object_store::path::Path as ObjectPath;
-use object_store::{GetOptions, ObjectStore, PutMode, PutOptions, PutPayload};
+use object_store::{GetOptions, ObjectStore, PutMode, PutOptions, PutPayload, UpdateVersion};
 use tokio::sync::OnceCell;
 
 use super::config::{check_endpoint, redact_url, RemoteConfig, RemoteLocation, S3_ENDPOINT_ENV};
@@ -19,6 +19,23 @@ use super::config::{check_endpoint, redact_url, RemoteConfig, RemoteLocation, S3
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// One request gives up after this long (lookups are bounded much tighter by their budget).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What a read found.
+pub(crate) enum Got {
+    /// The object, and what identifies this version of it for a compare-and-swap.
+    Object { bytes: Vec<u8>, version: Version },
+    /// An object larger than the read allowed, left unread.
+    TooLarge { size: u64 },
+}
+
+/// Identifies the version of an object that was read, for [`Store::replace_if`].
+#[derive(Debug, Clone)]
+pub(crate) enum Version {
+    /// An object store's ETag (and version id).
+    Tag(UpdateVersion),
+    /// The store compares contents (Redis).
+    Content,
+}
 
 /// What a create-if-absent publish found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,27 +181,121 @@ impl Store {
         format!("{prefix}:{name}")
     }
 
-    /// The object at `name`, or `None` if there is none.
-    pub async fn get(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    /// The object at `name`, or `None` if there is none; an object larger than `max_bytes` is
+    /// not read past that (its size is said instead), so that a huge object costs neither the
+    /// time nor the memory of reading it.
+    pub async fn get(&self, name: &str, max_bytes: usize) -> Result<Option<Got>, StoreError> {
+        let max = u64::try_from(max_bytes).unwrap_or(u64::MAX);
         match self {
             Store::Objects { store, prefix, .. } => {
-                match store.get_opts(&Self::object_path(prefix, name), GetOptions::default()).await {
-                    Ok(result) => match result.bytes().await {
-                        Ok(bytes) => Ok(Some(bytes.to_vec())),
-                        Err(err) => Err(StoreError(format!("reading {name}: {err}"))),
-                    },
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    Err(err) => Err(StoreError(err.to_string())),
+                use futures_util::StreamExt;
+                let result =
+                    match store.get_opts(&Self::object_path(prefix, name), GetOptions::default()).await {
+                        Ok(result) => result,
+                        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                        Err(err) => return Err(StoreError(err.to_string())),
+                    };
+                if result.meta.size > max {
+                    return Ok(Some(Got::TooLarge { size: result.meta.size }));
                 }
+                let version = Version::Tag(UpdateVersion {
+                    e_tag: result.meta.e_tag.clone(),
+                    version: result.meta.version.clone(),
+                });
+                let mut bytes = Vec::with_capacity(usize::try_from(result.meta.size).unwrap_or(0));
+                let mut stream = result.into_stream();
+                while let Some(chunk) = stream.next().await {
+                    let chunk = chunk.map_err(|err| StoreError(format!("reading {name}: {err}")))?;
+                    if bytes.len().saturating_add(chunk.len()) > max_bytes {
+                        // Grew past what its header said: it is not read further.
+                        return Ok(Some(Got::TooLarge { size: max.saturating_add(1) }));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(Some(Got::Object { bytes, version }))
             }
             Store::Redis { prefix, .. } => {
                 let mut connection = self.redis().await?;
-                redis::cmd("GET")
+                // At most one byte more than allowed: enough to tell that it is too large.
+                let bytes: Vec<u8> = redis::cmd("GETRANGE")
                     .arg(Self::redis_key(prefix, name))
-                    .query_async::<Option<Vec<u8>>>(&mut connection)
+                    .arg(0)
+                    .arg(max)
+                    .query_async(&mut connection)
                     .await
-                    .map_err(|err| StoreError(format!("Redis GET: {err}")))
+                    .map_err(|err| StoreError(format!("Redis GETRANGE: {err}")))?;
+                if bytes.is_empty() {
+                    // Missing (an empty value is no object of ours either).
+                    return Ok(None);
+                }
+                if bytes.len() > max_bytes {
+                    let size: u64 = redis::cmd("STRLEN")
+                        .arg(Self::redis_key(prefix, name))
+                        .query_async(&mut connection)
+                        .await
+                        .unwrap_or(max.saturating_add(1));
+                    return Ok(Some(Got::TooLarge { size }));
+                }
+                Ok(Some(Got::Object { bytes, version: Version::Content }))
             }
+        }
+    }
+
+    /// Replaces the object at `name` with `bytes` only if it is still the one read as `seen`
+    /// (with `version`): compare-and-swap, so that a replacement never overwrites what another
+    /// machine put there meanwhile. S3: `If-Match` on the ETag; Redis: a script comparing the
+    /// value; a folder: the bytes compared, then an atomic rename. `Ok(false)`: it changed.
+    pub async fn replace_if(
+        &self,
+        name: &str,
+        version: &Version,
+        seen: &[u8],
+        bytes: Vec<u8>,
+    ) -> Result<bool, StoreError> {
+        match (self, version) {
+            (Store::Objects { store, prefix, .. }, Version::Tag(tag)) if tag.e_tag.is_some() => {
+                let options = PutOptions { mode: PutMode::Update(tag.clone()), ..Default::default() };
+                let path = Self::object_path(prefix, name);
+                match store.put_opts(&path, PutPayload::from(bytes.clone()), options).await {
+                    Ok(_) => Ok(true),
+                    Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }) => {
+                        Ok(false)
+                    }
+                    // A store without conditional updates (a local folder): compare, then rename.
+                    Err(object_store::Error::NotImplemented { .. }) => {
+                        self.replace_if_same(name, seen, bytes).await
+                    }
+                    Err(err) => Err(StoreError(err.to_string())),
+                }
+            }
+            (Store::Objects { .. }, _) => self.replace_if_same(name, seen, bytes).await,
+            (Store::Redis { prefix, .. }, _) => {
+                let mut connection = self.redis().await?;
+                // EVAL rather than the client's script helper (a feature of its own): this runs
+                // only when an object that does not verify is replaced.
+                let replaced: i64 = redis::cmd("EVAL")
+                    .arg(
+                        "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2]) \
+                         return 1 end return 0",
+                    )
+                    .arg(1)
+                    .arg(Self::redis_key(prefix, name))
+                    .arg(seen)
+                    .arg(bytes)
+                    .query_async(&mut connection)
+                    .await
+                    .map_err(|err| StoreError(format!("Redis compare-and-set script: {err}")))?;
+                Ok(replaced == 1)
+            }
+        }
+    }
+
+    /// The compare-and-swap of a store without conditional writes: reads the object again and
+    /// replaces it (an atomic rename on a folder) only if it is still `seen`.
+    async fn replace_if_same(&self, name: &str, seen: &[u8], bytes: Vec<u8>) -> Result<bool, StoreError> {
+        match self.get(name, seen.len()).await? {
+            Some(Got::Object { bytes: now, .. }) if now == seen => self.put(name, bytes).await.map(|()| true),
+            _ => Ok(false),
         }
     }
 
@@ -248,11 +359,12 @@ impl Store {
                     return Ok(true);
                 }
                 // Someone holds it, unless it expired (its holder died).
-                let held_until = self
-                    .get(name)
-                    .await?
-                    .and_then(|bytes| String::from_utf8(bytes).ok())
-                    .and_then(|text| text.trim().parse::<u64>().ok());
+                let held_until = match self.get(name, 64).await? {
+                    Some(Got::Object { bytes, .. }) => {
+                        String::from_utf8(bytes).ok().and_then(|text| text.trim().parse::<u64>().ok())
+                    }
+                    _ => None,
+                };
                 Ok(held_until.is_some_and(|until| until < crate::cache::now_unix_ns() / 1_000_000)
                     && self.delete(name).await.is_ok()
                     && self.put_if_absent(name, expires.to_string().into_bytes()).await? == Put::Created)
@@ -296,14 +408,19 @@ impl Store {
         }
     }
 
-    /// Names (relative, as given to `get`) and sizes of the objects under `folder`.
-    pub async fn list(&self, folder: &str) -> Result<Vec<(String, u64)>, StoreError> {
+    /// Names (relative, as given to `get`) and sizes of the objects under `folder`, or of every
+    /// object under the store's prefix (`None`).
+    pub async fn list(&self, folder: Option<&str>) -> Result<Vec<(String, u64)>, StoreError> {
         use futures_util::TryStreamExt;
         match self {
             Store::Objects { store, prefix, .. } => {
-                let under = Self::object_path(prefix, folder);
+                let under = match folder {
+                    Some(folder) => Some(Self::object_path(prefix, folder)),
+                    None if prefix.is_empty() => None,
+                    None => Some(ObjectPath::from(prefix.as_str())),
+                };
                 let objects: Vec<_> = store
-                    .list(Some(&under))
+                    .list(under.as_ref())
                     .try_collect()
                     .await
                     .map_err(|err| StoreError(err.to_string()))?;
@@ -318,7 +435,10 @@ impl Store {
             }
             Store::Redis { prefix, .. } => {
                 let mut connection = self.redis().await?;
-                let pattern = format!("{}/*", Self::redis_key(prefix, folder));
+                let pattern = match folder {
+                    Some(folder) => format!("{}/*", Self::redis_key(prefix, folder)),
+                    None => format!("{prefix}:*"),
+                };
                 let mut names = Vec::new();
                 let mut cursor: u64 = 0;
                 loop {

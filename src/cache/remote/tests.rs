@@ -108,28 +108,46 @@ fn forge(shared: &Path, key: CacheKey, payload: &[u8]) {
     std::fs::write(path, sealed).unwrap();
 }
 
-/// Runs `f` recording this thread's warnings.
-fn warnings<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
-    #[derive(Clone, Default)]
-    struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
+thread_local! {
+    /// What the test subscriber wrote on this thread while [`warnings`] records.
+    static RECORDED: std::cell::RefCell<Option<Vec<u8>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Writes a log line into this thread's [`RECORDED`], when recording.
+struct ThreadWriter;
+
+impl std::io::Write for ThreadWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        RECORDED.with(|recorded| {
+            if let Some(out) = recorded.borrow_mut().as_mut() {
+                out.extend_from_slice(buf);
+            }
+        });
+        Ok(buf.len())
     }
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    let out = tracing::subscriber::with_default(subscriber, f);
-    let text = String::from_utf8_lossy(&lines.0.lock().unwrap()).into_owned();
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `f` recording this thread's warnings. Through one global subscriber set once: a
+/// subscriber per test (`with_default`) can lose lines when another thread registers a log
+/// line's callsite at the same moment.
+fn warnings<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(|| ThreadWriter)
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .finish();
+        // Another test binary's global subscriber cannot be here; if one is, lines go there.
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    });
+    RECORDED.with(|recorded| *recorded.borrow_mut() = Some(Vec::new()));
+    let out = f();
+    let text = RECORDED.with(|recorded| recorded.borrow_mut().take()).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text).into_owned();
     (out, text.lines().map(str::to_owned).collect())
 }
 
@@ -432,4 +450,138 @@ fn a_folder_that_cannot_be_written_is_reported_at_open() {
     drop(cache);
     assert_eq!((stats.remote_publishes, stats.remote_publish_errors), (0, 0), "nothing was tried: {stats}");
     std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A machine that signs with `key` and trusts `trusted`.
+fn signing(shared: &Path, key: &Path, trusted: &[[u8; 32]]) -> RemoteConfig {
+    RemoteConfig {
+        signing_key: Some(key.to_path_buf()),
+        trusted_keys: Some(trusted.to_vec()),
+        ..remote(shared)
+    }
+}
+
+fn reader(shared: &Path, trusted: &[[u8; 32]]) -> RemoteConfig {
+    RemoteConfig { trusted_keys: Some(trusted.to_vec()), ..remote(shared) }
+}
+
+#[test]
+fn key_rotation_replaces_what_the_dropped_key_signed() {
+    let shared = tempfile::tempdir().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let (old_path, new_path) = (keys.path().join("old"), keys.path().join("new"));
+    let old = parse_hex_key(&generate_key_file(&old_path).unwrap()).unwrap();
+    let new = parse_hex_key(&generate_key_file(&new_path).unwrap()).unwrap();
+    let compiles = Arc::new(AtomicUsize::new(0));
+    let sources: Vec<_> = (0..3).map(|i| Source::new(&format!("rotated {i}"), "k", &compiles)).collect();
+    // 1. The builder signs with the old key.
+    let builder_dir = tempfile::tempdir().unwrap();
+    let builder = machine(builder_dir.path(), signing(shared.path(), &old_path, &[old]));
+    for source in &sources {
+        builder.get(&source.key, source).unwrap();
+    }
+    drop(builder);
+    // 2. The readers trust both keys; the builder signs with the new one and pushes: every
+    //    object signed with the old key fails the builder's own check and is replaced.
+    let builder = machine(builder_dir.path(), signing(shared.path(), &new_path, &[new]));
+    let pushed = builder.push(Duration::from_secs(20), &|_, _| {}).unwrap();
+    assert_eq!((pushed.offered, pushed.unfinished), (3, 0));
+    let stats = builder.stats();
+    assert_eq!(
+        (stats.remote_replaced, stats.remote_publishes, stats.remote_publish_existing),
+        (3, 0, 0),
+        "{stats}"
+    );
+    drop(builder);
+    // 3. The readers drop the old key: everything is a hit, nothing compiles.
+    let compiled_before = compiles.load(SeqCst);
+    let dir = tempfile::tempdir().unwrap();
+    let cache = machine(dir.path(), reader(shared.path(), &[new]));
+    for source in &sources {
+        assert_eq!(cache.get(&source.key, source).unwrap().as_slice(), source.payload());
+    }
+    let stats = cache.stats();
+    assert_eq!((stats.remote_hits, stats.remote_rejected), (3, 0), "{stats}");
+    assert_eq!(compiles.load(SeqCst), compiled_before);
+    // A second push finds nothing to replace.
+    let builder = machine(builder_dir.path(), signing(shared.path(), &new_path, &[new]));
+    builder.push(Duration::from_secs(20), &|_, _| {}).unwrap();
+    assert_eq!((builder.stats().remote_replaced, builder.stats().remote_publish_existing), (0, 3));
+}
+
+#[test]
+fn a_refused_object_is_replaced_by_the_machine_that_compiled_it() {
+    let shared = tempfile::tempdir().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let key_path = keys.path().join("key");
+    let public = parse_hex_key(&generate_key_file(&key_path).unwrap()).unwrap();
+    let compiles = Arc::new(AtomicUsize::new(0));
+    let wanted = Source::new("stuck key", "k", &compiles);
+    forge(shared.path(), wanted.key, &Source::new("another program", "k", &compiles).payload());
+    let dir = tempfile::tempdir().unwrap();
+    let builder = machine(dir.path(), signing(shared.path(), &key_path, &[public]));
+    assert_eq!(builder.get(&wanted.key, &wanted).unwrap().as_slice(), wanted.payload());
+    let stats = builder.stats();
+    drop(builder);
+    assert_eq!(stats.remote_rejected, 1, "{stats}");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = machine(dir.path(), reader(shared.path(), &[public]));
+    assert_eq!(cache.get(&wanted.key, &wanted).unwrap().as_slice(), wanted.payload());
+    assert_eq!(cache.stats().remote_hits, 1, "the key is not stuck: {}", cache.stats());
+}
+
+#[test]
+fn remote_verify_lists_every_refusal_and_fixes_them() {
+    let shared = tempfile::tempdir().unwrap();
+    let keys = tempfile::tempdir().unwrap();
+    let key_path = keys.path().join("key");
+    let public = parse_hex_key(&generate_key_file(&key_path).unwrap()).unwrap();
+    let compiles = Arc::new(AtomicUsize::new(0));
+    let good = Source::new("good", "k", &compiles);
+    let forged_with_local = Source::new("forged, compiled here", "k", &compiles);
+    let forged_only = Source::new("forged, nowhere else", "k", &compiles);
+    let dir = tempfile::tempdir().unwrap();
+    let config = signing(shared.path(), &key_path, &[public]);
+    let builder = machine(dir.path(), config.clone());
+    builder.get(&good.key, &good).unwrap();
+    drop(builder);
+    // The local disk has this one; the remote gets a forgery of both.
+    ProgramCache::open(gpu(), &CacheConfig::in_dir(dir.path()))
+        .get(&forged_with_local.key, &forged_with_local)
+        .unwrap();
+    forge(shared.path(), forged_with_local.key, b"k|something else");
+    forge(shared.path(), forged_only.key, b"k|something else");
+    let folder = shared.path().join(gpu().dir_name());
+    std::fs::write(folder.join(format!("{}.lease", good.key.hex())), "123").unwrap();
+    std::fs::write(folder.join("notes.txt"), "an operator's file").unwrap();
+
+    let cache = machine(dir.path(), config);
+    let report = cache.remote_verify(false, false, &|_, _| {}).unwrap();
+    let state = |report: &crate::cache::RemoteVerifyReport, key: CacheKey| {
+        report.objects.iter().find(|o| o.name.ends_with(&key.hex())).map(|o| o.state).unwrap_or("missing")
+    };
+    assert_eq!((report.accepted, report.refused, report.unreadable), (1, 2, 0), "{report:#?}");
+    assert_eq!((state(&report, good.key), state(&report, forged_only.key)), ("ok", "refused"));
+    let refused = report.objects.iter().find(|o| o.state == "refused").unwrap();
+    assert!(refused.detail.contains("not signed"), "{refused:?}");
+    assert!(
+        report.objects.iter().any(|o| o.state == "lease")
+            && report.objects.iter().any(|o| o.state == "other")
+    );
+
+    let fixed = cache.remote_verify(false, true, &|_, _| {}).unwrap();
+    assert_eq!((fixed.replaced, fixed.removed, fixed.refused), (1, 1, 0), "{fixed:#?}");
+    assert!(folder.join("notes.txt").exists(), "what Sparkle does not write is left alone");
+    let again = cache.remote_verify(false, false, &|_, _| {}).unwrap();
+    assert_eq!((again.accepted, again.refused), (2, 0), "{again:#?}");
+    // A reader now gets the replaced entry.
+    let reader_dir = tempfile::tempdir().unwrap();
+    let reader_cache = machine(reader_dir.path(), reader(shared.path(), &[public]));
+    assert_eq!(
+        reader_cache.get(&forged_with_local.key, &forged_with_local).unwrap().as_slice(),
+        forged_with_local.payload()
+    );
+    assert_eq!(reader_cache.stats().remote_hits, 1);
+    // A reader may not fix.
+    assert!(reader_cache.remote_verify(false, true, &|_, _| {}).unwrap_err().contains("--fix"));
 }

@@ -16,13 +16,14 @@ use std::time::{Duration, Instant};
 
 use super::breaker::{Breaker, Permit, Tripped};
 use super::budget::Budgets;
+use super::check::{self, Verdict};
 use super::config::{
     RemoteConfig, REMOTE_READ_ONLY_ENV, REMOTE_UNSIGNED_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
 };
 use super::driver_archive::DriverFolders;
 use super::envelope::{self, Kind, Provenance};
 use super::signing::{Signer25519, TrustedKeys};
-use super::store::{Put, Store, StoreError};
+use super::store::{Got, Put, Store, StoreError};
 use crate::cache::entry::{self, EntryHeader, Expect};
 use crate::cache::stats::{self, duration_ns, CacheStats};
 use crate::cache::working_set::{self, WORKING_SET_FILE};
@@ -35,8 +36,9 @@ const MAX_PENDING_PUBLISHES: usize = 256;
 const SLOW_RECHECK: Duration = Duration::from_secs(1);
 /// How long dropping the tier waits for publishes still in flight.
 const PUBLISH_DRAIN: Duration = Duration::from_secs(5);
-/// A remote object larger than this is not an entry of ours.
-pub(crate) const MAX_OBJECT_BYTES: usize = 512 << 20;
+/// A program entry larger than this is not one of ours (a GL binary or code object is
+/// kilobytes to a few megabytes); a larger remote object is refused unread.
+pub(crate) const MAX_ENTRY_BYTES: usize = 64 << 20;
 /// The fleet's working set lists at most this many programs (a working set is a few thousand).
 pub(crate) const MAX_WORKING_SET_KEYS: usize = 20_000;
 /// Its object is at most this large (a line is 50 bytes or so).
@@ -84,7 +86,7 @@ pub(crate) enum RemoteLookup {
 /// it counts as a failure for the breaker, as a request that never answers would.
 pub(crate) struct LateLookup {
     key: CacheKey,
-    answer: Receiver<Result<Option<Vec<u8>>, StoreError>>,
+    answer: Receiver<Result<Option<Got>, StoreError>>,
     budget: Duration,
     shared: Arc<Shared>,
     answered: bool,
@@ -114,6 +116,8 @@ pub(crate) struct RemoteCounters {
     pub publishes: AtomicU64,
     pub publish_existing: AtomicU64,
     pub publish_errors: AtomicU64,
+    /// Objects that did not verify, replaced by this machine's publish.
+    pub replaced: AtomicU64,
     pub lookups: AtomicU64,
     pub lookup_ns: AtomicU64,
     pub waits: AtomicU64,
@@ -136,6 +140,7 @@ impl RemoteCounters {
             publishes: get(&self.publishes),
             publish_existing: get(&self.publish_existing),
             publish_errors: get(&self.publish_errors),
+            replaced: get(&self.replaced),
             lookups: get(&self.lookups),
             lookup_ns: get(&self.lookup_ns),
         }
@@ -395,7 +400,7 @@ impl RemoteTier {
         let shared = Arc::clone(&self.shared);
         let started = Instant::now();
         self.runtime().spawn(async move {
-            let _ = sender.send(shared.store.get(&name).await);
+            let _ = sender.send(shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await);
         });
         let answer = receiver.recv_timeout(budget);
         let waited = started.elapsed();
@@ -446,7 +451,7 @@ impl RemoteTier {
     fn settle(
         &self,
         key: CacheKey,
-        answer: Result<Option<Vec<u8>>, StoreError>,
+        answer: Result<Option<Got>, StoreError>,
         waited: Duration,
     ) -> RemoteLookup {
         let counters = &self.shared.counters;
@@ -454,9 +459,9 @@ impl RemoteTier {
             self.shared.observe_round_trip(waited);
         }
         match answer {
-            Ok(Some(bytes)) => {
+            Ok(Some(got)) => {
                 self.shared.succeeded();
-                match self.verify(key, &bytes) {
+                match self.verify(key, got) {
                     Ok((header, blob)) => RemoteLookup::Hit(header, blob),
                     Err(why) => {
                         self.reject(key, &why);
@@ -479,26 +484,8 @@ impl RemoteTier {
 
     /// Checks a fetched object: size, envelope, signature (when keys are trusted, before
     /// anything else reads the payload), then the entry as the disk tier checks one.
-    fn verify(&self, key: CacheKey, bytes: &[u8]) -> Result<(EntryHeader, Blob), String> {
-        if bytes.len() > MAX_OBJECT_BYTES {
-            return Err(format!("{} bytes is larger than any entry", bytes.len()));
-        }
-        let opened = envelope::open(bytes)?;
-        // Who says they made it: shown with a refusal, never trusted.
-        let from = || match serde_json::from_slice::<Provenance>(opened.provenance) {
-            Ok(p) => format!(" (it says it was made by Sparkle {} for {})", p.sparkle, p.backend),
-            Err(_) => String::new(),
-        };
-        if let Some(trusted) = &self.shared.trusted {
-            trusted.check(&self.name(key), &opened).map_err(|why| why + &from())?;
-        }
-        if opened.kind != Kind::Entry {
-            return Err(format!("it is not a program entry{}", from()));
-        }
-        let expect = Expect { backend: self.shared.expect_backend, gpu_hash: self.shared.gpu_hash, key };
-        let (header, payload) =
-            entry::verify_bytes(opened.payload, &expect).map_err(|problem| format!("{problem}{}", from()))?;
-        Ok((header, Blob { format: header.blob_format, bytes: payload.to_vec() }))
+    fn verify(&self, key: CacheKey, got: Got) -> Result<(EntryHeader, Blob), String> {
+        self.shared.verify_entry(key, &got)
     }
 
     /// Claims the compile of `key` for this process, so that the fleet compiles each program
@@ -580,6 +567,27 @@ impl RemoteTier {
     /// Publishes `blob` as the entry of `key`, in the background and only if the entry as
     /// built verifies. Never blocks on the network.
     pub fn publish(&self, key: CacheKey, blob: &Blob, compile_time: Duration, lease: Option<Lease>) {
+        // A key whose remote object was refused here is compiled here: the object there is
+        // replaced, or it would keep every machine compiling.
+        self.publish_entry(key, blob, compile_time, lease, self.is_rejected(key));
+    }
+
+    /// Publishes like [`publish`](Self::publish), and when the remote holds an object for `key`
+    /// already, checks it as a reader of this machine would and replaces it (compare-and-swap)
+    /// if it does not verify: an object signed with a key no longer trusted (key rotation), an
+    /// unsigned or damaged one. What `sparkle cache push` does for every local entry.
+    pub fn publish_checked(&self, key: CacheKey, blob: &Blob, compile_time: Duration) {
+        self.publish_entry(key, blob, compile_time, None, true);
+    }
+
+    fn publish_entry(
+        &self,
+        key: CacheKey,
+        blob: &Blob,
+        compile_time: Duration,
+        lease: Option<Lease>,
+        check_existing: bool,
+    ) {
         if !self.publishes() {
             if let Some(lease) = lease {
                 self.release(lease);
@@ -608,22 +616,26 @@ impl RemoteTier {
             }
             return;
         }
-        self.publish_object(self.name(key), Kind::Entry, entry_bytes, lease);
+        self.publish_object(key, entry_bytes, lease, check_existing);
     }
 
-    /// Seals `payload` (signed when a key is configured) and stores it create-if-absent in the
-    /// background.
-    pub(crate) fn publish_object(&self, name: String, kind: Kind, payload: Vec<u8>, lease: Option<Lease>) {
-        let sealed = self.seal(&name, kind, &payload);
+    /// Seals the entry `payload` of `key` (signed when a key is configured) and stores it
+    /// create-if-absent in the background; with `check_existing`, an object already there that
+    /// does not verify is replaced.
+    fn publish_object(&self, key: CacheKey, payload: Vec<u8>, lease: Option<Lease>, check_existing: bool) {
+        let name = self.name(key);
+        let sealed = self.seal(&name, Kind::Entry, &payload);
         let shared = Arc::clone(&self.shared);
         shared.pending.fetch_add(1, Relaxed);
         self.runtime().spawn(async move {
+            let kept = check_existing.then(|| sealed.clone());
             let result = shared.store.put_if_absent(&name, sealed).await;
             let counters = &shared.counters;
-            match result {
-                Ok(Put::Created) => stats::add(&counters.publishes, 1),
-                Ok(Put::AlreadyThere) => stats::add(&counters.publish_existing, 1),
-                Err(err) => {
+            match (result, kept) {
+                (Ok(Put::Created), _) => stats::add(&counters.publishes, 1),
+                (Ok(Put::AlreadyThere), Some(sealed)) => shared.replace_if_refused(key, &name, sealed).await,
+                (Ok(Put::AlreadyThere), None) => stats::add(&counters.publish_existing, 1),
+                (Err(err), _) => {
                     stats::add(&counters.publish_errors, 1);
                     shared.down.store(true, Relaxed);
                     tracing::debug!(object = %name, error = %err, "could not publish to the remote cache");
@@ -665,6 +677,7 @@ impl RemoteTier {
         out.remote_publishes = now.publishes;
         out.remote_publish_existing = now.publish_existing;
         out.remote_publish_errors = now.publish_errors;
+        out.remote_replaced = now.replaced;
         out.remote_lookups = now.lookups;
         out.remote_lookup_time = Duration::from_nanos(now.lookup_ns);
         out.remote_waits = now.waits;
@@ -673,7 +686,102 @@ impl RemoteTier {
     /// The names and sizes of this GPU's objects on the remote.
     pub fn list(&self, timeout: Duration) -> Result<Vec<(String, u64)>, StoreError> {
         let shared = Arc::clone(&self.shared);
-        self.block_on(timeout, async move { shared.store.list(&shared.gpu_folder).await })
+        self.block_on(timeout, async move { shared.store.list(Some(&shared.gpu_folder)).await })
+    }
+
+    /// The names and sizes of the objects of this GPU's folder, or of every GPU's (`all`),
+    /// without the tier's own probe objects.
+    pub fn list_objects(&self, all: bool, timeout: Duration) -> Result<Vec<(String, u64)>, String> {
+        let shared = Arc::clone(&self.shared);
+        let listed = self.block_on(timeout, async move {
+            let folder = (!all).then_some(shared.gpu_folder.as_str());
+            shared.store.list(folder).await
+        });
+        let mut objects = listed.map_err(|err| err.0)?;
+        objects.retain(|(name, _)| !name.starts_with('.'));
+        objects.sort();
+        Ok(objects)
+    }
+
+    /// Fetches the object `name` and checks it as a machine of its GPU would before using it;
+    /// `Ok(None)` when it is gone. A lease or a foreign object is not fetched.
+    pub(crate) fn check_object(&self, name: &str, timeout: Duration) -> Result<Option<Checked>, String> {
+        match check::classify(name) {
+            check::ObjectName::Lease => return Ok(Some(Checked { verdict: Verdict::Lease, got: None })),
+            check::ObjectName::Other => return Ok(Some(Checked { verdict: Verdict::Other, got: None })),
+            _ => {}
+        }
+        let max = MAX_ENTRY_BYTES.max(super::driver_archive::MAX_ARCHIVE_BYTES) + envelope::MAX_OVERHEAD;
+        let shared = Arc::clone(&self.shared);
+        let owned = name.to_owned();
+        let got = self
+            .block_on(timeout, async move { shared.store.get(&owned, max).await })
+            .map_err(|err| err.0)?;
+        Ok(got.map(|got| {
+            let verdict = match &got {
+                Got::Object { bytes, .. } => check::check_any(name, bytes, self.shared.trusted.as_ref()),
+                Got::TooLarge { size } => {
+                    Verdict::Refused(format!("{size} bytes, more than any object of ours"))
+                }
+            };
+            Checked { verdict, got: Some(got) }
+        }))
+    }
+
+    /// Whether `name` is the entry object of `key` in this GPU's folder.
+    pub(crate) fn is_own_entry(&self, name: &str, key: CacheKey) -> bool {
+        name == self.name(key)
+    }
+
+    /// Removes the object `name` (`cache remote verify --fix`).
+    pub fn delete_object(&self, name: &str, timeout: Duration) -> Result<(), String> {
+        let shared = Arc::clone(&self.shared);
+        let owned = name.to_owned();
+        self.block_on(timeout, async move { shared.store.delete(&owned).await }).map_err(|err| err.0)
+    }
+
+    /// Replaces the refused entry object of `key` (as `checked` found it) with this machine's
+    /// own entry of `blob`, compare-and-swap; `Ok(false)` when it changed meanwhile.
+    pub(crate) fn replace_entry(
+        &self,
+        key: CacheKey,
+        checked: Checked,
+        blob: &Blob,
+        compile_time: Duration,
+        timeout: Duration,
+    ) -> Result<bool, String> {
+        if !self.publishes() {
+            return Err(self.why_not_publishing().unwrap_or("this machine does not publish").to_owned());
+        }
+        let expect = Expect { backend: self.shared.expect_backend, gpu_hash: self.shared.gpu_hash, key };
+        let header = EntryHeader::new(
+            expect,
+            blob.format,
+            &blob.bytes,
+            duration_ns(compile_time),
+            crate::cache::now_unix_ns(),
+        );
+        let mut entry_bytes = header.to_bytes().to_vec();
+        entry_bytes.extend_from_slice(&blob.bytes);
+        let name = self.name(key);
+        let sealed = self.seal(&name, Kind::Entry, &entry_bytes);
+        let shared = Arc::clone(&self.shared);
+        let replaced = self.block_on(timeout, async move {
+            match checked.got {
+                Some(Got::Object { bytes, version }) => {
+                    shared.store.replace_if(&name, &version, &bytes, sealed).await
+                }
+                _ => {
+                    shared.store.delete(&name).await?;
+                    shared.store.put_if_absent(&name, sealed).await.map(|put| put == Put::Created)
+                }
+            }
+        });
+        let replaced = replaced.map_err(|err| err.0)?;
+        if replaced {
+            stats::add(&self.shared.counters.replaced, 1);
+        }
+        Ok(replaced)
     }
 
     /// Fetches and verifies the entry of `key` for a prefetch: `Ok(None)` when the remote has
@@ -684,8 +792,11 @@ impl RemoteTier {
         }
         let shared = Arc::clone(&self.shared);
         let name = self.name(key);
-        match self.block_on(timeout, async move { shared.store.get(&name).await }) {
-            Ok(Some(bytes)) => self.verify(key, &bytes).map(Some).inspect_err(|why| self.reject(key, why)),
+        let fetched = self.block_on(timeout, async move {
+            shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await
+        });
+        match fetched {
+            Ok(Some(got)) => self.verify(key, got).map(Some).inspect_err(|why| self.reject(key, why)),
             Ok(None) => Ok(None),
             Err(err) => Err(err.0),
         }
@@ -716,7 +827,7 @@ impl RemoteTier {
     /// Seals `payload` and stores it as `file` of this GPU's folder, replacing what is there
     /// (objects any machine may supersede, such as a driver cache archive), in the background.
     pub(crate) fn replace_object(&self, file: &str, kind: Kind, payload: Vec<u8>) {
-        if !self.publishes() || self.shared.down.load(Relaxed) || payload.len() > MAX_OBJECT_BYTES {
+        if !self.publishes() || self.shared.down.load(Relaxed) || payload.len() > MAX_ENTRY_BYTES {
             return;
         }
         let name = format!("{}/{file}", self.shared.gpu_folder);
@@ -792,6 +903,14 @@ impl RemoteTier {
     }
 }
 
+/// An object of the store, fetched and checked (`cache remote verify`).
+pub(crate) struct Checked {
+    /// What the check found.
+    pub verdict: Verdict,
+    /// What was read, kept for a compare-and-swap replacement.
+    got: Option<Got>,
+}
+
 /// What the tier's first requests found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Probe {
@@ -854,25 +973,20 @@ impl Background {
     ) -> Result<Option<Vec<u8>>, String> {
         let name = format!("{}/{file}", self.shared.gpu_folder);
         let shared = Arc::clone(&self.shared);
+        let max = max_payload.saturating_add(envelope::MAX_OVERHEAD);
         let fetched = {
             let name = name.clone();
-            self.block_on(timeout, async move { shared.store.get(&name).await })
+            self.block_on(timeout, async move { shared.store.get(&name, max).await })
         };
         let bytes = match fetched {
-            Ok(Some(bytes)) => bytes,
+            Ok(Some(Got::Object { bytes, .. })) => bytes,
+            Ok(Some(Got::TooLarge { size })) => {
+                return Err(format!("{name} is {size} bytes, more than such an object may take ({max})"))
+            }
             Ok(None) => return Ok(None),
             Err(err) => return Err(err.0),
         };
-        if bytes.len() > max_payload.saturating_add(envelope::MAX_OVERHEAD) {
-            return Err(format!("{name} is {} bytes, more than such an object may take", bytes.len()));
-        }
-        let opened = envelope::open(&bytes)?;
-        if let Some(trusted) = &self.shared.trusted {
-            trusted.check(&name, &opened)?;
-        }
-        if opened.kind != kind {
-            return Err(format!("{name} is not a {kind:?}"));
-        }
+        let opened = check::open_checked(&name, &bytes, kind, self.shared.trusted.as_ref())?;
         Ok(Some(opened.payload.to_vec()))
     }
 
@@ -882,6 +996,77 @@ impl Background {
 }
 
 impl Shared {
+    /// The object name of `key` on this GPU.
+    fn name(&self, key: CacheKey) -> String {
+        format!("{}/{}", self.gpu_folder, key.hex())
+    }
+
+    /// Checks a fetched entry object of `key`: its size, then everything [`check::check_entry`]
+    /// checks (a trusted signature over its name when keys are trusted, before anything else
+    /// reads it), against this GPU and this key.
+    fn verify_entry(&self, key: CacheKey, got: &Got) -> Result<(EntryHeader, Blob), String> {
+        let bytes = match got {
+            Got::Object { bytes, .. } => bytes,
+            Got::TooLarge { size } => {
+                return Err(format!("{size} bytes is more than any entry may take ({MAX_ENTRY_BYTES} bytes)"))
+            }
+        };
+        let expect = Expect { backend: self.expect_backend, gpu_hash: self.gpu_hash, key };
+        let (header, payload) = check::check_entry(&self.name(key), bytes, &expect, self.trusted.as_ref())?;
+        Ok((header, Blob { format: header.blob_format, bytes: payload.to_vec() }))
+    }
+
+    /// The publish of `key` found an object there: keeps it if it verifies here, else replaces
+    /// it with `sealed` — compare-and-swap, so that what another machine put there meanwhile
+    /// stays. A replaced object is counted and logged.
+    async fn replace_if_refused(&self, key: CacheKey, name: &str, sealed: Vec<u8>) {
+        let counters = &self.counters;
+        let got = match self.store.get(name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await {
+            Ok(Some(got)) => got,
+            // Gone meanwhile (removed by `cache remote verify --fix`): publish again.
+            Ok(None) => {
+                match self.store.put_if_absent(name, sealed).await {
+                    Ok(Put::Created) => stats::add(&counters.publishes, 1),
+                    Ok(Put::AlreadyThere) => stats::add(&counters.publish_existing, 1),
+                    Err(_) => stats::add(&counters.publish_errors, 1),
+                }
+                return;
+            }
+            Err(err) => {
+                stats::add(&counters.publish_errors, 1);
+                tracing::debug!(object = %name, error = %err, "could not read the remote object to check it");
+                return;
+            }
+        };
+        let why = match self.verify_entry(key, &got) {
+            Ok(_) => {
+                stats::add(&counters.publish_existing, 1);
+                return;
+            }
+            Err(why) => why,
+        };
+        let replaced = match got {
+            Got::Object { bytes, version } => self.store.replace_if(name, &version, &bytes, sealed).await,
+            // Too large to compare by content: removed, then created again.
+            Got::TooLarge { .. } => match self.store.delete(name).await {
+                Ok(()) => self.store.put_if_absent(name, sealed).await.map(|put| put == Put::Created),
+                Err(err) => Err(err),
+            },
+        };
+        match replaced {
+            Ok(true) => {
+                stats::add(&counters.replaced, 1);
+                tracing::info!(object = %name, "replaced a remote cache entry that does not verify here: {why}");
+            }
+            // Another machine replaced it first.
+            Ok(false) => stats::add(&counters.publish_existing, 1),
+            Err(err) => {
+                stats::add(&counters.publish_errors, 1);
+                tracing::debug!(object = %name, error = %err, "could not replace a remote object that does not verify");
+            }
+        }
+    }
+
     /// Folds one request's round trip into the smoothed one: quickly down (a remote that
     /// recovered is used again after a recheck or two), slowly up (one slow answer is not a
     /// slow remote).
