@@ -6,6 +6,14 @@
 //! memory use: one ring of wave slots, grown to the largest slot a submission needs (a
 //! high-water mark) and kept; a buffer it outgrows lives until the submissions that may use it
 //! completed.
+//!
+//! While a trace is written (`crate::trace`), a submission the runtime traces also stamps the
+//! GPU clock (RELEASE_MEM) before its first command and after each dispatch and copy; the stamps
+//! become the device's GPU track once it completed, placed on the host's clock by bounds: the
+//! work began after it was submitted and ended before its completion was seen
+//! (`GpuClock::bound`). On the simulator that clock is the simulation's own, and its track says
+//! so. Each stamp waits for the command before it (a partial flush), so a traced submission's
+//! dispatches do not overlap.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -57,6 +65,18 @@ struct Pending {
     printf: Vec<PrintfJob>,
     /// A timed submission's two GPU clock timestamps (start, end).
     timer: Option<Buffer>,
+    /// A traced submission's GPU clock stamps.
+    stamps: Option<Stamps>,
+}
+
+/// A traced submission's GPU clock stamps: one before its first command and one after each
+/// dispatch and copy, so command `i` ran from stamp `i` to stamp `i + 1`.
+struct Stamps {
+    buffer: Buffer,
+    names: Vec<String>,
+    submitter: crate::trace::Submitter,
+    /// When it was handed to the kernel (host clock, trace nanoseconds).
+    issued_ns: u64,
 }
 
 /// A dispatch's printf buffer and what its records mean.
@@ -80,6 +100,8 @@ struct State {
     scratch: Option<Buffer>,
     /// GPU times of completed timed submissions not taken yet, by fence.
     gpu_times: BTreeMap<u64, Duration>,
+    /// The GPU's clock on the trace's track for this device.
+    clock: crate::trace::GpuClock,
 }
 
 pub(crate) struct Queue {
@@ -154,6 +176,11 @@ impl Queue {
     ) -> Result<Self> {
         let signal = memory.allocate(4096, BufferKind::Signals)?;
         let ctx = kmd.ctx_create()?;
+        // The simulator describes itself so; its clock is the simulation's, not a GPU's.
+        let described = kmd.describe();
+        let simulated = described.starts_with("simulated");
+        let clock_kind = if simulated { "simulated clock" } else { "RELEASE_MEM timestamps" };
+        let track = crate::trace::GpuTrack::new(format!("GPU {described} ({clock_kind})"), simulated);
         Ok(Self {
             kmd,
             memory,
@@ -174,6 +201,7 @@ impl Queue {
                 dispatch_id: 0,
                 scratch: None,
                 gpu_times: BTreeMap::new(),
+                clock: crate::trace::GpuClock::new(track),
             }),
         })
     }
@@ -233,6 +261,17 @@ impl Queue {
         if let Some((_, handle)) = ring {
             handles.push(handle);
         }
+        // Stamps for the trace: before the first command and after each dispatch and copy.
+        let mut stamps = match crate::trace::submitting().filter(|_| self.measures_gpu_time()) {
+            Some(submitter) => {
+                let count = 1 + ops.iter().filter(|op| !matches!(op, Op::Barrier)).count() as u64;
+                let buffer = take_buffer(&mut st.spare, &self.memory, 8 * count, BufferKind::Signals)?;
+                st.encoder.timestamp(buffer.gpu_address())?;
+                handles.push(buffer.handle());
+                Some(Stamps { buffer, names: Vec::new(), submitter, issued_ns: 0 })
+            }
+            None => None,
+        };
         let mut printf = Vec::new();
         for op in ops {
             match op {
@@ -265,10 +304,20 @@ impl Queue {
                     )?;
                     handles.push(program.code.handle());
                     handles.extend_from_slice(buffers);
+                    if let Some(stamps) = &mut stamps {
+                        stamps.names.push(program.kernel.clone());
+                        let at = stamps.buffer.gpu_address() + 8 * stamps.names.len() as u64;
+                        st.encoder.timestamp(at)?;
+                    }
                 }
                 Op::Copy { src, src_offset, dst, dst_offset, size } => {
                     st.encoder.copy(src.gpu_address() + src_offset, dst.gpu_address() + dst_offset, *size)?;
                     handles.extend([src.handle(), dst.handle()]);
+                    if let Some(stamps) = &mut stamps {
+                        stamps.names.push("copy".to_owned());
+                        let at = stamps.buffer.gpu_address() + 8 * stamps.names.len() as u64;
+                        st.encoder.timestamp(at)?;
+                    }
                 }
                 Op::Barrier => st.encoder.barrier()?,
             }
@@ -310,9 +359,12 @@ impl Queue {
             ring: RING,
             flags: 0,
         }];
+        if let Some(stamps) = &mut stamps {
+            stamps.issued_ns = crate::trace::now_ns();
+        }
         let seq = self.kmd.submit(&Submission { ctx: self.ctx, ibs: &ibs, buffers: &handles })?;
         state.issued = fence;
-        state.pending.push_back(Pending { fence, seq, buffers: keep, printf, timer });
+        state.pending.push_back(Pending { fence, seq, buffers: keep, printf, timer, stamps });
         tracing::trace!(fence, seq = seq.0, dwords = words, bos = handles.len(), "submitted");
         Ok(fence)
     }
@@ -479,6 +531,12 @@ fn retire_through(state: &mut State, fence: u64, counter_khz: u32) -> Vec<Printf
                     state.spare.push(timer);
                 }
             }
+            if let Some(stamps) = done.stamps {
+                write_stamps(state, done.fence, &stamps, counter_khz);
+                if state.spare.len() < MAX_SPARE {
+                    state.spare.push(stamps.buffer);
+                }
+            }
             for job in done.printf {
                 if let Some(output) = read_printf(&job) {
                     outputs.push(output);
@@ -496,6 +554,55 @@ fn retire_through(state: &mut State, fence: u64, counter_khz: u32) -> Vec<Printf
         }
     }
     outputs
+}
+
+/// A completed traced submission's stamps, seen complete now: an instant where it was seen, its
+/// bounds on the GPU clock's offset, and a GPU slice per stamped command.
+fn write_stamps(state: &mut State, fence: u64, stamps: &Stamps, counter_khz: u32) {
+    use crate::trace::{self, Arg, Flow, FlowKind, GpuSlice};
+
+    let device = stamps.submitter.device;
+    if stamps.submitter.generation != trace::current() || counter_khz == 0 {
+        return;
+    }
+    let seen_ns = trace::instant(
+        "gpu",
+        "fence signalled",
+        vec![("device", Arg::U64(device)), ("fence", Arg::U64(fence))],
+    )
+    .unwrap_or_else(trace::now_ns);
+    let count = stamps.names.len() + 1;
+    let mut bytes = vec![0u8; 8 * count];
+    if stamps.buffer.read(0, &mut bytes).is_err() {
+        return;
+    }
+    // Ticks of the GPU clock counter (kHz) in nanoseconds.
+    let times: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|word| {
+            let ticks =
+                u64::from_le_bytes([word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7]]);
+            u64::try_from(u128::from(ticks) * 1_000_000 / u128::from(counter_khz)).unwrap_or(u64::MAX)
+        })
+        .collect();
+    let (Some(&first), Some(&last)) = (times.first(), times.last()) else { return };
+    if times.windows(2).any(|pair| pair[1] < pair[0]) {
+        // A clock that went backwards is no measurement.
+        return;
+    }
+    state.clock.bound(first, last, stamps.issued_ns, seen_ns);
+    let flow = trace::flow_id(FlowKind::Submission, device, fence);
+    for (at, name) in stamps.names.iter().enumerate() {
+        state.clock.write(GpuSlice {
+            name: name.clone().into(),
+            gpu_start_ns: times[at],
+            gpu_end_ns: times[at + 1],
+            issued_ns: stamps.issued_ns,
+            seen_ns,
+            args: vec![("device", Arg::U64(device)), ("fence", Arg::U64(fence))],
+            flow: (at == 0).then_some(Flow::In(flow)),
+        });
+    }
 }
 
 /// The interval between a timed submission's two timestamps, None when they are not in order

@@ -96,7 +96,7 @@ impl GlDevice {
         let quick = !timed && !submit::copies(&steps);
         let timeline = self.thread().timeline().clone();
         // Inside the runtime's traced submit span: its GPU work goes on the trace's GPU track.
-        let traced = crate::trace::submitting();
+        let traced = crate::trace::submitting().map_or(0, |submitter| submitter.generation);
         let fence = self.thread().post_submission(
             || timeline.issue(),
             move |state, fence| submit::execute(state, fence, steps, closing, timed, traced),

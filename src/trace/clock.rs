@@ -1,8 +1,8 @@
 //! GPU tracks: a device's clock tied to the host's by anchors (both clocks read together),
 //! GPU slices placed on the host's clock and kept inside the window their submission allows,
 //! and what the trace's metadata says about each clock.
-// Only backends that stamp GPU work use the tracks (gl).
-#![cfg_attr(not(feature = "gl"), allow(dead_code))]
+// Only backends that stamp GPU work use the tracks (gl, amdgpu).
+#![cfg_attr(not(any(feature = "gl", feature = "amdgpu")), allow(dead_code))]
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -133,6 +133,8 @@ struct Anchor {
     at: Instant,
     /// In which trace.
     generation: u64,
+    /// Where the offset comes from bounds ([`GpuClock::bound`]): the range still possible.
+    bounds: Option<(i128, i128)>,
 }
 
 /// A GPU's clock on its track: anchors, and the placing of slices.
@@ -193,7 +195,47 @@ impl GpuClock {
                 report.max_skew_ns = report.max_skew_ns.max(offset_ns.abs_diff(previous.offset_ns));
             }
         });
-        self.anchor = Some(Anchor { offset_ns, at: after, generation });
+        self.anchor = Some(Anchor { offset_ns, at: after, generation, bounds: None });
+    }
+
+    /// Ties the clocks where the GPU's cannot be read on demand: work stamped from `gpu_start_ns`
+    /// to `gpu_end_ns` on the GPU's clock began after it was issued (`issued_ns`, host) and
+    /// ended before its completion was seen (`seen_ns`), so the offset lies between
+    /// `gpu_end_ns - seen_ns` and `gpu_start_ns - issued_ns`. Bounds from every stamped
+    /// submission of an anchor period (about a second) narrow the range; the offset is its
+    /// middle and the uncertainty half its width. A period whose bounds no longer meet (the
+    /// clocks drifted apart) starts afresh, and the jump is the skew.
+    pub(crate) fn bound(&mut self, gpu_start_ns: u64, gpu_end_ns: u64, issued_ns: u64, seen_ns: u64) {
+        let low = i128::from(gpu_end_ns) - i128::from(seen_ns);
+        let high = i128::from(gpu_start_ns) - i128::from(issued_ns);
+        if low > high {
+            // The stamps say the work took longer than its window: no bound to learn from.
+            return;
+        }
+        let generation = super::generation();
+        let current = self.anchor.filter(|anchor| anchor.generation == generation);
+        let narrowed = current.and_then(|anchor| {
+            let (lo, hi) = anchor.bounds?;
+            let (lo, hi) = (lo.max(low), hi.min(high));
+            (lo <= hi && anchor.at.elapsed() < REANCHOR_EVERY).then_some((lo, hi, anchor.at))
+        });
+        let fresh = narrowed.is_none();
+        let (lo, hi, at) = narrowed.unwrap_or((low, high, Instant::now()));
+        let middle = lo + (hi - lo) / 2;
+        let offset_ns = middle.clamp(i64::MIN.into(), i64::MAX.into()) as i64;
+        let uncertainty_ns = u64::try_from((hi - lo + 1) / 2).unwrap_or(u64::MAX);
+        self.track.update(|report| {
+            if fresh {
+                report.anchors += 1;
+                if let Some(previous) = current {
+                    report.max_skew_ns = report.max_skew_ns.max(offset_ns.abs_diff(previous.offset_ns));
+                }
+            }
+            report.offset_ns = offset_ns;
+            report.uncertainty_ns = uncertainty_ns;
+            report.max_uncertainty_ns = report.max_uncertainty_ns.max(uncertainty_ns);
+        });
+        self.anchor = Some(Anchor { offset_ns, at, generation, bounds: Some((lo, hi)) });
     }
 
     /// `gpu_ns` on the host's clock (trace nanoseconds); `None` before the first anchor.

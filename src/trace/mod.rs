@@ -52,12 +52,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, PoisonError, RwLock};
 use std::time::Duration;
 
-// GPU tracks and the submission mark are for backends that stamp GPU work (gl).
-#[cfg_attr(not(feature = "gl"), allow(unused_imports))]
+// GPU tracks and the submission mark are for backends that stamp GPU work (gl, amdgpu).
+#[cfg_attr(not(any(feature = "gl", feature = "amdgpu")), allow(unused_imports))]
 pub(crate) use clock::{on_flush, GpuClock, GpuSlice, GpuTrack};
-#[cfg_attr(not(feature = "gl"), allow(unused_imports))]
+#[cfg_attr(not(any(feature = "gl", feature = "amdgpu")), allow(unused_imports))]
 pub(crate) use record::{
-    flow_id, instant, next_flow_id, now_ns, span, submitting, Arg, Flow, FlowKind, Submitting,
+    flow_id, instant, next_flow_id, now_ns, span, submitting, Arg, Flow, FlowKind, Submitter, Submitting,
 };
 
 #[doc(hidden)]

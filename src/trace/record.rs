@@ -1,7 +1,8 @@
 //! Recording: the host clock, thread ids and names, spans, instants and flows, handed to the
 //! writer as [`Event`]s.
-// Instants, renamed spans and the submission mark serve backends that stamp GPU work (gl).
-#![cfg_attr(not(feature = "gl"), allow(dead_code))]
+// Instants, renamed spans and the submission mark serve backends that stamp GPU work (gl,
+// amdgpu).
+#![cfg_attr(not(any(feature = "gl", feature = "amdgpu")), allow(dead_code))]
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -335,7 +336,7 @@ pub(crate) fn instant(cat: &'static str, name: &'static str, args: Vec<(&'static
 
 thread_local! {
     /// Whether this thread is inside a traced submission (the runtime's submit span).
-    static SUBMITTING: Cell<u64> = const { Cell::new(0) };
+    static SUBMITTING: Cell<Submitter> = const { Cell::new(Submitter { generation: 0, device: 0 }) };
 }
 
 /// Marks the current thread as submitting traced work until dropped: the backend below the
@@ -343,18 +344,26 @@ thread_local! {
 /// has the submission span its flow starts at.
 pub(crate) struct Submitting {
     /// What the mark was before (`None`: this guard did not mark).
-    restore: Option<u64>,
+    restore: Option<Submitter>,
+}
+
+/// Who submits traced work on this thread (see [`Submitting`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Submitter {
+    /// The trace the submission is stamped for.
+    pub generation: u64,
+    /// The submitting device's token (the runtime's), which the submission's flow id carries.
+    pub device: u64,
 }
 
 impl Submitting {
-    /// Marks the thread while `span` records; a no-op otherwise.
+    /// Marks the thread as submitting for `device` (its token) while `span` records; a no-op
+    /// otherwise.
     #[inline]
-    pub(crate) fn mark(span: &Span) -> Submitting {
-        if !span.is_on() {
-            return Submitting { restore: None };
-        }
-        let generation = span.open.as_ref().map_or(0, |open| open.1);
-        Submitting { restore: Some(SUBMITTING.with(|cell| cell.replace(generation))) }
+    pub(crate) fn mark(span: &Span, device: u64) -> Submitting {
+        let Some(open) = &span.open else { return Submitting { restore: None } };
+        let submitter = Submitter { generation: open.1, device };
+        Submitting { restore: Some(SUBMITTING.with(|cell| cell.replace(submitter))) }
     }
 }
 
@@ -367,11 +376,13 @@ impl Drop for Submitting {
     }
 }
 
-/// The trace the current thread submits traced work for now (see [`Submitting`]); 0: none.
+/// Who submits traced work on the current thread now, for the trace being written (see
+/// [`Submitting`]); `None` when nothing is.
 #[inline]
-pub(crate) fn submitting() -> u64 {
-    if !enabled() {
-        return 0;
+pub(crate) fn submitting() -> Option<Submitter> {
+    let generation = current();
+    if generation == 0 {
+        return None;
     }
-    SUBMITTING.with(Cell::get)
+    Some(SUBMITTING.with(Cell::get)).filter(|submitter| submitter.generation == generation)
 }

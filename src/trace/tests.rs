@@ -276,3 +276,45 @@ fn a_gl_run_puts_cache_tiers_submissions_and_gpu_slices_on_one_timeline() {
     let clocks = trace.other["gpu_clocks"].as_array().unwrap();
     assert!(clocks.iter().any(|c| c["anchors"].as_u64() >= Some(1) && c["simulated"] == false), "{clocks:?}");
 }
+
+#[test]
+fn bounds_from_stamped_windows_narrow_the_offset_and_place_slices_inside() {
+    let _one = one_trace();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let guard = start(&path);
+    let track = GpuTrack::new("GPU bounded".into(), false);
+    let mut clock = GpuClock::new(track.clone());
+    // The GPU's clock reads the host's plus 5 ms; each submission's work sits inside its window.
+    const OFFSET: u64 = 5_000_000;
+    let base = now_ns() + 1_000_000;
+    for (at, (issued, start, end, seen)) in
+        [(0, 100, 900, 1_000), (2_000, 2_050, 2_500, 2_600), (3_000, 3_400, 3_900, 3_950)]
+            .into_iter()
+            .enumerate()
+    {
+        let (issued, seen) = (base + issued, base + seen);
+        let (gpu_start, gpu_end) = (base + start + OFFSET, base + end + OFFSET);
+        clock.bound(gpu_start, gpu_end, issued, seen);
+        clock.write(GpuSlice {
+            name: format!("slice {at}").into(),
+            gpu_start_ns: gpu_start,
+            gpu_end_ns: gpu_end,
+            issued_ns: issued,
+            seen_ns: seen,
+            args: Vec::new(),
+            flow: None,
+        });
+    }
+    guard.finish();
+    let trace = check(&read(&path)).unwrap();
+    let report =
+        trace.other["gpu_clocks"].as_array().unwrap().iter().find(|c| c["track"] == "GPU bounded").unwrap();
+    // Bounds: [end - seen, start - issued] = [-100, 100] ∩ [-100, 50] ∩ [-50, 400] (+ offset).
+    assert_eq!(report["anchors"], 1, "{report}");
+    assert_eq!(report["offset_ns"].as_i64(), Some(OFFSET as i64));
+    assert!(report["uncertainty_ns"].as_u64().unwrap() <= 50, "{report}");
+    assert_eq!(report["clamped"], 0, "bounds keep every slice inside its window");
+    let first = trace.named("slice 0").next().unwrap();
+    assert!(first.ts_ns as u64 >= base && (first.ts_ns + first.dur_ns) as u64 <= base + 1_000);
+}

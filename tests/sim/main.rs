@@ -17,3 +17,4 @@ mod faults;
 mod gfx1030;
 mod isa_corpus;
 mod isa_corpus_cpu;
+mod trace;

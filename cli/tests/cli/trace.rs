@@ -54,7 +54,8 @@ fn a_trace_that_cannot_be_written_is_one_warning_and_the_run_succeeds() {
         assert!(output.status.success(), "{target}: {}", text(&output));
         assert!(text(&output).contains("result: correct"), "{}", text(&output));
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let warnings = stderr.lines().filter(|line| line.contains("WARN") || line.contains("warning")).count();
+        let warnings =
+            stderr.lines().filter(|line| line.contains("WARN") || line.contains("warning")).count();
         assert_eq!(warnings, 1, "{target}: one warning: {stderr}");
         assert!(stderr.contains("trace"), "{stderr}");
     }
