@@ -488,7 +488,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         over_foreign: bool,
     ) -> Result<FromRemote<P>, S::Error> {
         let start = Instant::now();
-        let loaded = source.load(&blob);
+        let loaded = traced_load(source, &blob);
         stats::add_duration(&self.counters.load_ns, start.elapsed());
         let loaded = loaded.map(|program| {
             let mismatch = self.mismatch(source, &program);

@@ -13,3 +13,5 @@ mod remote_support;
 #[cfg(feature = "remote")]
 mod cache;
 mod servers;
+#[cfg(feature = "remote")]
+mod trace;
