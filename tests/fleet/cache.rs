@@ -19,7 +19,16 @@ use sparkle::cache::{CacheConfig, CacheStats, GpuId, ProgramCache, RemoteConfig}
 
 impl Server {
     /// The remote configuration reaching this server at `addr` (itself, or a proxy before it).
-    fn config_at(&self, addr: SocketAddr) -> RemoteConfig {
+    /// Unsigned objects are used (`SPARKLE_CACHE_REMOTE_UNSIGNED=1`): these tests are about the
+    /// tier's behaviour on every store; what signing changes has tests of its own.
+    pub(crate) fn config_at(&self, addr: SocketAddr) -> RemoteConfig {
+        let mut config = self.unsigned_config_at(addr);
+        config.allow_unsigned = true;
+        config
+    }
+
+    /// As [`config_at`](Self::config_at), with nothing said about trust (the default).
+    pub(crate) fn unsigned_config_at(&self, addr: SocketAddr) -> RemoteConfig {
         match self {
             Server::Redis(_) => RemoteConfig::new(&RedisServer::url_at(addr)).unwrap(),
             Server::S3(server) => {
@@ -37,25 +46,25 @@ impl Server {
 
     /// The configuration the functional tests use: a lookup budget far above what a loaded
     /// machine could take, so that hits do not depend on timing (the hedging tests set theirs).
-    fn config(&self) -> RemoteConfig {
+    pub(crate) fn config(&self) -> RemoteConfig {
         let mut config = self.config_at(self.addr());
         config.budget = Some(Duration::from_secs(20));
         config
     }
 
     /// The raw object of `source` on `gpu`.
-    fn object_name(gpu: &GpuId, source: &Source) -> String {
+    pub(crate) fn object_name(gpu: &GpuId, source: &Source) -> String {
         format!("{}/{}", gpu.dir_name(), source.key.hex())
     }
 
-    fn get(&self, name: &str) -> Option<Vec<u8>> {
+    pub(crate) fn get(&self, name: &str) -> Option<Vec<u8>> {
         match self {
             Server::Redis(server) => server.get(format!("sparkle:{name}").as_bytes()).unwrap(),
             Server::S3(server) => server.get_raw(&format!("fleet/{name}")).unwrap(),
         }
     }
 
-    fn put(&self, name: &str, bytes: &[u8]) {
+    pub(crate) fn put(&self, name: &str, bytes: &[u8]) {
         match self {
             Server::Redis(server) => server.set(format!("sparkle:{name}").as_bytes(), bytes).unwrap(),
             Server::S3(server) => server.put_raw(&format!("fleet/{name}"), bytes).unwrap(),
@@ -350,6 +359,7 @@ fn a_dead_remote_costs_nothing_but_one_warning() {
     let sources = sources(&counts, 8, "dead");
     for url in [format!("redis://127.0.0.1:{port}/0"), "s3://sparkle-fleet/fleet".to_owned()] {
         let mut remote = RemoteConfig::new(&url).unwrap();
+        remote.allow_unsigned = true;
         remote.s3_endpoint = Some(format!("http://127.0.0.1:{port}"));
         remote.s3_options = vec![
             ("aws_access_key_id".into(), "x".into()),
@@ -413,6 +423,7 @@ fn fleet_worker_role() {
     let counts = Arc::new(Counts::default());
     let sources = sources(&counts, FLEET_KEYS, "fleet");
     let mut remote = RemoteConfig::new(&url).unwrap();
+    remote.allow_unsigned = true;
     // However loaded the machine, waiting for another process's compile beats compiling.
     remote.budget = Some(Duration::from_secs(20));
     let cache = machine(Path::new(&dir), remote);
@@ -503,6 +514,7 @@ fn a_shared_folder_works_as_a_remote_too() {
     let shared = tempfile::tempdir().unwrap();
     let remote = || {
         let mut config = RemoteConfig::new(&format!("file://{}", shared.path().display())).unwrap();
+        config.allow_unsigned = true;
         config.budget = Some(Duration::from_secs(20));
         config
     };

@@ -11,6 +11,8 @@ mod isolated;
 mod remote_support;
 
 #[cfg(feature = "remote")]
+mod adversary;
+#[cfg(feature = "remote")]
 mod cache;
 mod servers;
 #[cfg(feature = "remote")]
