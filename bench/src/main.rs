@@ -16,6 +16,7 @@ mod overhead;
 mod pipeline;
 mod plain_gl;
 mod progress;
+mod timeline;
 mod transfer;
 
 use std::process::ExitCode;
@@ -91,6 +92,9 @@ enum Command {
     /// Upload and read-back speed, 4 KiB to 256 MiB, plain and staging buffers (PyTorch's
     /// pageable and pinned copies beside them with --peers).
     BenchTransfer(transfer::Options),
+    /// Draws a trace (SPARKLE_TRACE, --trace) as an SVG timeline: a row per thread and GPU
+    /// track, spans by category, flows as lines.
+    Timeline(timeline::Options),
     /// One measured run of the suite in a fresh process; used by `bench`.
     #[command(name = "bench-child", hide = true)]
     BenchChild {
@@ -149,6 +153,7 @@ fn run() -> CliResult<ExitCode> {
         #[cfg(feature = "remote")]
         Command::BenchFleet(options) => bench_fleet::run(options),
         Command::BenchTransfer(options) => transfer::run(options),
+        Command::Timeline(options) => timeline::run(options),
         Command::BenchChild { no_cache } => bench::child(no_cache),
     }
 }

@@ -273,14 +273,26 @@ impl<S: Stage> Pipeline<S> {
         let (mut feeder, mut results) = self.start().map_err(|error| BatchError { index: 0, error })?;
         let inputs = inputs.into_iter();
         std::thread::scope(|scope| {
-            scope.spawn(move || {
+            let feed = move || {
                 for input in inputs {
                     // A failed push means the stream stopped; its error comes through `results`.
                     if feeder.push(input).is_err() {
                         break;
                     }
                 }
-            });
+            };
+            // Named, for traces.
+            let started =
+                std::thread::Builder::new().name("sparkle-pipeline-feed".into()).spawn_scoped(scope, feed);
+            if let Err(err) = started {
+                return Err(BatchError {
+                    index: 0,
+                    error: Error::new(
+                        ErrorKind::Unavailable,
+                        format!("cannot start the thread feeding the pipeline: {err}"),
+                    ),
+                });
+            }
             let mut delivered = 0;
             let mut outcome = Ok(());
             for item in results.by_ref() {

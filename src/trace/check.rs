@@ -28,6 +28,8 @@ pub struct Checked {
     pub dur_ns: i64,
     /// Its arguments.
     pub args: serde_json::Map<String, Value>,
+    /// The flow it starts (`true`) or ends (`false`), by id.
+    pub flow: Option<(u64, bool)>,
 }
 
 impl Checked {
@@ -99,6 +101,7 @@ pub fn check(text: &str) -> Result<CheckedTrace, String> {
             }
             other => return Err(format!("event {at}: unexpected phase {other:?}")),
         };
+        let mut flow = None;
         if let Some(id) = raw.get("bind_id") {
             let id = id.as_u64().ok_or_else(|| format!("event {at}: bind_id is not a number"))?;
             let out = raw.get("flow_out").and_then(Value::as_bool).unwrap_or(false);
@@ -108,8 +111,12 @@ pub fn check(text: &str) -> Result<CheckedTrace, String> {
                     if flows_out.insert(id, ts_ns).is_some() {
                         return Err(format!("event {at}: flow {id} starts twice"));
                     }
+                    flow = Some((id, true));
                 }
-                (false, true) => flows_in.push((id, ts_ns, at)),
+                (false, true) => {
+                    flows_in.push((id, ts_ns, at));
+                    flow = Some((id, false));
+                }
                 _ => return Err(format!("event {at}: flow {id} has no single direction")),
             }
         }
@@ -121,6 +128,7 @@ pub fn check(text: &str) -> Result<CheckedTrace, String> {
             ts_ns,
             dur_ns,
             args,
+            flow,
         });
     }
     for &(id, ts, at) in &flows_in {

@@ -88,3 +88,38 @@ fn bench_pipeline_runs_every_row_in_one_process_when_asked_and_passes_on_a_rows_
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     assert!(text(&output).contains("more than a kernel may bind"), "{}", text(&output));
 }
+
+#[test]
+fn bench_pipeline_writes_a_trace_that_timeline_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("pipe.json");
+    let svg = dir.path().join("pipe.svg");
+    let mut args = vec!["bench-pipeline", "--shape", "2,2,8,8,2", "--batches", "3", "--repeats", "1"];
+    args.extend(["--warmup-ms", "0", "--transfers", "plain", "--transfers", "staged"]);
+    args.extend(["--trace", trace.to_str().unwrap()]);
+    let output = sparkle_bench_with(&args, dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("trace: "), "{}", text(&output));
+    let checked = sparkle::trace::check::check(&std::fs::read_to_string(&trace).unwrap())
+        .unwrap_or_else(|problem| panic!("the trace does not check: {problem}"));
+    // Both rows in this one process: the pipelined and the synchronous path of each.
+    assert!(checked.named("batch in").count() >= 6 && checked.named("serial batch").count() >= 6);
+    assert!(checked.in_category("gpu").any(|e| e.ph == "X"));
+
+    let output =
+        sparkle_bench_with(&["timeline", trace.to_str().unwrap(), svg.to_str().unwrap()], dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.starts_with("<svg")
+            && drawn.contains("Timeline of pipe.json")
+            && drawn.contains("sparkle-gl")
+            && drawn.contains("GPU "),
+        "{drawn:.300}"
+    );
+
+    // Not a trace: a usage error, nothing drawn.
+    let output =
+        sparkle_bench_with(&["timeline", svg.to_str().unwrap(), svg.to_str().unwrap()], dir.path(), &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+}
