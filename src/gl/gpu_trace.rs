@@ -47,6 +47,15 @@ pub(crate) fn begin(state: &mut GlState, fence: u64, generation: u64) -> Option<
             let gpu_ns = unsafe { gl.get_parameter_i64(glow::TIMESTAMP) };
             u64::try_from(gpu_ns).ok().filter(|&ns| ns > 0)
         });
+        if state.gpu_clock.needs_anchor() {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                tracing::warn!(
+                    "this GL driver's GPU clock (GL_TIMESTAMP) reads 0: the trace has no GPU track"
+                )
+            });
+            return None;
+        }
     }
     let mut stamps = Stamps { fence, generation, issued_ns, queries: Vec::new(), names: Vec::new() };
     stamp(state, &mut stamps, None)?;

@@ -291,7 +291,7 @@ impl<A: Api> DynDevice for Core<A> {
     fn submit(&self, commands: Commands, timed: bool) -> Result<u64> {
         let mut span = crate::trace::span("runtime", "submit");
         // The backend stamps this submission's GPU work for the trace only inside the span.
-        let _submitting = crate::trace::Submitting::mark(&span, self.token());
+        let _submitting = crate::trace::Submitting::mark(&span, || self.token());
         self.retire();
         let token = self.token();
         let mut hal_commands: Vec<Command<'_, A>> = Vec::with_capacity(commands.list.len());

@@ -357,12 +357,12 @@ pub(crate) struct Submitter {
 }
 
 impl Submitting {
-    /// Marks the thread as submitting for `device` (its token) while `span` records; a no-op
-    /// otherwise.
+    /// Marks the thread as submitting for the device whose token `device` gives while `span`
+    /// records; a no-op otherwise.
     #[inline]
-    pub(crate) fn mark(span: &Span, device: u64) -> Submitting {
+    pub(crate) fn mark(span: &Span, device: impl FnOnce() -> u64) -> Submitting {
         let Some(open) = &span.open else { return Submitting { restore: None } };
-        let submitter = Submitter { generation: open.1, device };
+        let submitter = Submitter { generation: open.1, device: device() };
         Submitting { restore: Some(SUBMITTING.with(|cell| cell.replace(submitter))) }
     }
 }
