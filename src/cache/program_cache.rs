@@ -279,6 +279,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         #[cfg(feature = "remote")]
         if let Some(remote) = &self.remote {
             let mut span = crate::trace::span("cache", "cache remote");
+            span.arg_with("budget_us", || remote.budgets.for_key(key).as_micros() as u64);
             let from_remote = self.load_remote(remote, key, source, over_foreign)?;
             span.arg(
                 "result",
@@ -416,6 +417,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     fn before_driver_work(&self) {
         #[cfg(feature = "remote")]
         if let Some(remote) = &self.remote {
+            let _span = crate::trace::span("cache", "wait for the driver caches from the fleet");
             remote.settle_driver_caches();
         }
     }

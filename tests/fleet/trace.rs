@@ -49,6 +49,10 @@ fn a_trace_shows_the_remote_lookup_the_compile_and_the_publish() {
     let remote_results: Vec<&str> = trace.named("cache remote").filter_map(|e| e.arg_str("result")).collect();
     assert!(remote_results.contains(&"miss: compile here"), "{remote_results:?}");
     assert!(remote_results.contains(&"hit"), "{remote_results:?}");
+    assert!(
+        trace.named("cache remote").all(|e| e.arg_u64("budget_us") == Some(20_000_000)),
+        "the lookup's budget"
+    );
     let hit = trace.named("cache remote").find(|e| e.arg_str("result") == Some("hit")).unwrap();
     let compile = trace.named("compile").min_by_key(|e| e.ts_ns).expect("machine A's compile");
     assert!(compile.ts_ns < hit.ts_ns, "A compiles before B's hit");
