@@ -63,6 +63,19 @@ impl CheckedTrace {
         self.events.iter().filter(move |event| event.name == name && event.ph != "M")
     }
 
+    /// The id of the thread whose name contains `part` (a test's thread is named after the
+    /// test), if one recorded.
+    pub fn thread_named(&self, part: &str) -> Option<u64> {
+        self.events
+            .iter()
+            .find(|event| {
+                event.ph == "M"
+                    && event.name == "thread_name"
+                    && event.arg_str("name").is_some_and(|name| name.contains(part))
+            })
+            .map(|event| event.tid)
+    }
+
     /// The events of category `cat`.
     pub fn in_category<'a>(&'a self, cat: &'a str) -> impl Iterator<Item = &'a Checked> + 'a {
         self.events.iter().filter(move |event| event.cat == cat)

@@ -147,10 +147,9 @@ fn a_traced_pipeline_shows_every_batch_on_the_cpu_and_the_gpu() {
     assert_eq!(summary.error, None, "{summary:?}");
     let trace = checked(&path);
     for name in ["batch in", "batch out"] {
-        let mut batches: Vec<u64> = trace.named(name).filter_map(|e| e.arg_u64("batch")).collect();
-        batches.sort_unstable();
-        batches.dedup();
-        assert_eq!(batches, (0..BATCHES).collect::<Vec<_>>(), "a `{name}` span per batch");
+        // Other tests of this binary may run pipelines meanwhile: theirs only add batches.
+        let batches: Vec<u64> = trace.named(name).filter_map(|e| e.arg_u64("batch")).collect();
+        assert!((0..BATCHES).all(|batch| batches.contains(&batch)), "a `{name}` span per batch: {batches:?}");
     }
     for name in ["stage upload", "stage record and submit", "stage read-back", "wait for fence"] {
         assert!(trace.named(name).count() as u64 >= BATCHES, "a `{name}` span per batch");

@@ -36,16 +36,19 @@ fn simulated_gpu_work_is_on_a_track_marked_simulated() {
     assert_eq!(summary.error, None, "{summary:?}");
     let text = std::fs::read_to_string(&path).unwrap();
     let trace = check(&text).unwrap_or_else(|problem| panic!("the trace does not check: {problem}"));
+    // This runtime's device has a track of its own (other tests' devices have theirs).
+    let tid =
+        trace.in_category("gpu").find(|e| e.ph == "X" && e.name == "traced_sim").expect("a GPU slice").tid;
     let clocks = trace.other["gpu_clocks"].as_array().unwrap();
     let track = clocks
         .iter()
-        .find(|clock| clock["simulated"] == true)
-        .unwrap_or_else(|| panic!("a simulated clock: {clocks:?}"));
+        .find(|clock| clock["tid"].as_u64() == Some(tid))
+        .unwrap_or_else(|| panic!("the track's clock: {clocks:?}"));
+    assert_eq!(track["simulated"], true, "{track}");
     assert!(track["track"].as_str().unwrap().contains("simulated"));
-    let tid = track["tid"].as_u64().unwrap();
     let slices: Vec<&str> =
         trace.events.iter().filter(|e| e.tid == tid && e.ph == "X").map(|e| e.name.as_str()).collect();
     assert_eq!(slices, ["traced_sim", "traced_sim", "copy"], "in submission order");
-    assert_eq!(trace.gpu_in_windows, 3);
+    assert!(trace.gpu_in_windows >= 3);
     assert!(trace.flows >= 1, "the submission flows to its first GPU slice");
 }
