@@ -414,7 +414,11 @@ impl GlThread {
             .name("sparkle-gl".into())
             .spawn(move || {
                 ON_GL_THREAD.with(|on| on.set(true));
-                let started = discovery::open(pinned).and_then(|context| {
+                let opening = crate::trace::span("gl", "open the EGL display and context");
+                let opened = discovery::open(pinned);
+                drop(opening);
+                let started = opened.and_then(|context| {
+                    let _probing = crate::trace::span("gl", "probe the device");
                     match device_info::probe(&context).and_then(|probe| hold_clocks(&context, probe)) {
                         Ok((probe, hold)) => Ok((context, probe, hold)),
                         Err(err) => {
@@ -440,7 +444,10 @@ impl GlThread {
                 // Before `spawn` returns, so the first submission already has its waiter.
                 let waits = FenceWaits::from_env().unwrap_or(waits);
                 let fences = match waits {
-                    FenceWaits::OwnThread => start_fence_thread(&thread_shared, &context),
+                    FenceWaits::OwnThread => {
+                        let _span = crate::trace::span("gl", "start the fence thread (a second context)");
+                        start_fence_thread(&thread_shared, &context)
+                    }
                     FenceWaits::Polled => Fences::polled_only(),
                 };
                 let track = crate::trace::GpuTrack::new(

@@ -95,7 +95,9 @@ impl<A: Api> Core<A> {
             memory_only = CacheConfig { dir: None, remote: None, ..config.clone() };
             &memory_only
         };
+        let span = crate::trace::span("cache", "open the program cache");
         let cache = ProgramCache::open(info.gpu_id.clone(), config);
+        drop(span);
         Self { device, cache, in_flight: Mutex::new(VecDeque::new()) }
     }
 
