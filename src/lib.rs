@@ -83,6 +83,8 @@
 //!   [`Submission`]: its fence, to poll or wait for with a timeout.
 //! - [`Pipeline`] over a [`Stage`]: a stream of batches with uploads, GPU work and read-backs
 //!   overlapped ([`Feeder`] and [`Results`] for its two ends, [`BatchError`] for its failures).
+//! - [`Placement`]: several devices in one process (`SPARKLE_DEVICES`), each [`Workload`] run
+//!   on the device a learned history of measured times picks; [`Placement::explain`] says why.
 //! - [`Error`] with its backend-neutral [`ErrorKind`]: the one error type.
 //! - [`DeviceInfo`] and [`Limits`]: what the device is and what it takes.
 //! - [`suite`]: saxpy, sgemm and conv2d as ordinary kernel specs, with CPU references and
@@ -110,8 +112,8 @@ pub use kernel::{
     TexelFormat,
 };
 pub use runtime::{
-    Arg, BackendChoice, BatchError, Buffer, Commands, Feeder, Pipeline, Program, Results, Runtime, Stage,
-    Submission, BACKEND_ENV,
+    Arg, BackendChoice, BatchError, Buffer, Commands, Feeder, Pipeline, Placed, Placement, Program, Results,
+    Runtime, Stage, Submission, Workload, BACKEND_ENV, DEVICES_ENV,
 };
 
 /// The guide's and the README's Rust examples, compiled as doc tests.

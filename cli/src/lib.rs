@@ -69,6 +69,11 @@ enum Command {
         /// ui.perfetto.dev): cache lookups, compiles, transfers, submissions and GPU work.
         #[arg(long, value_name = "FILE")]
         trace: Option<std::path::PathBuf>,
+        /// Runs it on the device the placement chooses among those SPARKLE_DEVICES lists
+        /// (default: every real device), and prints each device's prediction, samples and the
+        /// choice.
+        #[arg(long)]
+        explain: bool,
     },
     /// Draws the chart (SVG) of a saved `sparkle-bench bench --json-out` report, without measuring.
     Chart {
@@ -163,7 +168,9 @@ pub fn run() -> CliResult<ExitCode> {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     match cli.command {
         Command::Info { json } => info::run(json),
-        Command::Run { kernel, sizes, seed, trace } => run::run(&kernel, &sizes, seed, trace.as_deref()),
+        Command::Run { kernel, sizes, seed, trace, explain } => {
+            run::run(&kernel, &sizes, seed, trace.as_deref(), explain)
+        }
         Command::Chart { report, out } => chart::from_file(&report, &out),
         Command::Tune { kernel, sizes, force, quick, shapes, transfers, json } => {
             tune::run(kernel.as_deref(), &sizes, force, quick, json, problem_set(shapes), transfers)

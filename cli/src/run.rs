@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use sparkle::{suite, Runtime};
+use sparkle::{suite, Placement, Runtime};
 
 use super::{ms, CliResult, UsageError, WRONG_RESULT};
 
@@ -12,7 +12,13 @@ use super::{ms, CliResult, UsageError, WRONG_RESULT};
 /// over them (a large conv2d's reference with a Winograd error bound would take minutes).
 const CHECKED_OUTPUTS: usize = 200_000;
 
-pub fn run(kernel: &str, sizes: &[usize], seed: u64, trace: Option<&Path>) -> CliResult<ExitCode> {
+pub fn run(
+    kernel: &str,
+    sizes: &[usize],
+    seed: u64,
+    trace: Option<&Path>,
+    explain: bool,
+) -> CliResult<ExitCode> {
     if !suite::NAMES.contains(&kernel) {
         return Err(Box::new(UsageError(format!(
             "no suite kernel is called `{kernel}`; the suite has {}",
@@ -20,7 +26,7 @@ pub fn run(kernel: &str, sizes: &[usize], seed: u64, trace: Option<&Path>) -> Cl
         ))));
     }
     let trace = super::start_trace(trace);
-    let outcome = run_traced(kernel, sizes, seed);
+    let outcome = if explain { run_placed(kernel, sizes, seed) } else { run_traced(kernel, sizes, seed) };
     // Also after a failure: the trace shows how far the run got.
     super::trace_written(trace);
     outcome
@@ -66,5 +72,36 @@ fn run_traced(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
         );
     }
     println!("  result: {verdict}");
+    Ok(if verdict.passed() { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
+}
+
+/// `--explain`: the run goes where the placement chooses, after saying why; what it measured
+/// is kept in the placement's history.
+fn run_placed(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
+    let placement = Placement::from_env()?;
+    let limits = placement.runtime(0).map(|runtime| runtime.info().limits.clone());
+    let Some(limits) = limits else {
+        return Err("the placement holds no device".into());
+    };
+    let case = suite::case(kernel, sizes, seed, &limits).map_err(UsageError)?;
+    let workload = Placement::case_workload(case.as_ref());
+    println!("{} placed among {}", case.describe(), placement.labels().join(", "));
+    println!("{}", placement.explain(&workload));
+    let placed = placement.run_case(case.as_ref())?;
+    let device =
+        placement.runtime(placed.device).map_or_else(String::new, |runtime| runtime.info().name.clone());
+    println!(
+        "  ran on {} ({device}): {} ms to result",
+        placed.label,
+        ms(std::time::Duration::from_secs_f64(placed.seconds))
+    );
+    let spec = placement
+        .runtime(placed.device)
+        .map_or_else(|| case.spec(), |runtime| suite::chosen_spec(runtime, case.as_ref()));
+    let verdict = suite::verify_sampled(case.as_ref(), &spec, &placed.value, CHECKED_OUTPUTS);
+    println!("  result: {verdict}");
+    if let Some(path) = placement.history_path() {
+        println!("  history: {}", path.display());
+    }
     Ok(if verdict.passed() { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
 }

@@ -552,6 +552,8 @@ impl DiskStore {
             }
         }
         report.removed_problems = fixed.len() as u64;
+        // The placement's learned histories are kept like tuning and go with the entries.
+        let _ = crate::runtime::clear_histories(&self.root);
         let _ = fs::remove_dir(self.root.join(DRIVER_CACHES_DIR));
         for gpu in self.gpu_dirs()? {
             let gpu_path = gpu.path();

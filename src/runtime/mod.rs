@@ -8,6 +8,9 @@ mod device;
 mod executor;
 mod executor_stream;
 mod objects;
+mod placement;
+mod placement_history;
+mod placement_model;
 mod registry;
 
 mod validate;
@@ -21,6 +24,12 @@ pub use commands::{Commands, Submission};
 pub use executor::{BatchError, Pipeline, Stage, DEFAULT_BATCH_TIMEOUT, DEFAULT_DEPTH};
 pub use executor_stream::{Feeder, Results};
 pub use objects::{Buffer, Program};
+pub use placement::{Placed, Placement, PlacementStats, DEVICES_ENV};
+pub use placement_history::{clear_histories, HISTORY_DIR, HISTORY_FORMAT_VERSION, MAX_HISTORIES};
+pub use placement_model::{
+    Basis, Decision, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Prediction, Reason, Samples,
+    Workload,
+};
 pub use registry::{BackendChoice, BackendEntry, BACKENDS, BACKEND_ENV};
 pub use validate::Arg;
 

@@ -7,4 +7,5 @@ mod fake;
 mod executor;
 #[cfg(feature = "gl")]
 mod executor_gl;
+mod placement;
 mod runtime;

@@ -32,6 +32,8 @@ mod fleet;
 mod general;
 #[cfg(feature = "gl")]
 mod gl_cache;
+#[cfg(all(feature = "gl", feature = "amdgpu-sim"))]
+mod placement;
 #[cfg(feature = "amdgpu-sim")]
 mod sim;
 #[cfg(feature = "gl")]

@@ -1,0 +1,392 @@
+//! Several devices in one process, and each workload run where it is fastest.
+//!
+//! A [`Placement`] holds a set of opened [`Runtime`]s — by default every real device of this
+//! build that opens here (never the simulator), or those `SPARKLE_DEVICES` names
+//! (`gl,amdgpu-sim`) — and, per run, asks its [`PlacementModel`] which one to use. Each device
+//! compiles through the one program cache under its own GPU id; a run's buffers are created on
+//! the device that runs it (the job receives that device's runtime), and its result is read
+//! back the same way whatever device ran it. The measured time to result of every run feeds
+//! the model, whose state is kept per device set in the cache dir (`placement_history.rs`),
+//! like tuning results. The decision rule itself is in `placement_model.rs`.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use super::placement_history::{self, Miss};
+use super::placement_model::{Decision, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Workload};
+use super::{registry, Runtime};
+use crate::cache::CacheConfig;
+use crate::suite::{self, Case};
+use crate::{Error, ErrorKind, Result};
+
+/// The environment variable that lists a placement's devices (`gl,amdgpu-sim`, `gl:0`).
+pub const DEVICES_ENV: &str = "SPARKLE_DEVICES";
+
+struct PlacedDevice {
+    label: String,
+    runtime: Runtime,
+    costs: DeviceCosts,
+}
+
+/// The outcome of a placed run.
+#[derive(Debug)]
+pub struct Placed<T> {
+    /// What the job returned.
+    pub value: T,
+    /// The index of the device that ran it.
+    pub device: usize,
+    /// That device's label.
+    pub label: String,
+    /// Measured seconds to result.
+    pub seconds: f64,
+    /// The decision that sent it there.
+    pub decision: Decision,
+}
+
+/// What the placement's history did in this process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlacementStats {
+    /// Whether a history was read at open.
+    pub history_loaded: bool,
+    /// History files found damaged (and ignored).
+    pub damaged_histories: u64,
+    /// (kernel, size class, device) histories held.
+    pub histories: usize,
+}
+
+/// Several opened devices, each workload run on the one the learned model picks.
+pub struct Placement {
+    devices: Vec<PlacedDevice>,
+    rules: PlacementRules,
+    model: Mutex<PlacementModel>,
+    dirty: AtomicBool,
+    history: Option<PathBuf>,
+    identities: Vec<String>,
+    loaded: bool,
+    damaged: AtomicU64,
+}
+
+impl Placement {
+    /// Opens the devices `SPARKLE_DEVICES` lists (default: every real device), with the cache
+    /// configured from the environment.
+    pub fn from_env() -> Result<Placement> {
+        let devices = std::env::var(DEVICES_ENV).ok();
+        Self::open(devices.as_deref(), &CacheConfig::from_env()?)
+    }
+
+    /// Opens the devices `list` names (comma-separated backend names, each optionally with a
+    /// device index: `gl:0,amdgpu-sim`); `None` or empty opens every device `auto` would
+    /// consider that opens here, never the simulator. An unknown or unavailable device is an
+    /// error naming it and listing the devices found.
+    pub fn open(list: Option<&str>, cache: &CacheConfig) -> Result<Placement> {
+        let list = list.map(str::trim).filter(|l| !l.is_empty());
+        let mut devices = Vec::new();
+        match list {
+            None => {
+                let mut reasons = Vec::new();
+                for entry in registry::BACKENDS.iter().filter(|e| e.in_auto) {
+                    match Runtime::open_backend(entry.name, cache) {
+                        Ok(runtime) => devices.push((entry.name.to_owned(), runtime)),
+                        Err(err) => {
+                            tracing::info!(backend = entry.name, error = %err, "placement: device not available");
+                            reasons.push(format!("{}: {err}", entry.name));
+                        }
+                    }
+                }
+                if devices.is_empty() {
+                    return Err(Error::new(
+                        ErrorKind::Unavailable,
+                        format!("no device could be opened for the placement: {}", reasons.join("; ")),
+                    ));
+                }
+            }
+            Some(list) => {
+                for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                    let (name, index) = match item.split_once(':') {
+                        Some((name, index)) => (name, Some(index)),
+                        None => (item, None),
+                    };
+                    let known = registry::BACKENDS.iter().find(|e| e.name.eq_ignore_ascii_case(name));
+                    let index_ok = index.is_none_or(|i| i.trim() == "0");
+                    let Some(entry) = known.filter(|_| index_ok) else {
+                        return Err(not_found(item, "no such device in this build", cache));
+                    };
+                    if devices.iter().any(|(label, _)| label == entry.name) {
+                        continue;
+                    }
+                    let runtime = Runtime::open_backend(entry.name, cache)
+                        .map_err(|err| not_found(item, &err.to_string(), cache))?;
+                    devices.push((entry.name.to_owned(), runtime));
+                }
+                if devices.is_empty() {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("{DEVICES_ENV}={list:?} names no device"),
+                    ));
+                }
+            }
+        }
+        Self::from_runtimes(devices, cache)
+    }
+
+    /// A placement over runtimes the caller opened, each with its label (labels must differ).
+    /// Its history is kept under `cache`'s folder unless the cache is off or read-only.
+    pub fn from_runtimes(runtimes: Vec<(String, Runtime)>, cache: &CacheConfig) -> Result<Placement> {
+        if runtimes.is_empty() {
+            return Err(Error::new(ErrorKind::InvalidArgument, "a placement needs at least one device"));
+        }
+        let mut devices: Vec<PlacedDevice> = Vec::new();
+        for (label, runtime) in runtimes {
+            if devices.iter().any(|d| d.label == label) {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("two devices of the placement are labelled `{label}`"),
+                ));
+            }
+            let costs = DeviceCosts::for_class(runtime.info().class);
+            devices.push(PlacedDevice { label, runtime, costs });
+        }
+        let identities: Vec<String> =
+            devices.iter().map(|d| format!("{} {:016x}", d.label, d.runtime.info().gpu_id.hash())).collect();
+        let dir = cache.dir.as_deref();
+        let path = dir.map(|dir| placement_history::path_for(dir, &identities));
+        let mut placement = Placement {
+            devices,
+            rules: PlacementRules::default(),
+            model: Mutex::new(PlacementModel::new()),
+            dirty: AtomicBool::new(false),
+            history: path.clone().filter(|_| !cache.read_only),
+            identities,
+            loaded: false,
+            damaged: AtomicU64::new(0),
+        };
+        if let Some(path) = path {
+            match placement_history::load(&path, &placement.identities) {
+                Ok(model) => {
+                    tracing::debug!(path = %path.display(), histories = model.len(), "placement history read");
+                    placement.model = Mutex::new(model);
+                    placement.loaded = true;
+                }
+                Err(Miss::Absent) => {}
+                Err(Miss::Damaged(why)) => {
+                    placement.damaged.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(path = %path.display(), "placement history ignored ({why}); learning afresh");
+                }
+            }
+        }
+        Ok(placement)
+    }
+
+    /// The same placement with other decision rules.
+    pub fn with_rules(mut self, rules: PlacementRules) -> Placement {
+        self.rules = rules;
+        self
+    }
+
+    /// The decision rules in use.
+    pub fn rules(&self) -> &PlacementRules {
+        &self.rules
+    }
+
+    /// How many devices the placement holds.
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// Whether it holds none (never true: opening needs one).
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+
+    /// The label of device `index` (`gl`, `amdgpu-sim`).
+    pub fn label(&self, index: usize) -> Option<&str> {
+        self.devices.get(index).map(|d| d.label.as_str())
+    }
+
+    /// The runtime of device `index`.
+    pub fn runtime(&self, index: usize) -> Option<&Runtime> {
+        self.devices.get(index).map(|d| &d.runtime)
+    }
+
+    /// The labels of all devices, in order.
+    pub fn labels(&self) -> Vec<&str> {
+        self.devices.iter().map(|d| d.label.as_str()).collect()
+    }
+
+    /// Replaces the heuristic costs of the device labelled `device` (measured by the caller).
+    pub fn set_costs(&mut self, device: &str, costs: DeviceCosts) -> Result<()> {
+        let index = self.index_of(device)?;
+        self.devices[index].costs = costs;
+        Ok(())
+    }
+
+    /// Runs every workload of `kernel` on the device labelled `device`, whatever was measured.
+    pub fn pin(&self, kernel: &str, device: &str) -> Result<()> {
+        self.index_of(device)?;
+        self.lock().pin(kernel, device);
+        Ok(())
+    }
+
+    /// Lets the model choose for `kernel` again.
+    pub fn unpin(&self, kernel: &str) {
+        self.lock().unpin(kernel);
+    }
+
+    /// Where the next run of `workload` would go and why — each device's prediction, samples
+    /// and the choice — without counting it as a decision.
+    pub fn explain(&self, workload: &Workload) -> Decision {
+        let mut model = self.lock().clone();
+        model.choose(workload, &self.model_devices(), &self.rules)
+    }
+
+    /// Chooses the device for a run of `workload` (counted as a decision).
+    pub fn choose(&self, workload: &Workload) -> Decision {
+        self.lock().choose(workload, &self.model_devices(), &self.rules)
+    }
+
+    /// Records that a run of `workload` on device `index` took `seconds` to result.
+    pub fn record(&self, workload: &Workload, index: usize, seconds: f64) {
+        let Some(device) = self.devices.get(index) else { return };
+        self.lock().record(workload, &device.label, &device.costs, seconds, &self.rules);
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// Runs `job` on the device chosen for `workload`, timing it to result, and learns from the
+    /// time. The job gets that device's runtime: it creates its buffers there, dispatches and
+    /// reads its result back. A failed job teaches nothing and its error is returned; nor does
+    /// a job that compiled a program (it paid for the compile, not for the work).
+    pub fn run<T>(&self, workload: &Workload, job: impl FnOnce(&Runtime) -> Result<T>) -> Result<Placed<T>> {
+        let decision = self.choose(workload);
+        let device = decision.device;
+        let runtime = &self.devices[device].runtime;
+        let compiles = runtime.cache_stats().compiles;
+        let start = Instant::now();
+        let value = job(runtime)?;
+        let seconds = start.elapsed().as_secs_f64();
+        self.record_measured(workload, device, compiles, seconds);
+        Ok(Placed { value, device, label: self.devices[device].label.clone(), seconds, decision })
+    }
+
+    /// Records a run measured by the placement itself, unless it compiled a program on its
+    /// device (`compiles_before` is the device's compile count before it): such a run paid
+    /// for the compile and the driver's work on first use, so it says nothing about the device.
+    fn record_measured(&self, workload: &Workload, device: usize, compiles_before: u64, seconds: f64) {
+        let runtime = &self.devices[device].runtime;
+        if runtime.cache_stats().compiles > compiles_before {
+            tracing::debug!(
+                kernel = %workload.kernel,
+                device = %self.devices[device].label,
+                seconds,
+                "placement: a run that compiled its program is not learned from"
+            );
+        } else {
+            self.record(workload, device, seconds);
+        }
+    }
+
+    /// The workload a suite problem is placed as: its kernel's name, its operations and bytes.
+    pub fn case_workload(case: &dyn Case) -> Workload {
+        let work = case.work();
+        Workload::for_kernel(&case.spec(), work.flops, work.bytes)
+    }
+
+    /// Runs a suite problem on the device chosen for it (with that device's tuned or default
+    /// variant) and returns its output. Fetching the program is not timed, and a run that had
+    /// to compile it is not learned from: the driver's own work on first use would tell
+    /// nothing about where the problem runs fastest.
+    pub fn run_case(&self, case: &dyn Case) -> Result<Placed<Vec<f32>>> {
+        let workload = Self::case_workload(case);
+        let decision = self.choose(&workload);
+        let device = decision.device;
+        let runtime = &self.devices[device].runtime;
+        let compiles = runtime.cache_stats().compiles;
+        let program = runtime.program(&suite::chosen_spec(runtime, case))?;
+        let start = Instant::now();
+        let buffers = case.upload_for(runtime, &program)?;
+        case.dispatch(runtime, &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
+        let value = case.download(runtime, &buffers)?;
+        let seconds = start.elapsed().as_secs_f64();
+        self.record_measured(&workload, device, compiles, seconds);
+        Ok(Placed { value, device, label: self.devices[device].label.clone(), seconds, decision })
+    }
+
+    /// Where the history is kept, if it is kept.
+    pub fn history_path(&self) -> Option<&std::path::Path> {
+        self.history.as_deref()
+    }
+
+    /// Writes the history now (it is also written when the placement is dropped). A cache that
+    /// is off or read-only keeps nothing.
+    pub fn save(&self) -> Result<()> {
+        let Some(path) = &self.history else { return Ok(()) };
+        let model = self.lock().clone();
+        placement_history::save(path, &self.identities, &model).map_err(|err| {
+            Error::new(ErrorKind::Io, format!("cannot write the placement history {}: {err}", path.display()))
+        })?;
+        self.dirty.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// What the history did in this process.
+    pub fn stats(&self) -> PlacementStats {
+        PlacementStats {
+            history_loaded: self.loaded,
+            damaged_histories: self.damaged.load(Ordering::Relaxed),
+            histories: self.lock().len(),
+        }
+    }
+
+    fn index_of(&self, device: &str) -> Result<usize> {
+        self.devices.iter().position(|d| d.label == device).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "`{device}` is not a device of this placement; its devices are: {}",
+                    self.labels().join(", ")
+                ),
+            )
+        })
+    }
+
+    fn model_devices(&self) -> Vec<ModelDevice> {
+        self.devices.iter().map(|d| ModelDevice { label: d.label.clone(), costs: d.costs }).collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PlacementModel> {
+        // The model is plain data: a panic while it was held leaves it usable.
+        self.model.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for Placement {
+    fn drop(&mut self) {
+        if self.dirty.load(Ordering::Relaxed) {
+            if let Err(err) = self.save() {
+                tracing::warn!(error = %err, "placement history not kept");
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Placement").field("devices", &self.labels()).finish()
+    }
+}
+
+/// The error for a device of `SPARKLE_DEVICES` that is unknown or does not open, listing the
+/// devices that do open here.
+fn not_found(item: &str, why: &str, cache: &CacheConfig) -> Error {
+    let found: Vec<&str> = registry::BACKENDS
+        .iter()
+        .filter(|entry| Runtime::open_backend(entry.name, cache).is_ok())
+        .map(|entry| entry.name)
+        .collect();
+    let found = if found.is_empty() { "none".to_owned() } else { found.join(", ") };
+    Error::new(
+        ErrorKind::Unavailable,
+        format!("{DEVICES_ENV}: device `{item}` cannot be used ({why}); devices found here: {found}"),
+    )
+}

@@ -1,0 +1,135 @@
+//! The placement's history on disk: one file per device set in `<cache dir>/placement/`, kept
+//! like tuning results and verified like cache entries before anything trusts it.
+//!
+//! A file is one header line — `sparkle-placement <format version> <xxh3-64 of the body, hex>`
+//! — then the body: the [`PlacementModel`] and the device set it was learned on, as JSON. A
+//! file that is too large, has another magic or version, a checksum that does not match, a body
+//! that does not parse or another device set is a miss: the placement starts afresh, counts it
+//! and warns once. Files are written to a temporary file in the same folder and renamed, so a
+//! reader sees a whole old file, a whole new one or none. The number of histories is bounded
+//! ([`MAX_HISTORIES`]); `sparkle cache clear` removes the folder.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::placement_model::PlacementModel;
+
+/// The folder of the cache dir that holds placement histories.
+pub const HISTORY_DIR: &str = "placement";
+/// The history file format's version; a file of another version is a miss.
+pub const HISTORY_FORMAT_VERSION: u32 = 1;
+/// At most this many (kernel, size class, device) histories are kept per device set.
+pub const MAX_HISTORIES: usize = 4096;
+const MAGIC: &str = "sparkle-placement";
+/// A larger file is not read.
+const MAX_FILE_BYTES: u64 = 8 << 20;
+
+#[derive(Serialize, Deserialize)]
+struct Body {
+    devices: Vec<String>,
+    model: PlacementModel,
+}
+
+/// Why a history file was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Miss {
+    /// There is none (a first run): not a problem.
+    Absent,
+    /// It is damaged or belongs elsewhere: counted and reported.
+    Damaged(String),
+}
+
+/// The path of the history of the device set `identities` under `cache_dir`.
+pub(crate) fn path_for(cache_dir: &Path, identities: &[String]) -> PathBuf {
+    let joined = identities.join("\n");
+    cache_dir.join(HISTORY_DIR).join(format!("{:016x}.json", xxh3_64(joined.as_bytes())))
+}
+
+/// Reads and verifies the history at `path`, learned on `identities`.
+pub(crate) fn load(path: &Path, identities: &[String]) -> Result<PlacementModel, Miss> {
+    let meta = match fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
+        Err(err) => return Err(Miss::Damaged(format!("cannot read it: {err}"))),
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(Miss::Damaged(format!("{} bytes, more than a history may hold", meta.len())));
+    }
+    let bytes = fs::read(path).map_err(|err| Miss::Damaged(format!("cannot read it: {err}")))?;
+    let Some(newline) = bytes.iter().position(|&b| b == b'\n') else {
+        return Err(Miss::Damaged("no header line".into()));
+    };
+    let header =
+        std::str::from_utf8(&bytes[..newline]).map_err(|_| Miss::Damaged("header is not text".into()))?;
+    let body = &bytes[newline + 1..];
+    let mut fields = header.split(' ');
+    if fields.next() != Some(MAGIC) {
+        return Err(Miss::Damaged("not a placement history".into()));
+    }
+    let version = fields.next().and_then(|v| v.parse::<u32>().ok());
+    if version != Some(HISTORY_FORMAT_VERSION) {
+        return Err(Miss::Damaged(format!(
+            "format version {version:?}, this build reads {HISTORY_FORMAT_VERSION}"
+        )));
+    }
+    let checksum = fields.next().and_then(|c| u64::from_str_radix(c, 16).ok());
+    if checksum != Some(xxh3_64(body)) || fields.next().is_some() {
+        return Err(Miss::Damaged("checksum does not match its contents".into()));
+    }
+    let body: Body =
+        serde_json::from_slice(body).map_err(|err| Miss::Damaged(format!("contents do not parse: {err}")))?;
+    if body.devices != identities {
+        return Err(Miss::Damaged("learned on another set of devices".into()));
+    }
+    let mut model = body.model;
+    model.bound(MAX_HISTORIES);
+    Ok(model)
+}
+
+/// Writes `model` (bounded) as the history at `path`, atomically.
+pub(crate) fn save(path: &Path, identities: &[String], model: &PlacementModel) -> std::io::Result<()> {
+    let mut model = model.clone();
+    model.bound(MAX_HISTORIES);
+    let body = serde_json::to_vec(&Body { devices: identities.to_vec(), model })
+        .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    create_private_dir(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    writeln!(file, "{MAGIC} {HISTORY_FORMAT_VERSION} {:016x}", xxh3_64(&body))?;
+    file.write_all(&body)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|err| err.error)?;
+    Ok(())
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Removes every placement history under `cache_dir`; returns how many files went.
+pub fn clear_histories(cache_dir: &Path) -> std::io::Result<u64> {
+    let dir = cache_dir.join(HISTORY_DIR);
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(err) => return Err(err),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    let _ = fs::remove_dir(&dir);
+    Ok(removed)
+}

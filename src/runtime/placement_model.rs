@@ -1,0 +1,504 @@
+//! The decision rule of [`Placement`](super::Placement), kept apart from any device so that it
+//! can be driven with programmable costs: which device a workload should run on, predicted from
+//! a heuristic until measured times are trusted, then from what was measured.
+//!
+//! Per device the heuristic is `launch + flops / flop rate + bytes / byte rate` ([`DeviceCosts`],
+//! defaults by [`DeviceClass`]), scaled by how far off it has been on that device so far (an
+//! exponential moving average of measured / predicted, in log space). Per (kernel key, size
+//! class, device) the model keeps an exponential moving average of the measured time to result
+//! — the method of the framework Sparkle grew from — with its spread, the sample count and the
+//! last two samples. A device's history is trusted after [`PlacementRules::trust_after`]
+//! samples (StarPU waits for 10); until then, devices whose prediction is within
+//! [`PlacementRules::calibrate_within`] of the best are run in turn to calibrate them. Once
+//! trusted, the workload stays on its current device unless another one was faster by
+//! [`PlacementRules::switch_margin`] in the *worse* of its last two runs (hipfire's 1.03× rule),
+//! and every [`PlacementRules::explore_every`]-th decision re-tries a losing device so that a
+//! change (clocks, load, driver) is noticed. Everything here is deterministic: no clock, no
+//! random numbers.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hal::DeviceClass;
+use crate::kernel::KernelSpec;
+
+/// One problem of one kernel, as the placement tells problems apart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// The kernel's key: its name (variants of one kernel share it).
+    pub kernel: String,
+    /// Floating-point operations of one run (a fused multiply-add counts 2).
+    pub flops: f64,
+    /// Bytes the run must move to and from the device (inputs uploaded, outputs read back).
+    pub bytes: f64,
+}
+
+impl Workload {
+    /// A workload of `kernel` doing `flops` operations over `bytes` bytes.
+    pub fn new(kernel: impl Into<String>, flops: f64, bytes: f64) -> Workload {
+        Workload { kernel: kernel.into(), flops: flops.max(0.0), bytes: bytes.max(0.0) }
+    }
+
+    /// A workload of the kernel `spec` describes.
+    pub fn for_kernel(spec: &KernelSpec, flops: f64, bytes: f64) -> Workload {
+        Workload::new(spec.name.clone(), flops, bytes)
+    }
+
+    /// The size class its history is kept under: the power-of-two buckets of its operations
+    /// and bytes (`f20.b23`), so that problems of about the same size share what was learned.
+    pub fn size_class(&self) -> String {
+        format!("f{}.b{}", bucket(self.flops), bucket(self.bytes))
+    }
+}
+
+fn bucket(value: f64) -> u32 {
+    if value < 1.0 {
+        0
+    } else {
+        value.log2().floor() as u32 + 1
+    }
+}
+
+/// What a device's work costs by the heuristic, before anything was measured for a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DeviceCosts {
+    /// Seconds from submitting a tiny dispatch to having its result (submission, fence, read).
+    pub launch_s: f64,
+    /// Floating-point operations per second.
+    pub flops_per_s: f64,
+    /// Bytes per second moved to or from the device.
+    pub bytes_per_s: f64,
+}
+
+impl DeviceCosts {
+    /// Rough costs of a device of `class`, for when nothing was measured on it yet.
+    pub fn for_class(class: DeviceClass) -> DeviceCosts {
+        match class {
+            DeviceClass::Gpu => DeviceCosts { launch_s: 50e-6, flops_per_s: 5e12, bytes_per_s: 10e9 },
+            DeviceClass::Cpu => DeviceCosts { launch_s: 150e-6, flops_per_s: 20e9, bytes_per_s: 5e9 },
+            DeviceClass::Simulator => DeviceCosts { launch_s: 2e-3, flops_per_s: 20e6, bytes_per_s: 200e6 },
+        }
+    }
+
+    /// The predicted seconds to result of `workload`.
+    pub fn predict(&self, workload: &Workload) -> f64 {
+        self.launch_s
+            + workload.flops / self.flops_per_s.max(1.0)
+            + workload.bytes / self.bytes_per_s.max(1.0)
+    }
+}
+
+/// The knobs of the decision rule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlacementRules {
+    /// Samples after which a device's history for a workload is trusted over the heuristic.
+    pub trust_after: u32,
+    /// Weight of a new sample in the moving average (0 < alpha ≤ 1).
+    pub alpha: f64,
+    /// How much faster, in the worse of its last two runs, another device must have been for a
+    /// workload to move to it.
+    pub switch_margin: f64,
+    /// Every this many decisions of a workload, one re-tries a losing device (0: never).
+    pub explore_every: u32,
+    /// Untrusted devices predicted within this factor of the best are calibrated (run until
+    /// trusted); slower ones are not tried at all.
+    pub calibrate_within: f64,
+    /// Losing devices whose time was within this factor of the current device's are re-tried
+    /// by exploration; slower ones are not.
+    pub explore_within: f64,
+}
+
+impl Default for PlacementRules {
+    fn default() -> Self {
+        PlacementRules {
+            trust_after: 5,
+            alpha: 0.3,
+            switch_margin: 1.03,
+            explore_every: 20,
+            calibrate_within: 8.0,
+            explore_within: 4.0,
+        }
+    }
+}
+
+/// What was measured for one (kernel, size class, device).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Samples {
+    /// Moving average of the seconds to result.
+    pub mean_s: f64,
+    /// Moving average of the squared deviation from the mean.
+    pub var_s2: f64,
+    /// How many samples were taken.
+    pub count: u64,
+    /// The latest sample, then the one before (0 while there is none).
+    pub last_s: [f64; 2],
+    /// The model's decision counter when it was last sampled (older entries go first).
+    pub seen: u64,
+}
+
+impl Samples {
+    /// The spread: the square root of the moving variance, in seconds.
+    pub fn spread_s(&self) -> f64 {
+        self.var_s2.max(0.0).sqrt()
+    }
+
+    /// The worse of the last two samples (`None` with fewer than two).
+    pub fn worst_of_two(&self) -> Option<f64> {
+        (self.count >= 2).then(|| self.last_s[0].max(self.last_s[1]))
+    }
+
+    fn add(&mut self, seconds: f64, alpha: f64, tick: u64) {
+        if self.count == 0 {
+            self.mean_s = seconds;
+            self.var_s2 = 0.0;
+        } else {
+            let delta = seconds - self.mean_s;
+            self.mean_s += alpha * delta;
+            self.var_s2 = (1.0 - alpha) * (self.var_s2 + alpha * delta * delta);
+        }
+        self.last_s = [seconds, self.last_s[0]];
+        self.count += 1;
+        self.seen = tick;
+    }
+}
+
+/// Where a device's prediction came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// The heuristic (too few samples to trust).
+    Heuristic,
+    /// The measured history.
+    Learned,
+}
+
+/// One device's prediction for a workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// The device's label (`gl`, `amdgpu-sim`, …).
+    pub device: String,
+    /// Predicted seconds to result.
+    pub seconds: f64,
+    /// Where the prediction came from.
+    pub basis: Basis,
+    /// The history, if any sample was taken.
+    pub samples: Option<Samples>,
+}
+
+/// Why a device was chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reason {
+    /// The user pinned the kernel to it.
+    Pinned,
+    /// It is being measured until its history is trusted.
+    Calibrating,
+    /// It was the best prediction and nothing ran the workload before.
+    Best,
+    /// It already runs the workload and no other device was clearly faster.
+    Kept,
+    /// Another device was faster by the margin in the worse of its last two runs.
+    Switched {
+        /// The device the workload ran on before.
+        from: String,
+    },
+    /// A losing device re-tried, to notice a change.
+    Exploring,
+    /// The only device.
+    Only,
+}
+
+/// The choice for one workload, with every device's prediction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Index of the chosen device in the placement's device list.
+    pub device: usize,
+    /// Why.
+    pub reason: Reason,
+    /// Every device's prediction, in the placement's order.
+    pub predictions: Vec<Prediction>,
+    /// The workload's size class.
+    pub size_class: String,
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "size class {}", self.size_class)?;
+        for (i, p) in self.predictions.iter().enumerate() {
+            let mark = if i == self.device { "*" } else { " " };
+            let basis = match p.basis {
+                Basis::Heuristic => "heuristic",
+                Basis::Learned => "learned",
+            };
+            write!(f, "{mark} {:<12} predicted {:>12} ({basis})", p.device, seconds(p.seconds))?;
+            match &p.samples {
+                Some(s) => writeln!(
+                    f,
+                    ", {} sample(s), mean {} ± {}, last two {} / {}",
+                    s.count,
+                    seconds(s.mean_s),
+                    seconds(s.spread_s()),
+                    seconds(s.last_s[0]),
+                    if s.count >= 2 { seconds(s.last_s[1]) } else { "-".into() }
+                )?,
+                None => writeln!(f, ", no samples")?,
+            }
+        }
+        let chosen = self.predictions.get(self.device).map_or("?", |p| p.device.as_str());
+        let why = match &self.reason {
+            Reason::Pinned => "pinned by the user".to_owned(),
+            Reason::Calibrating => "calibrating (too few samples to trust)".to_owned(),
+            Reason::Best => "best prediction".to_owned(),
+            Reason::Kept => "already runs it; no device clearly faster".to_owned(),
+            Reason::Switched { from } => {
+                format!("switched from {from}: faster by the margin in the worse of two runs")
+            }
+            Reason::Exploring => "exploring: re-trying a losing device".to_owned(),
+            Reason::Only => "the only device".to_owned(),
+        };
+        write!(f, "choice: {chosen} ({why})")
+    }
+}
+
+fn seconds(value: f64) -> String {
+    if value >= 1.0 {
+        format!("{value:.3} s")
+    } else if value >= 1e-3 {
+        format!("{:.3} ms", value * 1e3)
+    } else {
+        format!("{:.1} µs", value * 1e6)
+    }
+}
+
+/// The learned state: the history and each workload's current device. Serialized as the
+/// placement's history file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlacementModel {
+    /// `kernel|size class|device` → samples.
+    pub(crate) entries: BTreeMap<String, Samples>,
+    /// `kernel|size class` → the device running it.
+    pub(crate) current: BTreeMap<String, String>,
+    /// `kernel|size class` → decisions taken (for exploration).
+    pub(crate) decisions: BTreeMap<String, u64>,
+    /// Device → moving average of ln(measured / heuristic).
+    pub(crate) scale: BTreeMap<String, f64>,
+    /// Kernel → the device it is pinned to (not kept across processes).
+    #[serde(skip)]
+    pub(crate) pins: BTreeMap<String, String>,
+    /// Decisions and samples taken, for ordering entries by age.
+    pub(crate) tick: u64,
+}
+
+/// A device as the model sees it: its label and heuristic costs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelDevice {
+    /// The device's label.
+    pub label: String,
+    /// Its heuristic costs.
+    pub costs: DeviceCosts,
+}
+
+fn workload_key(workload: &Workload) -> String {
+    format!("{}|{}", workload.kernel, workload.size_class())
+}
+
+impl PlacementModel {
+    /// An empty model.
+    pub fn new() -> PlacementModel {
+        PlacementModel::default()
+    }
+
+    /// Runs `kernel` on the device labelled `device` whatever was measured.
+    pub fn pin(&mut self, kernel: &str, device: &str) {
+        self.pins.insert(kernel.to_owned(), device.to_owned());
+    }
+
+    /// Lets the model choose for `kernel` again.
+    pub fn unpin(&mut self, kernel: &str) {
+        self.pins.remove(kernel);
+    }
+
+    /// How many (kernel, size class, device) histories are kept.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing was measured.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The samples of `workload` on `device`, if any.
+    pub fn samples(&self, workload: &Workload, device: &str) -> Option<Samples> {
+        self.entries.get(&format!("{}|{device}", workload_key(workload))).copied()
+    }
+
+    /// Each device's prediction for `workload`, without deciding anything.
+    pub fn predict(
+        &self,
+        workload: &Workload,
+        devices: &[ModelDevice],
+        rules: &PlacementRules,
+    ) -> Vec<Prediction> {
+        devices
+            .iter()
+            .map(|d| {
+                let samples = self.samples(workload, &d.label);
+                match samples {
+                    Some(s) if s.count >= u64::from(rules.trust_after.max(1)) => Prediction {
+                        device: d.label.clone(),
+                        seconds: s.mean_s,
+                        basis: Basis::Learned,
+                        samples,
+                    },
+                    _ => {
+                        let factor = self.scale.get(&d.label).map_or(1.0, |ln| ln.exp());
+                        Prediction {
+                            device: d.label.clone(),
+                            seconds: d.costs.predict(workload) * factor,
+                            basis: Basis::Heuristic,
+                            samples,
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Chooses the device for the next run of `workload` (and counts the decision).
+    pub fn choose(
+        &mut self,
+        workload: &Workload,
+        devices: &[ModelDevice],
+        rules: &PlacementRules,
+    ) -> Decision {
+        let predictions = self.predict(workload, devices, rules);
+        let size_class = workload.size_class();
+        let decide = |device: usize, reason: Reason, predictions: Vec<Prediction>| Decision {
+            device,
+            reason,
+            predictions,
+            size_class: size_class.clone(),
+        };
+        if let Some(pinned) = self.pins.get(&workload.kernel) {
+            if let Some(i) = devices.iter().position(|d| &d.label == pinned) {
+                return decide(i, Reason::Pinned, predictions);
+            }
+        }
+        if devices.len() <= 1 {
+            return decide(0, Reason::Only, predictions);
+        }
+        self.tick += 1;
+        let key = workload_key(workload);
+        let count = {
+            let count = self.decisions.entry(key.clone()).or_insert(0);
+            *count += 1;
+            *count
+        };
+        let best = predictions.iter().map(|p| p.seconds).fold(f64::INFINITY, f64::min);
+        // Calibration: the untrusted devices worth measuring, fewest samples first.
+        let calibrate = predictions
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.basis == Basis::Heuristic && p.seconds <= best * rules.calibrate_within)
+            .min_by_key(|(i, p)| (p.samples.map_or(0, |s| s.count), *i));
+        if let Some((i, _)) = calibrate {
+            return decide(i, Reason::Calibrating, predictions);
+        }
+        let learned = |i: usize| predictions[i].samples.filter(|_| predictions[i].basis == Basis::Learned);
+        // The best trusted device (there is one: the best prediction is trusted or calibrating).
+        let Some(candidate) = (0..predictions.len())
+            .filter(|&i| learned(i).is_some())
+            .min_by(|&a, &b| predictions[a].seconds.total_cmp(&predictions[b].seconds))
+        else {
+            let first_best = predictions.iter().position(|p| p.seconds <= best).unwrap_or(0);
+            return decide(first_best, Reason::Best, predictions);
+        };
+        let incumbent = self
+            .current
+            .get(&key)
+            .and_then(|label| devices.iter().position(|d| &d.label == label))
+            .filter(|&i| learned(i).is_some());
+        let Some(incumbent) = incumbent else {
+            self.current.insert(key, devices[candidate].label.clone());
+            return decide(candidate, Reason::Best, predictions);
+        };
+        if rules.explore_every > 0 && count % u64::from(rules.explore_every) == 0 {
+            let limit = predictions[incumbent].seconds * rules.explore_within;
+            let loser = (0..predictions.len())
+                .filter(|&i| i != incumbent && predictions[i].seconds <= limit)
+                .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
+            if let Some(loser) = loser {
+                return decide(loser, Reason::Exploring, predictions);
+            }
+        }
+        if candidate != incumbent {
+            let worst = learned(candidate).and_then(|s| s.worst_of_two());
+            if let Some(worst) = worst {
+                if predictions[incumbent].seconds >= worst * rules.switch_margin {
+                    let from = devices[incumbent].label.clone();
+                    self.current.insert(key, devices[candidate].label.clone());
+                    return decide(candidate, Reason::Switched { from }, predictions);
+                }
+            }
+        }
+        decide(incumbent, Reason::Kept, predictions)
+    }
+
+    /// Records that `workload` took `seconds` to result on `device` (whose heuristic costs are
+    /// `costs`).
+    pub fn record(
+        &mut self,
+        workload: &Workload,
+        device: &str,
+        costs: &DeviceCosts,
+        seconds: f64,
+        rules: &PlacementRules,
+    ) {
+        if !seconds.is_finite() || seconds < 0.0 {
+            return;
+        }
+        self.tick += 1;
+        let tick = self.tick;
+        let key = format!("{}|{device}", workload_key(workload));
+        let empty = Samples { mean_s: 0.0, var_s2: 0.0, count: 0, last_s: [0.0; 2], seen: 0 };
+        self.entries.entry(key).or_insert(empty).add(seconds, rules.alpha, tick);
+        let predicted = costs.predict(workload);
+        if predicted > 0.0 && seconds > 0.0 {
+            let ratio = (seconds / predicted).ln();
+            let scale = self.scale.entry(device.to_owned()).or_insert(ratio);
+            *scale += rules.alpha * (ratio - *scale);
+        }
+    }
+
+    /// Keeps at most `max` histories, dropping those sampled longest ago, and forgets the
+    /// current devices and counters of workloads with no history left.
+    pub fn bound(&mut self, max: usize) {
+        if self.entries.len() > max {
+            let mut seen: Vec<u64> = self.entries.values().map(|s| s.seen).collect();
+            seen.sort_unstable();
+            let cut = seen[self.entries.len() - max];
+            let mut excess = self.entries.len() - max;
+            self.entries.retain(|_, s| {
+                if excess > 0 && s.seen < cut {
+                    excess -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+            if self.entries.len() > max {
+                let mut keys: Vec<(u64, String)> =
+                    self.entries.iter().map(|(k, s)| (s.seen, k.clone())).collect();
+                keys.sort();
+                for (_, k) in keys.into_iter().take(self.entries.len() - max) {
+                    self.entries.remove(&k);
+                }
+            }
+        }
+        let workloads: std::collections::BTreeSet<String> =
+            self.entries.keys().filter_map(|k| k.rsplit_once('|').map(|(w, _)| w.to_owned())).collect();
+        self.current.retain(|k, _| workloads.contains(k));
+        self.decisions.retain(|k, _| workloads.contains(k));
+    }
+}

@@ -1,0 +1,310 @@
+//! Placement: the decision rule driven with programmable costs (no clock: every "measured" time
+//! is a number the test chooses), the placement over fake runtimes (choices, pins, its history
+//! kept, verified and cleared), `SPARKLE_DEVICES` errors, and, on llvmpipe with the simulator,
+//! placed results that are correct and a history written and read back.
+
+use std::time::Duration;
+
+use sparkle::cache::CacheConfig;
+use sparkle::runtime::{
+    clear_histories, Basis, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Reason, HISTORY_DIR,
+};
+use sparkle::{Placement, Workload};
+
+use super::fake;
+
+const FAST: DeviceCosts = DeviceCosts { launch_s: 1e-3, flops_per_s: 1e9, bytes_per_s: 1e9 };
+const SLOW: DeviceCosts = DeviceCosts { launch_s: 2e-3, flops_per_s: 1e9, bytes_per_s: 1e9 };
+
+fn devices(costs: &[(&str, DeviceCosts)]) -> Vec<ModelDevice> {
+    costs.iter().map(|(label, costs)| ModelDevice { label: (*label).to_owned(), costs: *costs }).collect()
+}
+
+/// Takes `steps` decisions, "measuring" each run with `cost(device label, step)`; returns the
+/// labels chosen and the reasons.
+fn drive(
+    model: &mut PlacementModel,
+    workload: &Workload,
+    devices: &[ModelDevice],
+    rules: &PlacementRules,
+    steps: usize,
+    cost: impl Fn(&str, usize) -> f64,
+) -> Vec<(String, Reason)> {
+    (0..steps)
+        .map(|step| {
+            let decision = model.choose(workload, devices, rules);
+            let device = &devices[decision.device];
+            model.record(workload, &device.label, &device.costs, cost(&device.label, step), rules);
+            (device.label.clone(), decision.reason)
+        })
+        .collect()
+}
+
+fn saxpy(n: f64) -> Workload {
+    Workload::new("saxpy", 2.0 * n, 12.0 * n)
+}
+
+#[test]
+fn placement_heuristic_predicts_work_and_bytes_against_each_device() {
+    let model = PlacementModel::new();
+    let rules = PlacementRules::default();
+    let costs = DeviceCosts { launch_s: 1e-3, flops_per_s: 1e6, bytes_per_s: 2e6 };
+    let predictions = model.predict(&Workload::new("k", 1e6, 2e6), &devices(&[("a", costs)]), &rules);
+    assert_eq!(predictions[0].basis, Basis::Heuristic);
+    assert!((predictions[0].seconds - 2.001).abs() < 1e-9, "{predictions:?}");
+    // Sizes within a power of two share a class; a larger problem does not.
+    assert_eq!(saxpy(1000.0).size_class(), saxpy(1010.0).size_class());
+    assert_ne!(saxpy(1000.0).size_class(), saxpy(4000.0).size_class());
+}
+
+#[test]
+fn placement_trusts_history_only_after_enough_samples_then_keeps_the_fastest() {
+    let rules = PlacementRules { trust_after: 4, explore_every: 0, ..PlacementRules::default() };
+    let devs = devices(&[("a", SLOW), ("b", FAST)]);
+    let mut model = PlacementModel::new();
+    let work = saxpy(1000.0);
+    // The heuristic says b; measured, a is twice as fast.
+    let cost = |label: &str, _| if label == "a" { 1e-3 } else { 2e-3 };
+    let steps = drive(&mut model, &work, &devs, &rules, 8, cost);
+    assert!(steps.iter().all(|(_, reason)| *reason == Reason::Calibrating), "{steps:?}");
+    for label in ["a", "b"] {
+        let samples = model.samples(&work, label).unwrap();
+        assert_eq!(samples.count, 4);
+    }
+    let predictions = model.predict(&work, &devs, &rules);
+    assert!(predictions.iter().all(|p| p.basis == Basis::Learned), "{predictions:?}");
+    let steps = drive(&mut model, &work, &devs, &rules, 10, cost);
+    assert_eq!(steps[0], ("a".to_owned(), Reason::Best));
+    assert!(steps[1..].iter().all(|step| *step == ("a".to_owned(), Reason::Kept)), "{steps:?}");
+}
+
+#[test]
+fn placement_never_calibrates_a_device_predicted_far_slower() {
+    let rules = PlacementRules { trust_after: 3, ..PlacementRules::default() };
+    let sim = DeviceCosts { launch_s: 1.0, flops_per_s: 1e3, bytes_per_s: 1e3 };
+    let devs = devices(&[("gpu", FAST), ("sim", sim)]);
+    let mut model = PlacementModel::new();
+    let steps = drive(&mut model, &saxpy(1e6), &devs, &rules, 30, |_, _| 1e-3);
+    assert!(steps.iter().all(|(label, _)| label == "gpu"), "{steps:?}");
+    assert!(model.samples(&saxpy(1e6), "sim").is_none());
+}
+
+#[test]
+fn placement_switches_only_for_the_margin_in_the_worse_of_two_runs() {
+    let rules = PlacementRules { trust_after: 2, explore_every: 5, ..PlacementRules::default() };
+    let devs = devices(&[("a", FAST), ("b", FAST)]);
+    let work = saxpy(1000.0);
+    // Learn: a 1.00 ms, b 1.20 ms.
+    let mut model = PlacementModel::new();
+    drive(&mut model, &work, &devs, &rules, 4, |l, _| if l == "a" { 1.0e-3 } else { 1.2e-3 });
+    assert_eq!(drive(&mut model, &work, &devs, &rules, 1, |_, _| 1e-3)[0].0, "a");
+
+    // b becomes 2% faster than a: exploration measures it, but 1.02× is not the margin.
+    let mut narrow = model.clone();
+    let steps = drive(&mut narrow, &work, &devs, &rules, 60, |l, _| if l == "a" { 1.0e-3 } else { 0.98e-3 });
+    assert!(steps.iter().all(|(_, r)| !matches!(r, Reason::Switched { .. })), "{steps:?}");
+    assert!(steps.iter().any(|(l, r)| l == "b" && *r == Reason::Exploring));
+
+    // b becomes 10% faster, but only in one run of two: no switch while its worse run loses.
+    let mut noisy = model.clone();
+    let steps = drive(&mut noisy, &work, &devs, &rules, 60, |l, step| match l {
+        "a" => 1.0e-3,
+        _ if step % 10 == 4 => 0.9e-3,
+        _ => 1.2e-3,
+    });
+    assert!(steps.iter().all(|(_, r)| !matches!(r, Reason::Switched { .. })), "{steps:?}");
+
+    // b becomes 10% faster in every run: after two explorations it takes over.
+    let mut clear = model.clone();
+    let steps = drive(&mut clear, &work, &devs, &rules, 60, |l, _| if l == "a" { 1.0e-3 } else { 0.9e-3 });
+    let switch = steps.iter().position(|(_, r)| *r == Reason::Switched { from: "a".into() });
+    let switch = switch.unwrap_or_else(|| panic!("no switch: {steps:?}"));
+    // From then on b runs it, but for the exploration budget re-trying a.
+    for (label, reason) in &steps[switch..] {
+        assert!(label == "b" || *reason == Reason::Exploring, "{steps:?}");
+    }
+}
+
+#[test]
+fn placement_exploration_spends_its_budget_on_losers_and_nothing_more() {
+    let devs = devices(&[("a", FAST), ("b", FAST), ("c", FAST)]);
+    let work = saxpy(1000.0);
+    let cost = |l: &str, _| match l {
+        "a" => 1e-3,
+        "b" => 1.5e-3,
+        _ => 100e-3, // far outside the exploration window
+    };
+    let rules =
+        PlacementRules { trust_after: 2, explore_every: 10, calibrate_within: 1000.0, ..Default::default() };
+    let mut model = PlacementModel::new();
+    drive(&mut model, &work, &devs, &rules, 6, cost);
+    let steps = drive(&mut model, &work, &devs, &rules, 100, cost);
+    let exploring: Vec<_> = steps.iter().filter(|(_, r)| *r == Reason::Exploring).collect();
+    assert!((9..=11).contains(&exploring.len()), "{steps:?}");
+    assert!(exploring.iter().all(|(l, _)| l == "b"), "{exploring:?}");
+    assert!(steps.iter().all(|(l, _)| l != "c"));
+
+    let off = PlacementRules { explore_every: 0, ..rules };
+    let steps = drive(&mut model, &work, &devs, &off, 100, cost);
+    assert!(steps.iter().all(|(l, r)| l == "a" && *r == Reason::Kept), "{steps:?}");
+}
+
+#[test]
+fn placement_over_fake_runtimes_runs_where_it_chose_pins_and_explains() {
+    let cache = tempfile::tempdir().unwrap();
+    let (a, _) = fake::runtime(1, Duration::from_secs(5));
+    let (b, _) = fake::runtime(2, Duration::from_secs(5));
+    let mut placement =
+        Placement::from_runtimes(vec![("a".into(), a), ("b".into(), b)], &CacheConfig::in_dir(cache.path()))
+            .unwrap()
+            .with_rules(PlacementRules { trust_after: 2, explore_every: 0, ..Default::default() });
+    placement.set_costs("a", SLOW).unwrap();
+    placement.set_costs("b", FAST).unwrap();
+    let work = saxpy(1000.0);
+    let ran = placement.run(&work, |runtime| Ok(runtime.info().gpu_id.clone())).unwrap();
+    assert_eq!(placement.runtime(ran.device).unwrap().info().gpu_id, ran.value);
+    assert_eq!(ran.decision.reason, Reason::Calibrating);
+    assert_eq!(placement.stats().histories, 1, "a run that compiled nothing is learned from");
+
+    for _ in 0..4 {
+        let decision = placement.choose(&work);
+        placement.record(&work, decision.device, if decision.device == 0 { 1e-3 } else { 3e-3 });
+    }
+    let explained = placement.explain(&work);
+    assert_eq!(placement.label(explained.device), Some("a"));
+    let text = explained.to_string();
+    assert!(text.contains("* a") && text.contains("learned") && text.contains("choice: a"), "{text}");
+    // Explaining decides nothing.
+    assert_eq!(placement.explain(&work), explained);
+
+    placement.pin("saxpy", "b").unwrap();
+    let decision = placement.choose(&work);
+    assert_eq!((decision.device, decision.reason), (1, Reason::Pinned));
+    let err = placement.pin("saxpy", "vulkan").unwrap_err().to_string();
+    assert!(err.contains("vulkan") && err.contains("a, b"), "{err}");
+    placement.unpin("saxpy");
+    assert_eq!(placement.choose(&work).device, 0);
+}
+
+fn fake_placement(cache: &std::path::Path, tokens: [u64; 2]) -> Placement {
+    let (a, _) = fake::runtime(tokens[0], Duration::from_secs(5));
+    let (b, _) = fake::runtime(tokens[1], Duration::from_secs(5));
+    Placement::from_runtimes(vec![("a".into(), a), ("b".into(), b)], &CacheConfig::in_dir(cache)).unwrap()
+}
+
+#[test]
+fn placement_history_is_kept_per_device_set_verified_and_cleared() {
+    let cache = tempfile::tempdir().unwrap();
+    let work = saxpy(1000.0);
+    {
+        let placement = fake_placement(cache.path(), [1, 2]);
+        assert!(!placement.stats().history_loaded);
+        for i in 0..6 {
+            placement.record(&work, i % 2, 1e-3 * (1 + i % 2) as f64);
+        }
+        // Dropping keeps the history.
+    }
+    let path = {
+        let placement = fake_placement(cache.path(), [1, 2]);
+        let stats = placement.stats();
+        assert!(stats.history_loaded && stats.histories == 2 && stats.damaged_histories == 0, "{stats:?}");
+        let decision = placement.explain(&work);
+        let samples = decision.predictions[0].samples.unwrap();
+        assert_eq!(samples.count, 3);
+        assert!((samples.mean_s - 1e-3).abs() < 1e-12);
+        placement.history_path().unwrap().to_owned()
+    };
+    assert!(path.starts_with(cache.path().join(HISTORY_DIR)));
+
+    // Another device set has a history of its own.
+    let other = fake_placement(cache.path(), [1, 3]);
+    assert!(!other.stats().history_loaded);
+    assert_ne!(other.history_path(), Some(path.as_path()));
+    drop(other);
+
+    // One flipped byte: a miss, counted; the placement learns afresh and rewrites it.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 2;
+    bytes[last] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    {
+        let placement = fake_placement(cache.path(), [1, 2]);
+        let stats = placement.stats();
+        assert!(!stats.history_loaded && stats.damaged_histories == 1 && stats.histories == 0, "{stats:?}");
+        assert_eq!(placement.choose(&work).reason, Reason::Calibrating);
+        placement.record(&work, 0, 1e-3);
+    }
+    for garbage in
+        [&b""[..], b"sparkle-placement 999 0\n{}", b"not a history at all\n", b"sparkle-placement 1 zz\n{}"]
+    {
+        std::fs::write(&path, garbage).unwrap();
+        let placement = fake_placement(cache.path(), [1, 2]);
+        assert_eq!(placement.stats().damaged_histories, 1, "{:?}", String::from_utf8_lossy(garbage));
+    }
+
+    // `sparkle cache clear` removes them (through the library's clear).
+    assert!(clear_histories(cache.path()).unwrap() >= 1);
+    assert!(!cache.path().join(HISTORY_DIR).exists());
+    assert!(!fake_placement(cache.path(), [1, 2]).stats().history_loaded);
+}
+
+#[test]
+fn placement_history_is_bounded() {
+    let mut model = PlacementModel::new();
+    let rules = PlacementRules::default();
+    for i in 0..50 {
+        model.record(&Workload::new(format!("k{i}"), 1.0, 1.0), "a", &FAST, 1e-3, &rules);
+    }
+    model.bound(10);
+    assert_eq!(model.len(), 10);
+    // The newest stay.
+    assert!(model.samples(&Workload::new("k49", 1.0, 1.0), "a").is_some());
+    assert!(model.samples(&Workload::new("k0", 1.0, 1.0), "a").is_none());
+}
+
+#[test]
+fn placement_devices_from_a_list_name_the_unknown_one_and_those_found() {
+    let cache = tempfile::tempdir().unwrap();
+    let config = CacheConfig::in_dir(cache.path());
+    for list in ["vulkan", "gl:7"] {
+        let err = Placement::open(Some(list), &config).unwrap_err().to_string();
+        assert!(err.contains(list) && err.contains("devices found here"), "{err}");
+    }
+    assert!(Placement::open(Some(" , "), &config).is_err());
+}
+
+/// llvmpipe and the simulator: every placed result is right, whichever device ran it, and the
+/// history is written and read back.
+#[cfg(all(feature = "gl", feature = "amdgpu-sim"))]
+#[test]
+fn placement_on_llvmpipe_and_the_simulator_gives_right_results_and_keeps_its_history() {
+    use sparkle::suite::{saxpy::Saxpy, verify, Case};
+    let cache = tempfile::tempdir().unwrap();
+    let config = CacheConfig::in_dir(cache.path());
+    // Every device is calibrated whatever the heuristic says, so that both run whatever their speed.
+    let rules =
+        PlacementRules { trust_after: 2, explore_every: 3, calibrate_within: 1e9, ..Default::default() };
+    let mut ran_on = std::collections::BTreeSet::new();
+    {
+        let placement = Placement::open(Some("gl,amdgpu-sim"), &config).unwrap().with_rules(rules);
+        assert_eq!(placement.labels(), ["gl", "amdgpu-sim"]);
+        for round in 0..10 {
+            let case = Saxpy::random(256, round);
+            let placed = placement.run_case(&case).unwrap();
+            let (want, tolerance) = case.reference(&case.spec());
+            let verdict = verify(&placed.value, &want, &tolerance);
+            assert!(verdict.mismatch.is_none(), "{} on {}: {verdict:?}", case.describe(), placed.label);
+            ran_on.insert(placed.label);
+        }
+        placement.save().unwrap();
+    }
+    assert_eq!(ran_on.len(), 2, "both devices calibrated: {ran_on:?}");
+    let placement = Placement::open(Some("amdgpu-sim, gl:0"), &config).unwrap();
+    // Another order is another device set; the same order reads the history back.
+    assert!(!placement.stats().history_loaded);
+    drop(placement);
+    let placement = Placement::open(Some("gl:0,amdgpu-sim"), &config).unwrap().with_rules(rules);
+    assert!(placement.stats().history_loaded, "{:?}", placement.stats());
+    let decision = placement.explain(&Placement::case_workload(&Saxpy::random(256, 0)));
+    assert!(decision.predictions.iter().all(|p| p.basis == Basis::Learned), "{decision}");
+}
