@@ -28,6 +28,8 @@ struct PlacedDevice {
     label: String,
     runtime: Runtime,
     costs: DeviceCosts,
+    /// Taken out of the placement after it failed (device lost, out of memory).
+    lost: AtomicBool,
 }
 
 /// The outcome of a placed run.
@@ -54,6 +56,8 @@ pub struct PlacementStats {
     pub damaged_histories: u64,
     /// (kernel, size class, device) histories held.
     pub histories: usize,
+    /// Devices taken out of the placement after they failed.
+    pub lost_devices: usize,
 }
 
 /// Several opened devices, each workload run on the one the learned model picks.
@@ -146,7 +150,7 @@ impl Placement {
                 ));
             }
             let costs = DeviceCosts::for_class(runtime.info().class);
-            devices.push(PlacedDevice { label, runtime, costs });
+            devices.push(PlacedDevice { label, runtime, costs, lost: AtomicBool::new(false) });
         }
         let identities: Vec<String> =
             devices.iter().map(|d| format!("{} {:016x}", d.label, d.runtime.info().gpu_id.hash())).collect();
@@ -238,12 +242,38 @@ impl Placement {
     /// and the choice — without counting it as a decision.
     pub fn explain(&self, workload: &Workload) -> Decision {
         let mut model = self.lock().clone();
-        model.choose(workload, &self.model_devices(), &self.rules)
+        self.decide(&mut model, workload)
     }
 
     /// Chooses the device for a run of `workload` (counted as a decision).
     pub fn choose(&self, workload: &Workload) -> Decision {
-        self.lock().choose(workload, &self.model_devices(), &self.rules)
+        self.decide(&mut self.lock(), workload)
+    }
+
+    /// The decision among the devices still in the placement (all of them if every one was
+    /// lost: the run then fails on its own), its device index mapped back to the placement's.
+    fn decide(&self, model: &mut PlacementModel, workload: &Workload) -> Decision {
+        let mut active: Vec<usize> =
+            (0..self.devices.len()).filter(|&i| !self.devices[i].lost.load(Ordering::Relaxed)).collect();
+        if active.is_empty() {
+            active = (0..self.devices.len()).collect();
+        }
+        let devices: Vec<ModelDevice> = active
+            .iter()
+            .map(|&i| ModelDevice { label: self.devices[i].label.clone(), costs: self.devices[i].costs })
+            .collect();
+        let mut decision = model.choose(workload, &devices, &self.rules);
+        decision.device = active[decision.device];
+        decision
+    }
+
+    /// Takes device `index` out after it failed with `err`; whether another device is left.
+    fn take_out(&self, index: usize, err: &Error) -> bool {
+        let device = &self.devices[index];
+        if !device.lost.swap(true, Ordering::Relaxed) {
+            tracing::warn!(device = %device.label, error = %err, "placement: device failed; taken out of the placement");
+        }
+        self.devices.iter().any(|d| !d.lost.load(Ordering::Relaxed))
     }
 
     /// Records that a run of `workload` on device `index` took `seconds` to result.
@@ -256,17 +286,51 @@ impl Placement {
     /// Runs `job` on the device chosen for `workload`, timing it to result, and learns from the
     /// time. The job gets that device's runtime: it creates its buffers there, dispatches and
     /// reads its result back. A failed job teaches nothing and its error is returned; nor does
-    /// a job that compiled a program (it paid for the compile, not for the work).
-    pub fn run<T>(&self, workload: &Workload, job: impl FnOnce(&Runtime) -> Result<T>) -> Result<Placed<T>> {
-        let decision = self.choose(workload);
-        let device = decision.device;
-        let runtime = &self.devices[device].runtime;
-        let compiles = runtime.cache_stats().compiles;
-        let start = Instant::now();
-        let value = job(runtime)?;
-        let seconds = start.elapsed().as_secs_f64();
-        self.record_measured(workload, device, compiles, seconds);
-        Ok(Placed { value, device, label: self.devices[device].label.clone(), seconds, decision })
+    /// a job that compiled a program (it paid for the compile, not for the work). A device
+    /// that fails with [`ErrorKind::DeviceLost`] or [`ErrorKind::OutOfMemory`] is taken out of
+    /// the placement with one warning and the job is run once more on the device chosen among
+    /// those left: a job must therefore keep its effects to the runtime it is given (buffers
+    /// of one device cannot be used on another, so a job that creates its own is safe).
+    pub fn run<T>(
+        &self,
+        workload: &Workload,
+        mut job: impl FnMut(&Runtime) -> Result<T>,
+    ) -> Result<Placed<T>> {
+        self.run_measured(workload, |runtime| {
+            let start = Instant::now();
+            let value = job(runtime)?;
+            Ok((value, start.elapsed().as_secs_f64()))
+        })
+    }
+
+    /// [`run`](Self::run) for a job that measures itself (seconds to result), with the failover.
+    fn run_measured<T>(
+        &self,
+        workload: &Workload,
+        mut job: impl FnMut(&Runtime) -> Result<(T, f64)>,
+    ) -> Result<Placed<T>> {
+        let mut retried = false;
+        loop {
+            let decision = self.choose(workload);
+            let device = decision.device;
+            let runtime = &self.devices[device].runtime;
+            let compiles = runtime.cache_stats().compiles;
+            match job(runtime) {
+                Ok((value, seconds)) => {
+                    self.record_measured(workload, device, compiles, seconds);
+                    let label = self.devices[device].label.clone();
+                    return Ok(Placed { value, device, label, seconds, decision });
+                }
+                Err(err) if matches!(err.kind(), ErrorKind::DeviceLost | ErrorKind::OutOfMemory) => {
+                    let others_left = self.take_out(device, &err);
+                    if retried || !others_left {
+                        return Err(err);
+                    }
+                    retried = true;
+                }
+                Err(err) => return Err(err),
+            }
+        }
     }
 
     /// Records a run measured by the placement itself, unless it compiled a program on its
@@ -298,18 +362,14 @@ impl Placement {
     /// nothing about where the problem runs fastest.
     pub fn run_case(&self, case: &dyn Case) -> Result<Placed<Vec<f32>>> {
         let workload = Self::case_workload(case);
-        let decision = self.choose(&workload);
-        let device = decision.device;
-        let runtime = &self.devices[device].runtime;
-        let compiles = runtime.cache_stats().compiles;
-        let program = runtime.program(&suite::chosen_spec(runtime, case))?;
-        let start = Instant::now();
-        let buffers = case.upload_for(runtime, &program)?;
-        case.dispatch(runtime, &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
-        let value = case.download(runtime, &buffers)?;
-        let seconds = start.elapsed().as_secs_f64();
-        self.record_measured(&workload, device, compiles, seconds);
-        Ok(Placed { value, device, label: self.devices[device].label.clone(), seconds, decision })
+        self.run_measured(&workload, |runtime| {
+            let program = runtime.program(&suite::chosen_spec(runtime, case))?;
+            let start = Instant::now();
+            let buffers = case.upload_for(runtime, &program)?;
+            case.dispatch(runtime, &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
+            let value = case.download(runtime, &buffers)?;
+            Ok((value, start.elapsed().as_secs_f64()))
+        })
     }
 
     /// Where the history is kept, if it is kept.
@@ -335,6 +395,7 @@ impl Placement {
             history_loaded: self.loaded,
             damaged_histories: self.damaged.load(Ordering::Relaxed),
             histories: self.lock().len(),
+            lost_devices: self.devices.iter().filter(|d| d.lost.load(Ordering::Relaxed)).count(),
         }
     }
 
@@ -348,10 +409,6 @@ impl Placement {
                 ),
             )
         })
-    }
-
-    fn model_devices(&self) -> Vec<ModelDevice> {
-        self.devices.iter().map(|d| ModelDevice { label: d.label.clone(), costs: d.costs }).collect()
     }
 
     fn lock(&self) -> MutexGuard<'_, PlacementModel> {

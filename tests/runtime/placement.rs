@@ -308,3 +308,46 @@ fn placement_on_llvmpipe_and_the_simulator_gives_right_results_and_keeps_its_his
     let decision = placement.explain(&Placement::case_workload(&Saxpy::random(256, 0)));
     assert!(decision.predictions.iter().all(|p| p.basis == Basis::Learned), "{decision}");
 }
+
+#[test]
+fn placement_takes_a_failed_device_out_and_retries_once_elsewhere() {
+    use sparkle::{Error, ErrorKind};
+    let cache = tempfile::tempdir().unwrap();
+    let placement = fake_placement(cache.path(), [1, 2]);
+    let a_id = placement.runtime(0).unwrap().info().gpu_id.clone();
+    let work = saxpy(1000.0);
+    // The first choice (a, calibrating) loses its device: b runs it.
+    let mut attempts = Vec::new();
+    let placed = placement
+        .run(&work, |runtime| {
+            attempts.push(runtime.info().gpu_id.clone());
+            if runtime.info().gpu_id == a_id {
+                Err(Error::new(ErrorKind::DeviceLost, "the fake GPU fell off the bus"))
+            } else {
+                Ok(7)
+            }
+        })
+        .unwrap();
+    assert_eq!((placed.value, placed.label.as_str(), attempts.len()), (7, "b", 2));
+    assert_eq!(placement.stats().lost_devices, 1);
+    // a is out for good: every later choice is b, and explain shows b alone.
+    for _ in 0..5 {
+        assert_eq!(placement.choose(&work).device, 1);
+    }
+    assert_eq!(placement.explain(&work).predictions.len(), 1);
+
+    // Once the last device fails too, the error is the caller's; other errors never fail over.
+    let err =
+        placement.run(&work, |_| -> sparkle::Result<()> { Err(Error::new(ErrorKind::OutOfMemory, "full")) });
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::OutOfMemory);
+    let fresh = fake_placement(cache.path(), [4, 5]);
+    let mut calls = 0;
+    let err = fresh.run(&work, |_| -> sparkle::Result<()> {
+        calls += 1;
+        Err(Error::new(ErrorKind::InvalidArgument, "a wrong argument"))
+    });
+    assert_eq!(
+        (err.unwrap_err().kind(), calls, fresh.stats().lost_devices),
+        (ErrorKind::InvalidArgument, 1, 0)
+    );
+}
