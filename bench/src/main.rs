@@ -14,6 +14,7 @@ mod gpu_warm;
 mod host_memory;
 mod overhead;
 mod pipeline;
+mod placement;
 mod plain_gl;
 mod progress;
 mod timeline;
@@ -92,6 +93,9 @@ enum Command {
     /// Upload and read-back speed, 4 KiB to 256 MiB, plain and staging buffers (PyTorch's
     /// pageable and pinned copies beside them with --peers).
     BenchTransfer(transfer::Options),
+    /// A mixed stream of problem sizes on each device alone and on a placement over them all:
+    /// the placement's choice per shape and the totals.
+    BenchPlacement(placement::Options),
     /// Draws a trace (SPARKLE_TRACE, --trace) as an SVG timeline: a row per thread and GPU
     /// track, spans by category, flows as lines.
     Timeline(timeline::Options),
@@ -153,6 +157,7 @@ fn run() -> CliResult<ExitCode> {
         #[cfg(feature = "remote")]
         Command::BenchFleet(options) => bench_fleet::run(options),
         Command::BenchTransfer(options) => transfer::run(options),
+        Command::BenchPlacement(options) => placement::run(options),
         Command::Timeline(options) => timeline::run(options),
         Command::BenchChild { no_cache } => bench::child(no_cache),
     }

@@ -24,6 +24,8 @@ mod commands;
 mod fleet;
 #[cfg(feature = "gl")]
 mod pipeline;
+#[cfg(all(feature = "gl", feature = "amdgpu-sim"))]
+mod placement;
 
 /// Runs `sparkle-bench args` on the gl backend with its program cache in `cache`.
 fn sparkle_bench(args: &[&str], cache: &Path) -> Output {
