@@ -241,7 +241,7 @@ impl<P: Send + Sync + 'static> MemoryTier<P> {
             // The flag is only cleared under the eviction lock, after looking again: cleared
             // without it, a stale look could undo the flag an eviction that found every entry in
             // use had just set, and nothing would evict until the next insert (found by the loom
-            // model in tests/reliability_loom.rs).
+            // model in tests/reliability/loom_model.rs).
             if self.pressure.load(Relaxed) {
                 let _one_at_a_time = self.evicting.lock().unwrap_or_else(PoisonError::into_inner);
                 if self.within_bounds() {
