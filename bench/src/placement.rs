@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use sparkle::cache::CacheConfig;
-use sparkle::runtime::{Basis, PlacementRules};
+use sparkle::runtime::Basis;
 use sparkle::suite::{self, Case};
 use sparkle::{Placement, Runtime};
 use sparkle_cli::{CliResult, WRONG_RESULT};
@@ -27,6 +27,9 @@ pub struct Options {
     /// At most this many learning passes.
     #[arg(long, default_value_t = 12)]
     pub learn: usize,
+    /// Also prints the placement's explanation of each shape.
+    #[arg(long)]
+    pub explain: bool,
     /// Larger problems (for GPUs; the default sizes suit llvmpipe and the simulator).
     #[arg(long)]
     pub large: bool,
@@ -80,8 +83,8 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let list = options.devices.clone().or_else(|| std::env::var(sparkle::DEVICES_ENV).ok());
     // The benchmark learns in a cache of its own: what it learns is not the user's history.
     let cache_dir = tempfile::tempdir()?;
-    let placement = Placement::open(list.as_deref(), &CacheConfig::in_dir(cache_dir.path()))?
-        .with_rules(PlacementRules { explore_every: 0, ..PlacementRules::default() });
+    let mut placement = Placement::open(list.as_deref(), &CacheConfig::in_dir(cache_dir.path()))?;
+    placement.calibrate()?;
     let labels: Vec<String> = placement.labels().iter().map(|l| (*l).to_owned()).collect();
     let limits =
         placement.runtime(0).map(|r| r.info().limits.clone()).ok_or("the placement holds no device")?;
@@ -129,17 +132,25 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let mut alone_times = vec![vec![Vec::new(); labels.len()]; cases.len()];
     let mut placed_times = vec![Vec::new(); cases.len()];
     let mut chosen = vec![String::new(); cases.len()];
-    for _ in 0..repeats {
+    // The sides (each device alone, then the placement) take turns at going first, so that
+    // none always follows the simulator's long runs.
+    let sides = labels.len() + 1;
+    for repeat in 0..repeats {
         for (c, case) in cases.iter().enumerate() {
-            for (d, times) in alone_times[c].iter_mut().enumerate() {
-                times.push(time_alone(placement.runtime(d).ok_or("no such device")?, case.as_ref())?);
+            for side in (0..sides).map(|k| (k + repeat) % sides) {
+                if let Some(runtime) = placement.runtime(side).filter(|_| side < labels.len()) {
+                    alone_times[c][side].push(time_alone(runtime, case.as_ref())?);
+                    continue;
+                }
+                let placed = placement.run_case(case.as_ref())?;
+                let spec = suite::chosen_spec(
+                    placement.runtime(placed.device).ok_or("no such device")?,
+                    case.as_ref(),
+                );
+                check(case.as_ref(), &placed.label, &placed.value, &spec);
+                placed_times[c].push(placed.seconds);
+                chosen[c] = placed.label;
             }
-            let placed = placement.run_case(case.as_ref())?;
-            let spec =
-                suite::chosen_spec(placement.runtime(placed.device).ok_or("no such device")?, case.as_ref());
-            check(case.as_ref(), &placed.label, &placed.value, &spec);
-            placed_times[c].push(placed.seconds);
-            chosen[c] = placed.label;
         }
     }
     let alone: Vec<Vec<f64>> =
@@ -189,5 +200,10 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         cases.len(),
         placed_total / best_single
     );
+    if options.explain {
+        for case in &cases {
+            println!("{}:\n{}", case.describe(), placement.explain(&Placement::case_workload(case.as_ref())));
+        }
+    }
     Ok(if wrong == 0 { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
 }

@@ -78,7 +78,9 @@ fn run_traced(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
 /// `--explain`: the run goes where the placement chooses, after saying why; what it measured
 /// is kept in the placement's history.
 fn run_placed(kernel: &str, sizes: &[usize], seed: u64) -> CliResult<ExitCode> {
-    let placement = Placement::from_env()?;
+    let mut placement = Placement::from_env()?;
+    // Once per device set: the measured costs are kept with the history.
+    placement.calibrate()?;
     let limits = placement.runtime(0).map(|runtime| runtime.info().limits.clone());
     let Some(limits) = limits else {
         return Err("the placement holds no device".into());

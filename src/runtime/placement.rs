@@ -170,6 +170,11 @@ impl Placement {
             match placement_history::load(&path, &placement.identities) {
                 Ok(model) => {
                     tracing::debug!(path = %path.display(), histories = model.len(), "placement history read");
+                    for device in &mut placement.devices {
+                        if let Some(costs) = model.measured_costs(&device.label) {
+                            device.costs = costs;
+                        }
+                    }
                     placement.model = Mutex::new(model);
                     placement.loaded = true;
                 }
@@ -214,6 +219,12 @@ impl Placement {
         self.devices.get(index).map(|d| &d.runtime)
     }
 
+    /// The heuristic costs device `index` is predicted with (measured by
+    /// [`calibrate`](Self::calibrate), else the defaults of its class).
+    pub fn costs(&self, index: usize) -> Option<DeviceCosts> {
+        self.devices.get(index).map(|d| d.costs)
+    }
+
     /// The labels of all devices, in order.
     pub fn labels(&self) -> Vec<&str> {
         self.devices.iter().map(|d| d.label.as_str()).collect()
@@ -224,6 +235,27 @@ impl Placement {
         let index = self.index_of(device)?;
         self.devices[index].costs = costs;
         Ok(())
+    }
+
+    /// Measures each device's heuristic costs — the time to result of a tiny saxpy (launch and
+    /// round trip), the byte rate of a large one and the operation rate of a small sgemm —
+    /// once per device: costs measured before (kept in the history) are reused. Returns the
+    /// labels of the devices measured now.
+    pub fn calibrate(&mut self) -> Result<Vec<String>> {
+        let mut measured = Vec::new();
+        for index in 0..self.devices.len() {
+            let label = self.devices[index].label.clone();
+            if self.lock().measured_costs(&label).is_some() {
+                continue;
+            }
+            let costs = measure_costs(&self.devices[index].runtime)?;
+            tracing::info!(device = %label, ?costs, "placement: device costs measured");
+            self.devices[index].costs = costs;
+            self.lock().set_measured_costs(&label, costs);
+            self.dirty.store(true, Ordering::Relaxed);
+            measured.push(label);
+        }
+        Ok(measured)
     }
 
     /// Runs every workload of `kernel` on the device labelled `device`, whatever was measured.
@@ -446,4 +478,42 @@ fn not_found(item: &str, why: &str, cache: &CacheConfig) -> Error {
         ErrorKind::Unavailable,
         format!("{DEVICES_ENV}: device `{item}` cannot be used ({why}); devices found here: {found}"),
     )
+}
+
+/// The fastest of three timed runs of `case` (after one untimed), in seconds to result.
+fn best_of_three(runtime: &Runtime, case: &dyn Case) -> Result<f64> {
+    let program = runtime.program(&suite::chosen_spec(runtime, case))?;
+    let mut best = f64::INFINITY;
+    for round in 0..4 {
+        let start = Instant::now();
+        let buffers = case.upload_for(runtime, &program)?;
+        case.dispatch(runtime, &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
+        case.download(runtime, &buffers)?;
+        if round > 0 {
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+    }
+    Ok(best)
+}
+
+/// A device's heuristic costs from three suite problems (see [`Placement::calibrate`]).
+fn measure_costs(runtime: &Runtime) -> Result<DeviceCosts> {
+    let limits = &runtime.info().limits;
+    let problem = |kernel: &str, sizes: &[usize]| {
+        suite::case(kernel, sizes, 1, limits).map_err(|why| Error::new(ErrorKind::InvalidArgument, why))
+    };
+    let tiny = problem("saxpy", &[256])?;
+    let large = problem("saxpy", &[1 << 18])?;
+    let gemm = problem("sgemm", &[64])?;
+    let launch = best_of_three(runtime, tiny.as_ref())?;
+    let large_time = best_of_three(runtime, large.as_ref())?;
+    let gemm_time = best_of_three(runtime, gemm.as_ref())?;
+    // Rates from the time beyond the round trip; a problem no slower than the round trip
+    // says the rate is at least what one microsecond more would give.
+    let beyond = |time: f64| (time - launch).max(1e-6);
+    let bytes = large.work().bytes - tiny.work().bytes;
+    let gemm_work = gemm.work();
+    let bytes_per_s = bytes / beyond(large_time);
+    let flops_time = (beyond(gemm_time) - gemm_work.bytes / bytes_per_s).max(1e-6);
+    Ok(DeviceCosts { launch_s: launch, flops_per_s: gemm_work.flops / flops_time, bytes_per_s })
 }

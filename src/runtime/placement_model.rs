@@ -9,8 +9,10 @@
 //! — the method of the framework Sparkle grew from — with its spread, the sample count and the
 //! last two samples. A device's history is trusted after [`PlacementRules::trust_after`]
 //! samples (StarPU waits for 10); until then, devices whose prediction is within
-//! [`PlacementRules::calibrate_within`] of the best are run in turn to calibrate them. Once
-//! trusted, the workload stays on its current device unless another one was faster by
+//! [`PlacementRules::calibrate_within`] of the best are run in turn to calibrate them, and the
+//! best trusted one then runs the workload (from then on, an untrusted device is tried only on
+//! the exploration budget, so that one noisy run does not start a calibration). The workload
+//! stays on its current device unless another one was faster by
 //! [`PlacementRules::switch_margin`] in the *worse* of its last two runs (hipfire's 1.03× rule),
 //! and every [`PlacementRules::explore_every`]-th decision re-tries a losing device so that a
 //! change (clocks, load, driver) is noticed. Everything here is deterministic: no clock, no
@@ -154,6 +156,11 @@ impl Samples {
             self.mean_s = seconds;
             self.var_s2 = 0.0;
         } else {
+            // One run far above the rest (another process took the machine for a moment) moves
+            // the average as a run of twice the mean (or three spreads above it) would: a
+            // lasting slowdown is still learned, a few runs later.
+            let ceiling = (2.0 * self.mean_s).max(self.mean_s + 3.0 * self.var_s2.max(0.0).sqrt());
+            let seconds = seconds.min(ceiling);
             let delta = seconds - self.mean_s;
             self.mean_s += alpha * delta;
             self.var_s2 = (1.0 - alpha) * (self.var_s2 + alpha * delta * delta);
@@ -282,6 +289,9 @@ pub struct PlacementModel {
     pub(crate) decisions: BTreeMap<String, u64>,
     /// Device → moving average of ln(measured / heuristic).
     pub(crate) scale: BTreeMap<String, f64>,
+    /// Device → its heuristic costs as measured by [`Placement::calibrate`](super::Placement::calibrate).
+    #[serde(default)]
+    pub(crate) costs: BTreeMap<String, DeviceCosts>,
     /// Kernel → the device it is pinned to (not kept across processes).
     #[serde(skip)]
     pub(crate) pins: BTreeMap<String, String>,
@@ -316,6 +326,16 @@ impl PlacementModel {
     /// Lets the model choose for `kernel` again.
     pub fn unpin(&mut self, kernel: &str) {
         self.pins.remove(kernel);
+    }
+
+    /// The measured heuristic costs of `device`, if it was calibrated.
+    pub fn measured_costs(&self, device: &str) -> Option<DeviceCosts> {
+        self.costs.get(device).copied()
+    }
+
+    /// Keeps `costs` as the measured heuristic costs of `device`.
+    pub fn set_measured_costs(&mut self, device: &str, costs: DeviceCosts) {
+        self.costs.insert(device.to_owned(), costs);
     }
 
     /// How many (kernel, size class, device) histories are kept.
@@ -396,42 +416,55 @@ impl PlacementModel {
             *count
         };
         let best = predictions.iter().map(|p| p.seconds).fold(f64::INFINITY, f64::min);
-        // Calibration: the untrusted devices worth measuring, fewest samples first.
-        let calibrate = predictions
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.basis == Basis::Heuristic && p.seconds <= best * rules.calibrate_within)
-            .min_by_key(|(i, p)| (p.samples.map_or(0, |s| s.count), *i));
-        if let Some((i, _)) = calibrate {
-            return decide(i, Reason::Calibrating, predictions);
-        }
         let learned = |i: usize| predictions[i].samples.filter(|_| predictions[i].basis == Basis::Learned);
-        // The best trusted device (there is one: the best prediction is trusted or calibrating).
-        let Some(candidate) = (0..predictions.len())
-            .filter(|&i| learned(i).is_some())
-            .min_by(|&a, &b| predictions[a].seconds.total_cmp(&predictions[b].seconds))
-        else {
-            let first_best = predictions.iter().position(|p| p.seconds <= best).unwrap_or(0);
-            return decide(first_best, Reason::Best, predictions);
-        };
         let incumbent = self
             .current
             .get(&key)
             .and_then(|label| devices.iter().position(|d| &d.label == label))
             .filter(|&i| learned(i).is_some());
         let Some(incumbent) = incumbent else {
+            // Calibration: the untrusted devices worth measuring, fewest samples first.
+            let calibrate = predictions
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.basis == Basis::Heuristic && p.seconds <= best * rules.calibrate_within)
+                .min_by_key(|(i, p)| (p.samples.map_or(0, |s| s.count), *i));
+            if let Some((i, _)) = calibrate {
+                return decide(i, Reason::Calibrating, predictions);
+            }
+            // The best trusted device (there is one: the best prediction is trusted or was
+            // calibrating).
+            let candidate = (0..predictions.len())
+                .filter(|&i| learned(i).is_some())
+                .min_by(|&a, &b| predictions[a].seconds.total_cmp(&predictions[b].seconds))
+                .unwrap_or_else(|| predictions.iter().position(|p| p.seconds <= best).unwrap_or(0));
             self.current.insert(key, devices[candidate].label.clone());
             return decide(candidate, Reason::Best, predictions);
         };
+        // Once a device runs the workload, other devices are tried on the exploration budget
+        // only: trusted ones that were close, untrusted ones whose prediction became close
+        // (a noisy run of the current device does not start a calibration at once).
         if rules.explore_every > 0 && count % u64::from(rules.explore_every) == 0 {
-            let limit = predictions[incumbent].seconds * rules.explore_within;
+            let current = predictions[incumbent].seconds;
             let loser = (0..predictions.len())
-                .filter(|&i| i != incumbent && predictions[i].seconds <= limit)
+                .filter(|&i| {
+                    i != incumbent
+                        && match predictions[i].basis {
+                            Basis::Learned => predictions[i].seconds <= current * rules.explore_within,
+                            Basis::Heuristic => predictions[i].seconds <= current * rules.calibrate_within,
+                        }
+                })
                 .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
             if let Some(loser) = loser {
                 return decide(loser, Reason::Exploring, predictions);
             }
         }
+        let Some(candidate) = (0..predictions.len())
+            .filter(|&i| learned(i).is_some())
+            .min_by(|&a, &b| predictions[a].seconds.total_cmp(&predictions[b].seconds))
+        else {
+            return decide(incumbent, Reason::Kept, predictions);
+        };
         if candidate != incumbent {
             let worst = learned(candidate).and_then(|s| s.worst_of_two());
             if let Some(worst) = worst {

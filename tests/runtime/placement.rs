@@ -286,8 +286,15 @@ fn placement_on_llvmpipe_and_the_simulator_gives_right_results_and_keeps_its_his
         PlacementRules { trust_after: 2, explore_every: 3, calibrate_within: 1e9, ..Default::default() };
     let mut ran_on = std::collections::BTreeSet::new();
     {
-        let placement = Placement::open(Some("gl,amdgpu-sim"), &config).unwrap().with_rules(rules);
+        let mut placement = Placement::open(Some("gl,amdgpu-sim"), &config).unwrap().with_rules(rules);
         assert_eq!(placement.labels(), ["gl", "amdgpu-sim"]);
+        assert_eq!(placement.calibrate().unwrap(), ["gl", "amdgpu-sim"]);
+        for index in 0..2 {
+            let costs = placement.costs(index).unwrap();
+            for value in [costs.launch_s, costs.flops_per_s, costs.bytes_per_s] {
+                assert!(value.is_finite() && value > 0.0, "{costs:?}");
+            }
+        }
         for round in 0..10 {
             let case = Saxpy::random(256, round);
             let placed = placement.run_case(&case).unwrap();
@@ -303,8 +310,10 @@ fn placement_on_llvmpipe_and_the_simulator_gives_right_results_and_keeps_its_his
     // Another order is another device set; the same order reads the history back.
     assert!(!placement.stats().history_loaded);
     drop(placement);
-    let placement = Placement::open(Some("gl:0,amdgpu-sim"), &config).unwrap().with_rules(rules);
+    let mut placement = Placement::open(Some("gl:0,amdgpu-sim"), &config).unwrap().with_rules(rules);
     assert!(placement.stats().history_loaded, "{:?}", placement.stats());
+    // The measured costs were kept with the history.
+    assert!(placement.calibrate().unwrap().is_empty());
     let decision = placement.explain(&Placement::case_workload(&Saxpy::random(256, 0)));
     assert!(decision.predictions.iter().all(|p| p.basis == Basis::Learned), "{decision}");
 }
@@ -350,4 +359,36 @@ fn placement_takes_a_failed_device_out_and_retries_once_elsewhere() {
         (err.unwrap_err().kind(), calls, fresh.stats().lost_devices),
         (ErrorKind::InvalidArgument, 1, 0)
     );
+}
+
+#[test]
+fn placement_tries_a_device_left_out_only_on_the_exploration_budget() {
+    let rules =
+        PlacementRules { trust_after: 2, explore_every: 10, calibrate_within: 4.0, ..Default::default() };
+    // b's heuristic is 5x a's measured time: left out of the calibration.
+    let b_costs = DeviceCosts { launch_s: 5e-3, flops_per_s: 1e12, bytes_per_s: 1e12 };
+    let gpu = DeviceCosts { launch_s: 1e-3, flops_per_s: 1e12, bytes_per_s: 1e12 };
+    let devs = devices(&[("a", gpu), ("b", b_costs)]);
+    let work = saxpy(1000.0);
+    let mut model = PlacementModel::new();
+    let steps = drive(&mut model, &work, &devs, &rules, 5, |_, _| 1e-3);
+    assert!(steps.iter().all(|(l, _)| l == "a"), "{steps:?}");
+    // a turns slow (3 ms): b (5 ms predicted) is now within the window, but it is tried on
+    // exploration turns only, never twice in a row.
+    let steps = drive(&mut model, &work, &devs, &rules, 40, |l, _| if l == "a" { 3e-3 } else { 0.5e-3 });
+    let b_runs: Vec<usize> =
+        steps.iter().enumerate().filter(|(_, (l, _))| l == "b").map(|(i, _)| i).collect();
+    assert!(!b_runs.is_empty(), "{steps:?}");
+    for &i in &b_runs {
+        assert!(
+            steps[i].1 == Reason::Exploring
+                || matches!(steps[i].1, Reason::Switched { .. })
+                || steps[i].1 == Reason::Kept,
+            "{steps:?}"
+        );
+    }
+    assert_eq!(steps[b_runs[0]].1, Reason::Exploring, "{steps:?}");
+    assert!(b_runs[0] > 0);
+    // Once trusted and clearly faster, b takes over.
+    assert_eq!(steps.last().map(|(l, _)| l.as_str()), Some("b"), "{steps:?}");
 }
