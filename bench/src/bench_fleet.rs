@@ -1,13 +1,23 @@
-//! `sparkle-bench bench-fleet`: what the fleet cache gives a fresh machine, in fresh processes that
-//! each open the backend and get the suite's first results (`bench-child`), timed from before
-//! the backend opens — the remote tier's connection and the driver-cache fetch happen there —
-//! until the last result is on the host:
+//! `sparkle-bench bench-fleet`: what the fleet cache gives and costs a machine, in fresh processes
+//! that each open the backend and get the suite's first results (`bench-child`). Each process is
+//! timed whole, from its spawn to its exit — the remote tier's connection, the driver-cache fetch
+//! and the publishes waited for at the end all happen inside — and also from before the backend
+//! opens until the last result is on the host:
 //!
 //! - `cold`: empty local cache, no remote; `warm`: the local cache hot, no remote;
 //! - `fresh, remote warm (+N ms)`: an empty local cache on a "new machine", a remote that holds
-//!   every program and the driver's cache, reached through a proxy adding N ms to each answer;
-//! - `cold, dead remote` and `warm, dead remote`: a remote URL where nothing listens, against
-//!   the same runs without one.
+//!   every program and the driver's cache, reached through a proxy adding N ms to each answer
+//!   (by default 0, 40 — inside the default lookup budget — and 200 ms);
+//! - `cold, hung remote` and `warm, hung remote`: a remote that accepts connections and never
+//!   answers (as a server stopped with SIGSTOP), against the same runs without one;
+//! - `cold, dead remote` and `warm, dead remote`: a remote URL where nothing listens.
+//!
+//! The fleet is signed as the guide recommends: one key made for the run signs what every
+//! process publishes, and every process trusts only it. The hung and dead scenarios run with the
+//! default lookup budget whatever the environment says (SPARKLE_CACHE_REMOTE_BUDGET_MS is
+//! cleared for them): they measure what a failing remote costs as shipped. The report gives each
+//! remote scenario's cost over its no-remote twin, in ms of whole processes: the target is at
+//! most one lookup budget for a hung or distant remote.
 //!
 //! Every repetition runs every scenario once, in turn, so that drift lands on all of them alike.
 //!
@@ -38,7 +48,7 @@ pub struct Options {
     #[arg(long)]
     remote: Option<String>,
     /// Added latencies to measure, in ms.
-    #[arg(long, value_delimiter = ',', default_value = "0,20,200")]
+    #[arg(long, value_delimiter = ',', default_value = "0,40,200")]
     latencies: Vec<u64>,
     #[arg(long)]
     json: bool,
@@ -50,13 +60,15 @@ pub struct Options {
 impl Options {
     /// The defaults, with `repeats` runs per scenario (for `bench --fleet`).
     pub fn with_repeats(repeats: usize, json: bool) -> Options {
-        Options { repeats, remote: None, latencies: vec![0, 20, 200], json, json_out: None }
+        Options { repeats, remote: None, latencies: vec![0, 40, 200], json, json_out: None }
     }
 }
 
 #[derive(Serialize)]
 struct Scenario {
     name: String,
+    /// Median wall time of the whole process, from its spawn to its exit.
+    median_process_ms: f64,
     /// Median of open + suite, per process.
     median_ms: f64,
     median_open_ms: f64,
@@ -70,8 +82,17 @@ struct Scenario {
 struct Report {
     method: &'static str,
     scenarios: Vec<Scenario>,
-    /// Scenario name over `warm` or over its no-remote twin.
+    /// Scenario name over `warm` or over its no-remote twin (whole processes).
     ratios: Vec<(String, f64)>,
+    /// What a remote scenario costs over its no-remote twin, in ms of whole processes (target:
+    /// at most one lookup budget, 50 ms by default, for a hung or distant remote).
+    over_ms: Vec<(String, f64)>,
+}
+
+/// One process's report and its whole wall time.
+struct Run {
+    report: ChildReport,
+    process_ms: f64,
 }
 
 /// A Redis server this command started; stopped when dropped.
@@ -132,25 +153,53 @@ fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-fn scenario(name: String, runs: Vec<ChildReport>) -> Scenario {
+fn scenario(name: String, runs: Vec<Run>) -> Scenario {
     Scenario {
         name,
-        median_ms: median(runs.iter().map(|r| r.open_ms + r.suite_ms).collect()),
-        median_open_ms: median(runs.iter().map(|r| r.open_ms).collect()),
-        median_suite_ms: median(runs.iter().map(|r| r.suite_ms).collect()),
-        compiles: runs.iter().map(|r| r.compiles).collect(),
-        remote_hits: runs.iter().map(|r| r.remote_hits).collect(),
-        correct: runs.iter().all(|r| r.correct),
+        median_process_ms: median(runs.iter().map(|r| r.process_ms).collect()),
+        median_ms: median(runs.iter().map(|r| r.report.open_ms + r.report.suite_ms).collect()),
+        median_open_ms: median(runs.iter().map(|r| r.report.open_ms).collect()),
+        median_suite_ms: median(runs.iter().map(|r| r.report.suite_ms).collect()),
+        compiles: runs.iter().map(|r| r.report.compiles).collect(),
+        remote_hits: runs.iter().map(|r| r.report.remote_hits).collect(),
+        correct: runs.iter().all(|r| r.report.correct),
     }
 }
 
-fn child(dir: &Path, remote: Option<&str>) -> CliResult<ChildReport> {
+/// How a measured process reaches the remote.
+enum Remote<'a> {
+    None,
+    /// Through `url`, with the lookup budget the environment gives.
+    At(&'a str),
+    /// Through `url`, with the default lookup budget (a failing remote, measured as shipped).
+    Failing(&'a str),
+}
+
+/// Runs one measured process with its cache in `dir`; `keys` signs and is trusted.
+fn child(dir: &Path, remote: Remote<'_>, keys: &Keys) -> CliResult<Run> {
     let mut env = vec![("SPARKLE_CACHE_READ_ONLY", "0".to_owned())];
-    match remote {
-        Some(url) => env.push(("SPARKLE_CACHE_REMOTE", url.to_owned())),
-        None => env.push(("SPARKLE_CACHE_REMOTE", String::new())),
+    let url = match remote {
+        Remote::None => String::new(),
+        Remote::At(url) => url.to_owned(),
+        Remote::Failing(url) => {
+            env.push(("SPARKLE_CACHE_REMOTE_BUDGET_MS", String::new()));
+            url.to_owned()
+        }
+    };
+    if !url.is_empty() {
+        env.push(("SPARKLE_CACHE_SIGNING_KEY", keys.secret.display().to_string()));
+        env.push(("SPARKLE_CACHE_TRUSTED_KEYS", keys.public.clone()));
     }
-    spawn_child_with(Some(dir), DriverCache::Inside, &env)
+    env.push(("SPARKLE_CACHE_REMOTE", url));
+    let started = Instant::now();
+    let report = spawn_child_with(Some(dir), DriverCache::Inside, &env)?;
+    Ok(Run { report, process_ms: started.elapsed().as_secs_f64() * 1e3 })
+}
+
+/// The run's signing key: its file and its public half.
+struct Keys {
+    secret: PathBuf,
+    public: String,
 }
 
 pub fn run(options: Options) -> CliResult<ExitCode> {
@@ -169,61 +218,88 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let proxy = Proxy::start(target)?;
     let url = format!("redis://{}/{db}", proxy.addr());
     let dead = format!("redis://127.0.0.1:{}/0", free_port()?);
+    // A remote that accepts connections and never answers.
+    let hung_proxy = Proxy::start(target)?;
+    hung_proxy.set_mode(Mode::Stall);
+    let hung = format!("redis://{}/{db}", hung_proxy.addr());
+    let secret = scratch.path().join("fleet.key");
+    let public = sparkle::cache::remote::generate_key_file(&secret)
+        .map_err(|err| format!("cannot make the run's signing key in {}: {err}", secret.display()))?;
+    let keys = Keys { secret, public };
     let started = Instant::now();
     let step = |what: &str| eprintln!("{}", crate::progress::line(started.elapsed(), what));
     let fresh = |label: &str, i: usize| scratch.path().join(format!("{label}-{i}"));
 
     step("publishing: one cold run with the remote");
     flush(&url)?;
-    let publisher = child(&fresh("publisher", 0), Some(&url))?;
+    let publisher = child(&fresh("publisher", 0), Remote::At(&url), &keys)?;
     let hot = fresh("hot", 0);
-    child(&hot, None)?;
+    child(&hot, Remote::None, &keys)?;
     // Every repetition runs every scenario once, so that a drifting clock or a busy moment
     // lands on all of them alike.
     let mut names = vec!["cold".to_owned(), "warm".to_owned()];
     names.extend(options.latencies.iter().map(|latency| format!("fresh, remote warm (+{latency} ms)")));
-    names.extend(["cold, dead remote".to_owned(), "warm, dead remote".to_owned()]);
-    let mut runs: Vec<Vec<ChildReport>> = names.iter().map(|_| Vec::new()).collect();
+    names.extend(
+        ["cold, hung remote", "warm, hung remote", "cold, dead remote", "warm, dead remote"]
+            .map(str::to_owned),
+    );
+    let mut runs: Vec<Vec<Run>> = names.iter().map(|_| Vec::new()).collect();
     for i in 0..repeats {
         step(&format!("repetition {} of {repeats}", i + 1));
-        runs[0].push(child(&fresh("cold", i), None)?);
-        runs[1].push(child(&hot, None)?);
+        runs[0].push(child(&fresh("cold", i), Remote::None, &keys)?);
+        runs[1].push(child(&hot, Remote::None, &keys)?);
         for (slot, &latency) in options.latencies.iter().enumerate() {
             proxy.set_mode(if latency == 0 {
                 Mode::Pass
             } else {
                 Mode::latency(Duration::from_millis(latency))
             });
-            runs[2 + slot].push(child(&fresh(&format!("fresh-{latency}"), i), Some(&url))?);
+            runs[2 + slot].push(child(&fresh(&format!("fresh-{latency}"), i), Remote::At(&url), &keys)?);
         }
         proxy.set_mode(Mode::Pass);
-        let dead_slot = 2 + options.latencies.len();
-        runs[dead_slot].push(child(&fresh("cold-dead", i), Some(&dead))?);
-        runs[dead_slot + 1].push(child(&hot, Some(&dead))?);
+        let failing = 2 + options.latencies.len();
+        runs[failing].push(child(&fresh("cold-hung", i), Remote::Failing(&hung), &keys)?);
+        runs[failing + 1].push(child(&hot, Remote::Failing(&hung), &keys)?);
+        runs[failing + 2].push(child(&fresh("cold-dead", i), Remote::Failing(&dead), &keys)?);
+        runs[failing + 3].push(child(&hot, Remote::Failing(&dead), &keys)?);
     }
     let scenarios: Vec<Scenario> =
         names.into_iter().zip(runs).map(|(name, runs)| scenario(name, runs)).collect();
     drop(own);
 
-    let find = |name: &str| scenarios.iter().find(|s| s.name == name).map_or(f64::NAN, |s| s.median_ms);
-    let warm = find("warm");
+    let find =
+        |name: &str| scenarios.iter().find(|s| s.name == name).map_or(f64::NAN, |s| s.median_process_ms);
+    let (cold, warm) = (find("cold"), find("warm"));
     let mut ratios: Vec<(String, f64)> = scenarios
         .iter()
         .filter(|s| s.name.starts_with("fresh"))
-        .map(|s| (format!("{} / warm", s.name), s.median_ms / warm))
+        .map(|s| (format!("{} / warm", s.name), s.median_process_ms / warm))
         .collect();
-    ratios.push(("cold / warm".into(), find("cold") / warm));
-    ratios.push(("cold, dead remote / cold".into(), find("cold, dead remote") / find("cold")));
-    ratios.push(("warm, dead remote / warm".into(), find("warm, dead remote") / warm));
+    ratios.push(("cold / warm".into(), cold / warm));
+    let mut over_ms: Vec<(String, f64)> = scenarios
+        .iter()
+        .filter(|s| s.name.starts_with("fresh"))
+        .map(|s| (format!("{} - cold", s.name), s.median_process_ms - cold))
+        .collect();
+    for (name, twin, twin_ms) in [
+        ("cold, hung remote", "cold", cold),
+        ("warm, hung remote", "warm", warm),
+        ("cold, dead remote", "cold", cold),
+        ("warm, dead remote", "warm", warm),
+    ] {
+        ratios.push((format!("{name} / {twin}"), find(name) / twin_ms));
+        over_ms.push((format!("{name} - {twin}"), find(name) - twin_ms));
+    }
     let report = Report {
-        method:
-            "wall time of fresh processes from before the backend opens (remote connection and driver-cache \
-                 fetch included) until the suite's first results are on the host; every repetition runs every \
-                 scenario once, in turn; median of the repetitions",
+        method: "wall time of whole fresh processes, from their spawn to their exit (remote connection, \
+                 driver-cache fetch and the publishes waited for at the end included), and from before the \
+                 backend opens until the suite's first results are on the host; a signed fleet (one key signs \
+                 and is trusted); every repetition runs every scenario once, in turn; median of the repetitions",
         scenarios,
         ratios,
+        over_ms,
     };
-    let all_correct = publisher.correct && report.scenarios.iter().all(|s| s.correct);
+    let all_correct = publisher.report.correct && report.scenarios.iter().all(|s| s.correct);
     if let Some(path) = &options.json_out {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
     }
@@ -232,13 +308,14 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     } else {
         println!("Fleet cache, {} runs per scenario ({}):", repeats, report.method);
         println!(
-            "{:<34} {:>10} {:>10} {:>10}  {:<16} remote hits",
-            "scenario", "total ms", "open ms", "suite ms", "compiles"
+            "{:<34} {:>11} {:>10} {:>10} {:>10}  {:<16} remote hits",
+            "scenario", "process ms", "total ms", "open ms", "suite ms", "compiles"
         );
         for s in &report.scenarios {
             println!(
-                "{:<34} {:>10.2} {:>10.2} {:>10.2}  {:<16} {:?}{}",
+                "{:<34} {:>11.2} {:>10.2} {:>10.2} {:>10.2}  {:<16} {:?}{}",
                 s.name,
+                s.median_process_ms,
                 s.median_ms,
                 s.median_open_ms,
                 s.median_suite_ms,
@@ -249,6 +326,10 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         }
         for (name, ratio) in &report.ratios {
             println!("{name:<44} {ratio:.3}");
+        }
+        println!("\nCost over the same process without a remote (target: at most one lookup budget, 50 ms):");
+        for (name, ms) in &report.over_ms {
+            println!("{name:<44} {ms:+.1} ms");
         }
     }
     Ok(if all_correct { ExitCode::SUCCESS } else { ExitCode::from(sparkle_cli::WRONG_RESULT) })

@@ -374,9 +374,14 @@ fn a_dead_remote_costs_nothing_but_one_warning() {
             drop_and_stats(cache)
         });
         assert_eq!(counts.compiles.load(SeqCst) - compiles_before, 8, "{url}");
-        // After a few failures (or a connection slower than a compile) lookups are not even made.
-        assert!(stats.remote_lookups <= 3, "a dead remote is skipped: {stats}");
-        assert_eq!(stats.remote_skipped + stats.remote_hedged + stats.remote_errors, 8, "{stats}");
+        assert_eq!(stats.remote_hits, 0, "{stats}");
+        // At most one lookup waits its budget (tens of ms) for a remote that answers nothing; the
+        // others do not wait at all, or are skipped once the breaker opens. (A bound far above
+        // that, for a loaded machine.)
+        assert!(
+            stats.remote_lookup_time < Duration::from_secs(2),
+            "a dead remote is not waited for: {stats}"
+        );
         let remote_warnings: Vec<_> =
             captured.warnings().into_iter().filter(|w| w.contains("remote")).collect();
         assert!(remote_warnings.len() <= 1, "{url}: at most one warning: {remote_warnings:#?}");

@@ -13,6 +13,8 @@ mod remote_support;
 #[cfg(feature = "remote")]
 mod adversary;
 #[cfg(feature = "remote")]
+mod bounds;
+#[cfg(feature = "remote")]
 mod cache;
 mod servers;
 #[cfg(feature = "remote")]

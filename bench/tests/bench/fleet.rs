@@ -1,5 +1,6 @@
 //! `sparkle-bench bench-fleet` against a real Redis started on 127.0.0.1: every scenario is
-//! measured, and a fresh machine with a warm remote compiles nothing.
+//! measured (whole processes, their exit included), and a fresh machine with a warm remote
+//! compiles nothing.
 
 use crate::command::text;
 use crate::sparkle_bench_with;
@@ -20,9 +21,26 @@ fn bench_fleet_measures_every_scenario_and_a_fresh_machine_hits() {
     let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["cold", "warm", "fresh, remote warm (+0 ms)", "cold, dead remote", "warm, dead remote"],
+        [
+            "cold",
+            "warm",
+            "fresh, remote warm (+0 ms)",
+            "cold, hung remote",
+            "warm, hung remote",
+            "cold, dead remote",
+            "warm, dead remote"
+        ],
         "{report}"
     );
+    // Whole processes are timed, their exit included, and a hung remote's cost is reported.
+    assert!(
+        scenarios.iter().all(|s| s["median_process_ms"]
+            .as_f64()
+            .is_some_and(|ms| ms >= s["median_ms"].as_f64().unwrap())),
+        "{report}"
+    );
+    let over = report["over_ms"].as_array().unwrap();
+    assert!(over.iter().any(|row| row[0] == "cold, hung remote - cold"), "{report}");
     let fresh = &scenarios[2];
     assert_eq!(
         (fresh["compiles"][0].as_u64(), fresh["remote_hits"][0].as_u64()),

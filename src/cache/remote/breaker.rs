@@ -110,8 +110,7 @@ impl Breaker {
         Tripped::Opened(backoff)
     }
 
-    /// Whether lookups are being skipped right now.
-    #[cfg(test)]
+    /// Whether requests are being skipped right now (open, or half-open with its probe out).
     pub fn is_open(&self) -> bool {
         !matches!(*self.state(), State::Closed { .. })
     }

@@ -31,8 +31,11 @@ pub const TRUSTED_KEYS_ENV: &str = "SPARKLE_CACHE_TRUSTED_KEYS";
 /// signing key) the remote is not used: whoever can write an unsigned store chooses the GPU code
 /// its readers run.
 pub const REMOTE_UNSIGNED_ENV: &str = "SPARKLE_CACHE_REMOTE_UNSIGNED";
-/// The most milliseconds a lookup may wait past its opening.
+/// A fixed number of milliseconds a lookup waits before the program compiles meanwhile.
 pub const REMOTE_BUDGET_ENV: &str = "SPARKLE_CACHE_REMOTE_BUDGET_MS";
+/// The most milliseconds a process waits at its end for publishes still in flight (default
+/// 100, or the fixed lookup budget when longer; 0: none).
+pub const REMOTE_EXIT_ENV: &str = "SPARKLE_CACHE_REMOTE_EXIT_MS";
 /// The endpoint of an S3-compatible store other than AWS (`http://host:port`); `AWS_ENDPOINT_URL`
 /// works as well.
 pub const S3_ENDPOINT_ENV: &str = "SPARKLE_CACHE_S3_ENDPOINT";
@@ -105,6 +108,9 @@ pub struct RemoteConfig {
     pub allow_unsigned: bool,
     /// A fixed budget for every lookup, instead of one derived from what a compile costs.
     pub budget: Option<Duration>,
+    /// The most a process waits at its end for publishes still in flight (default 100 ms, or
+    /// `budget` when longer); never for a remote that answers nothing or slower than a budget.
+    pub exit_budget: Option<Duration>,
     /// The S3 endpoint of an S3-compatible server (`http://host:port`); otherwise the usual AWS
     /// variables (`AWS_ENDPOINT_URL`, `AWS_REGION`, credentials) decide.
     pub s3_endpoint: Option<String>,
@@ -135,6 +141,7 @@ impl std::fmt::Debug for RemoteConfig {
             )
             .field("allow_unsigned", &self.allow_unsigned)
             .field("budget", &self.budget)
+            .field("exit_budget", &self.exit_budget)
             .field("s3_endpoint", &self.s3_endpoint.as_deref().map(redact_url))
             .field("s3_options", &options)
             .finish()
@@ -153,6 +160,7 @@ impl RemoteConfig {
             trusted_keys: None,
             allow_unsigned: false,
             budget: None,
+            exit_budget: None,
             s3_endpoint: None,
             s3_options: Vec::new(),
         })
@@ -194,6 +202,17 @@ impl RemoteConfig {
                 parse_budget_ms(&value)
                     .map_err(|problem| invalid(REMOTE_BUDGET_ENV, value, problem, "50"))?,
             );
+        }
+        if let Some(value) = var(REMOTE_EXIT_ENV) {
+            let ms: u64 = value.trim().parse().ok().filter(|ms| *ms <= 600_000).ok_or_else(|| {
+                invalid(
+                    REMOTE_EXIT_ENV,
+                    value.clone(),
+                    "expected milliseconds from 0 to 600000".into(),
+                    "100",
+                )
+            })?;
+            config.exit_budget = Some(Duration::from_millis(ms));
         }
         if let Some(value) = var(S3_ENDPOINT_ENV) {
             let endpoint = check_endpoint(&value).map_err(|problem| {

@@ -36,11 +36,22 @@ pub(crate) const FETCH_BUDGET: Duration = Duration::from_millis(500);
 /// The archive is fetched only from a remote that connected and answered a request within this
 /// (each): from a slower one, a cold driver cache costs less than waiting for it.
 const PROBE_BUDGET: Duration = Duration::from_millis(75);
-/// Archives larger than this (compressed) are refused: a driver cache is tens of megabytes.
-pub(crate) const MAX_ARCHIVE_BYTES: usize = 256 << 20;
-/// Unpacked archives larger than this are refused (a driver cache is tens of megabytes).
-const MAX_UNPACKED_BYTES: u64 = 2 << 30;
-const MAX_FILES: usize = 1 << 20;
+/// Archives larger than this (compressed) are refused unread: a driver cache is tens of
+/// megabytes.
+pub(crate) const MAX_ARCHIVE_BYTES: usize = 128 << 20;
+/// How much an archive may unpack to, at most: its files' bytes and its entries. Unpacking
+/// streams each file to disk, so memory stays small whatever the archive says; a bomb stops
+/// here, or at the fetch's deadline, whichever comes first.
+const LIMITS: Limits = Limits { bytes: 1 << 30, files: 100_000 };
+
+/// The bounds of one unpack.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Bytes of regular files, in all.
+    pub bytes: u64,
+    /// Entries (files and folders).
+    pub files: usize,
+}
 /// A folder is published again only when its file count grew by this fraction (at least one
 /// file): a program or two more in a large cache is not worth uploading it all again.
 const GROWTH_PERCENT: u64 = 5;
@@ -177,11 +188,14 @@ fn start(tier: &RemoteTier, root: &Path, first: bool) -> Option<Work> {
     let fetch_deadline =
         first.then(|| Instant::now() + fixed.map_or(FETCH_BUDGET, |fixed| fixed.max(FETCH_BUDGET)));
     let probe = fixed.map_or(PROBE_BUDGET, |fixed| fixed.max(PROBE_BUDGET));
+    // A remote that has not connected within one lookup budget of the open is not waited for:
+    // a hung one costs that budget, once.
+    let connect_by = tier.background().opened_at() + fixed.unwrap_or(super::budget::DEFAULT_BUDGET);
     let (background, root, stop) = (tier.background(), root.to_path_buf(), Arc::clone(&cancelled));
     let spawned = std::thread::Builder::new().name("sparkle-driver-sync".into()).spawn(move || {
         if let Some(deadline) = fetch_deadline {
             for (name, path, _) in folders(&root) {
-                match fetch_into(&background, &name, &path, probe, deadline, &stop) {
+                match fetch_into(&background, &name, &path, (connect_by, probe), deadline, &stop) {
                     Ok(Some(unpacked)) => tracing::info!(
                         driver = %name, bytes = unpacked,
                         "driver cache fetched from the remote cache"
@@ -206,19 +220,26 @@ fn start(tier: &RemoteTier, root: &Path, first: bool) -> Option<Work> {
     }
 }
 
-/// Fetches and unpacks `driver-<name>.tar.gz` into `dest`; `Ok(None)` when the remote has none
-/// or answers too slowly.
+/// Fetches and unpacks `driver-<name>.tar.gz` into `dest`; `Ok(None)` when the remote has none,
+/// did not connect by `connect_by`, or takes longer than `probe` per request.
 fn fetch_into(
     background: &Background,
     name: &str,
     dest: &Path,
-    probe: Duration,
+    (connect_by, probe): (Instant, Duration),
     deadline: Instant,
     cancelled: &AtomicBool,
 ) -> Result<Option<u64>, String> {
-    if !matches!(background.probe(probe), Probe::Ready(round_trip) if round_trip <= probe) {
-        // A dead remote is warned about once by the tier; a slow one is simply not waited for.
-        tracing::debug!(driver = %name, "the remote did not answer within {} ms; the driver cache starts cold", probe.as_millis());
+    if !background.wait_connected(connect_by.saturating_duration_since(Instant::now())) {
+        // A dead remote is warned about once by the tier; a hung one is not waited for again.
+        background.stall();
+        tracing::debug!(driver = %name, "the remote did not connect in time; the driver cache starts cold");
+        return Ok(None);
+    }
+    let until = deadline.saturating_duration_since(Instant::now());
+    if !matches!(background.probe(until), Probe::Ready(round_trip) if round_trip <= probe) {
+        // A slow remote is not waited for: a cold driver cache costs less.
+        tracing::debug!(driver = %name, "the remote takes longer than {} ms a request; the driver cache starts cold", probe.as_millis());
         return Ok(None);
     }
     let left = deadline.saturating_duration_since(Instant::now());
@@ -258,11 +279,22 @@ pub(crate) fn pack(dir: &Path) -> io::Result<Vec<u8>> {
     builder.into_inner()?.finish()
 }
 
-/// Unpacks an archive into `dest`: regular files and folders only, at clean relative paths,
-/// never replacing what is there, each file whole under its name (a driver reading the folder
-/// meanwhile sees it complete or not at all); stops early when `cancelled`. Returns the bytes
-/// written.
+/// Unpacks an archive into `dest` within [`LIMITS`]; see [`unpack_within`].
 pub(crate) fn unpack(archive: &[u8], dest: &Path, cancelled: &AtomicBool) -> Result<u64, String> {
+    unpack_within(archive, dest, cancelled, LIMITS)
+}
+
+/// Unpacks an archive into `dest`: regular files and folders only, at clean relative paths,
+/// never replacing what is there, each file streamed to a temporary file and renamed into place
+/// whole (a driver reading the folder meanwhile sees it complete or not at all). Stops at
+/// `limits` (an error) or as soon as `cancelled` is set, even inside a file. Returns the bytes
+/// of the archive's files.
+pub(crate) fn unpack_within(
+    archive: &[u8],
+    dest: &Path,
+    cancelled: &AtomicBool,
+    limits: Limits,
+) -> Result<u64, String> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(archive));
     let mut written = 0u64;
     let entries = archive.entries().map_err(|err| format!("not an archive: {err}"))?;
@@ -270,8 +302,8 @@ pub(crate) fn unpack(archive: &[u8], dest: &Path, cancelled: &AtomicBool) -> Res
         if cancelled.load(Relaxed) {
             return Ok(written);
         }
-        if index >= MAX_FILES {
-            return Err(format!("more than {MAX_FILES} files"));
+        if index >= limits.files {
+            return Err(format!("more than {} files", limits.files));
         }
         let mut entry = entry.map_err(|err| format!("damaged archive: {err}"))?;
         let path = entry.path().map_err(|err| format!("damaged archive: {err}"))?.into_owned();
@@ -285,23 +317,34 @@ pub(crate) fn unpack(archive: &[u8], dest: &Path, cancelled: &AtomicBool) -> Res
             tar::EntryType::Regular | tar::EntryType::GNUSparse => {
                 let size = entry.header().size().map_err(|err| format!("damaged archive: {err}"))?;
                 written = written.saturating_add(size);
-                if written > MAX_UNPACKED_BYTES {
-                    return Err(format!("more than {MAX_UNPACKED_BYTES} bytes unpacked"));
+                if written > limits.bytes {
+                    return Err(format!("more than {} bytes unpacked", limits.bytes));
+                }
+                if fs::symlink_metadata(&target).is_ok() {
+                    // The driver already made it: its own file wins (the tar reader skips the
+                    // bytes, decompressing them: the size limit above counts them).
+                    continue;
                 }
                 let parent = target.parent().unwrap_or(dest);
                 crate::cache::files::create_private_dir(parent)
                     .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
-                let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).min(64 << 20));
-                entry.read_to_end(&mut bytes).map_err(|err| format!("damaged archive: {err}"))?;
-                if fs::symlink_metadata(&target).is_ok() {
-                    // The driver already made it: its own file wins.
-                    continue;
-                }
                 let mut temp = tempfile::Builder::new()
                     .prefix(".sparkle-fetch-")
                     .tempfile_in(parent)
                     .map_err(|err| format!("cannot write in {}: {err}", parent.display()))?;
-                temp.write_all(&bytes).map_err(|err| format!("cannot write {}: {err}", target.display()))?;
+                let mut chunk = vec![0u8; 64 << 10];
+                loop {
+                    if cancelled.load(Relaxed) {
+                        // The temporary file goes with `temp`.
+                        return Ok(written);
+                    }
+                    let read = entry.read(&mut chunk).map_err(|err| format!("damaged archive: {err}"))?;
+                    if read == 0 {
+                        break;
+                    }
+                    temp.write_all(&chunk[..read])
+                        .map_err(|err| format!("cannot write {}: {err}", target.display()))?;
+                }
                 if let Err(err) = temp.persist_noclobber(&target) {
                     if err.error.kind() != io::ErrorKind::AlreadyExists {
                         return Err(format!("cannot write {}: {}", target.display(), err.error));
@@ -339,6 +382,63 @@ mod tests {
         assert_eq!(fs::read(dest.path().join("a/b/one")).unwrap(), b"first");
         assert_eq!(fs::read(dest.path().join("index")).unwrap(), b"the driver's own");
         assert!(fs::symlink_metadata(dest.path().join("link")).is_err(), "links are not archived");
+    }
+
+    /// A gzip'd tar holding one file of `size` zeros (a bomb: it compresses a thousandfold).
+    fn bomb(size: u64) -> Vec<u8> {
+        let mut builder =
+            tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best()));
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(size);
+        header.set_mode(0o600);
+        header.set_path("index").unwrap();
+        header.set_cksum();
+        builder.append(&header, io::repeat(0).take(size)).unwrap();
+        builder.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn a_bomb_stops_at_the_limits_and_at_cancellation_leaving_nothing() {
+        let archive = bomb(8 << 20);
+        assert!(archive.len() < 64 << 10, "{} bytes", archive.len());
+        let dest = tempfile::tempdir().unwrap();
+        let err = unpack_within(
+            &archive,
+            dest.path(),
+            &AtomicBool::new(false),
+            Limits { bytes: 1 << 20, files: 10 },
+        )
+        .unwrap_err();
+        assert!(err.contains("bytes unpacked"), "{err}");
+        assert_eq!(fs::read_dir(dest.path()).unwrap().count(), 0, "nothing left behind");
+        // Cancelled: stops at once, a partial file is not left.
+        let unpacked = unpack_within(&archive, dest.path(), &AtomicBool::new(true), LIMITS).unwrap();
+        assert_eq!(unpacked, 0);
+        assert_eq!(fs::read_dir(dest.path()).unwrap().count(), 0);
+        // Within the limits it unpacks whole.
+        assert_eq!(unpack(&archive, dest.path(), &AtomicBool::new(false)).unwrap(), 8 << 20);
+        assert_eq!(fs::metadata(dest.path().join("index")).unwrap().len(), 8 << 20);
+        // Too many entries.
+        let mut builder =
+            tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+        for i in 0..20 {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_size(0);
+            header.set_path(format!("f{i}")).unwrap();
+            header.set_cksum();
+            builder.append(&header, io::empty()).unwrap();
+        }
+        let many = builder.into_inner().unwrap().finish().unwrap();
+        let err = unpack_within(
+            &many,
+            tempfile::tempdir().unwrap().path(),
+            &AtomicBool::new(false),
+            Limits { bytes: 1 << 20, files: 10 },
+        )
+        .unwrap_err();
+        assert!(err.contains("more than 10 files"), "{err}");
     }
 
     #[test]

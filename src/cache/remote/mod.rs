@@ -17,8 +17,8 @@ mod config;
 mod ledger;
 pub use config::{
     check_endpoint, example_for, hex_key, parse_hex_key, parse_location, parse_trusted_keys, redact_url,
-    RemoteConfig, RemoteLocation, REMOTE_BUDGET_ENV, REMOTE_ENV, REMOTE_READ_ONLY_ENV, REMOTE_UNSIGNED_ENV,
-    S3_ENDPOINT_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
+    RemoteConfig, RemoteLocation, REMOTE_BUDGET_ENV, REMOTE_ENV, REMOTE_EXIT_ENV, REMOTE_READ_ONLY_ENV,
+    REMOTE_UNSIGNED_ENV, S3_ENDPOINT_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
 };
 #[cfg(feature = "remote")]
 pub(crate) use ledger::append as append_ledger;
@@ -27,7 +27,7 @@ pub use ledger::{read as read_ledger, RemoteLedger, REMOTE_STATS_FILE};
 #[cfg(feature = "remote")]
 mod breaker;
 #[cfg(feature = "remote")]
-mod budget;
+pub(crate) mod budget;
 #[cfg(feature = "remote")]
 mod check;
 #[cfg(feature = "remote")]

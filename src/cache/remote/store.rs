@@ -472,6 +472,15 @@ impl Store {
         }
     }
 
+    /// Connects: Redis opens its connection (with the client's first request); an object store
+    /// makes its first request (HTTP connects on the first one), a [`ping`](Self::ping).
+    pub async fn connect(&self) -> Result<(), StoreError> {
+        match self {
+            Store::Objects { .. } => self.ping().await,
+            Store::Redis { .. } => self.redis().await.map(drop),
+        }
+    }
+
     /// One round trip that touches the store without changing it. On an object store it lists
     /// a name nothing is stored under, which fails on a bucket that does not exist (a lookup of a
     /// missing object in a missing bucket would look like a miss).

@@ -4,11 +4,20 @@
 //! key whose object failed is never fetched again by this process and is reported once.
 //! Publishing happens in the background, create-if-absent, only for entries that verify.
 //!
+//! Bounds. A lookup always asks, and waits at most its budget; past it the program compiles
+//! while the request goes on, and whichever finishes first is used. Until the remote has
+//! answered anything, one lookup waits its budget and the others do not wait at all; a remote
+//! measured slower than the budget is not waited for either. A publish of a program whose
+//! lookup has not answered waits for that answer (in the background), and goes only if the
+//! remote does not have the program. Dropping the tier waits for the publishes in flight at
+//! most one exit budget (`SPARKLE_CACHE_REMOTE_EXIT_MS`), and not at all for a remote that has
+//! not answered or is slower than a lookup budget: a hung or distant remote costs a process at
+//! most about one budget, whatever it compiled.
+//!
 //! The async clients run on the tier's own small runtime; callers block on a channel with a
-//! timeout, so nothing async reaches the rest of the crate. Dropping the tier waits (bounded)
-//! for publishes still in flight, so that a short process still shares what it compiled.
+//! timeout, so nothing async reaches the rest of the crate.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -18,7 +27,8 @@ use super::breaker::{Breaker, Permit, Tripped};
 use super::budget::Budgets;
 use super::check::{self, Verdict};
 use super::config::{
-    RemoteConfig, REMOTE_READ_ONLY_ENV, REMOTE_UNSIGNED_ENV, SIGNING_KEY_ENV, TRUSTED_KEYS_ENV,
+    RemoteConfig, REMOTE_EXIT_ENV, REMOTE_READ_ONLY_ENV, REMOTE_UNSIGNED_ENV, SIGNING_KEY_ENV,
+    TRUSTED_KEYS_ENV,
 };
 use super::driver_archive::DriverFolders;
 use super::envelope::{self, Kind, Provenance};
@@ -34,11 +44,12 @@ use crate::cache::{Blob, CacheKey, GpuId};
 const MAX_PENDING_PUBLISHES: usize = 256;
 /// A remote known to be slower than a compile still gets one lookup this often.
 const SLOW_RECHECK: Duration = Duration::from_secs(1);
-/// How long dropping the tier waits for publishes still in flight.
-const PUBLISH_DRAIN: Duration = Duration::from_secs(5);
+/// How long dropping the tier waits for publishes still in flight, unless the user set it (or a
+/// longer fixed lookup budget).
+pub(crate) const DEFAULT_EXIT_BUDGET: Duration = Duration::from_millis(100);
 /// A program entry larger than this is not one of ours (a GL binary or code object is
 /// kilobytes to a few megabytes); a larger remote object is refused unread.
-pub(crate) const MAX_ENTRY_BYTES: usize = 64 << 20;
+pub(crate) const MAX_ENTRY_BYTES: usize = 32 << 20;
 /// The fleet's working set lists at most this many programs (a working set is a few thousand).
 pub(crate) const MAX_WORKING_SET_KEYS: usize = 20_000;
 /// Its object is at most this large (a line is 50 bytes or so).
@@ -74,8 +85,6 @@ pub(crate) enum RemoteLookup {
     Skipped,
     /// The object failed verification (counted and reported).
     Rejected,
-    /// Not asked, since the remote takes longer than a compile: the caller compiles.
-    TimedOut,
     /// No answer within the budget: the caller compiles while the request goes on, and uses
     /// whichever finishes first ([`RemoteTier::poll_late`]).
     Late(LateLookup),
@@ -94,7 +103,8 @@ pub(crate) struct LateLookup {
 
 impl Drop for LateLookup {
     fn drop(&mut self) {
-        if !self.answered {
+        // A lookup that did not wait at all (a remote known slow or silent) says nothing new.
+        if !self.answered && !self.budget.is_zero() {
             self.shared.failed(&format!(
                 "no answer within {:.1} ms (what compiling costs), so it compiled instead",
                 self.budget.as_secs_f64() * 1e3
@@ -181,11 +191,37 @@ struct Shared {
     /// failed; `None` while they are under way.
     probe: Mutex<Option<Result<Duration, String>>>,
     probed: std::sync::Condvar,
+    /// The first requests connected (set under `probe`'s lock, announced on `probed`).
+    connected: AtomicBool,
     /// Whether a publishing tier may write the store, learnt right after the first requests:
     /// `None` until then, `Some(None)` when it was not asked (the first requests failed).
     writable: Mutex<Option<Option<Result<(), String>>>>,
     /// The store refused the write check: nothing is published.
     unwritable: AtomicBool,
+    /// Lookups whose answer has not come, by key, and a publish of the key parked until one
+    /// answers: it goes only if the remote does not have the program.
+    awaited: Mutex<HashMap<CacheKey, Awaited>>,
+    /// Whether any request was answered (the first requests, or a lookup).
+    answered: AtomicBool,
+    /// A lookup waited a whole budget for a remote that has answered nothing yet: later lookups
+    /// do not wait for it (reset by the first answer).
+    stalled: AtomicBool,
+    /// How long dropping the tier waits for publishes in flight, at most.
+    exit_budget: Duration,
+}
+
+/// The lookups of one key under way, and a publish waiting for their answer.
+#[derive(Default)]
+struct Awaited {
+    in_flight: usize,
+    parked: Option<Parked>,
+}
+
+/// A publish waiting for the answer of its key's lookup.
+struct Parked {
+    sealed: Vec<u8>,
+    check_existing: bool,
+    lease: Option<Lease>,
 }
 
 pub(crate) struct RemoteTier {
@@ -276,15 +312,32 @@ impl RemoteTier {
             slow_recheck_ms: AtomicU64::new(0),
             probe: Mutex::new(None),
             probed: std::sync::Condvar::new(),
+            connected: AtomicBool::new(false),
             writable: Mutex::new(None),
             unwritable: AtomicBool::new(false),
+            awaited: Mutex::new(HashMap::new()),
+            answered: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
+            exit_budget: config.exit_budget.unwrap_or_else(|| {
+                config.budget.map_or(DEFAULT_EXIT_BUDGET, |fixed| fixed.max(DEFAULT_EXIT_BUDGET))
+            }),
         });
         // Connect now, so that the first lookup does not pay for it, then time one request on
-        // the open connection: the round trip a lookup costs.
+        // the open connection: the round trip a lookup costs. Connecting (a TCP handshake and a
+        // first request) takes about two round trips: half of it is the first estimate, so that
+        // a distant remote is known as one before the timed request comes back.
         let warm = Arc::clone(&shared);
         runtime.spawn(async move {
-            let outcome = match warm.store.ping().await {
+            let started = Instant::now();
+            let outcome = match warm.store.connect().await {
                 Ok(()) => {
+                    warm.observe_round_trip(started.elapsed() / 2);
+                    warm.succeeded();
+                    {
+                        let _probe = warm.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                        warm.connected.store(true, Relaxed);
+                    }
+                    warm.probed.notify_all();
                     let started = Instant::now();
                     warm.store.ping().await.map(|()| started.elapsed())
                 }
@@ -370,39 +423,35 @@ impl RemoteTier {
         }
     }
 
-    /// Looks `key` up, waiting at most its budget.
+    /// Looks `key` up, waiting at most its budget (not at all for a remote that is slower than
+    /// the budget, or has answered nothing while an earlier lookup waited a whole budget).
     pub fn lookup(&self, key: CacheKey) -> RemoteLookup {
         self.shared.needed();
         let counters = &self.shared.counters;
-        if self.is_rejected(key) {
+        if self.is_rejected(key) || self.shared.breaker.permit() == Permit::Skip {
             stats::add(&counters.skipped, 1);
             return RemoteLookup::Skipped;
         }
         let budget = self.budgets.for_key(key);
-        // The first lookups wait for the connection the tier opened, until their budget past its
-        // opening: a connection that takes longer than a compile is not worth waiting for.
-        let connecting = (self.shared.opened_at + budget).saturating_duration_since(Instant::now());
-        match self.background().probe(connecting) {
-            Probe::Ready(_) if !self.shared.slower_than(budget) => {}
-            Probe::Failed => {}
-            // Connecting, or a request, takes longer than compiling: waiting could only lose.
-            Probe::Ready(_) | Probe::Pending => {
-                stats::add(&counters.hedged, 1);
-                return RemoteLookup::TimedOut;
-            }
-        }
-        if self.shared.breaker.permit() == Permit::Skip {
-            stats::add(&counters.skipped, 1);
-            return RemoteLookup::Skipped;
-        }
+        let wait = self.shared.wait_for(budget);
         let (sender, receiver) = sync_channel(1);
         let name = self.name(key);
         let shared = Arc::clone(&self.shared);
+        shared.awaiting(key);
         let started = Instant::now();
         self.runtime().spawn(async move {
-            let _ = sender.send(shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await);
+            let answer = shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await;
+            shared.answer_came(key, &name, &answer).await;
+            let _ = sender.send(answer);
         });
-        let answer = receiver.recv_timeout(budget);
+        let answer = if wait.is_zero() {
+            receiver.try_recv().map_err(|err| match err {
+                TryRecvError::Empty => RecvTimeoutError::Timeout,
+                TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+            })
+        } else {
+            receiver.recv_timeout(wait)
+        };
         let waited = started.elapsed();
         stats::add(&counters.lookups, 1);
         stats::add_duration(&counters.lookup_ns, waited);
@@ -410,11 +459,17 @@ impl RemoteTier {
             Ok(answer) => self.settle(key, answer, waited),
             Err(RecvTimeoutError::Timeout) => {
                 stats::add(&counters.hedged, 1);
-                self.shared.observe_round_trip(budget);
+                if !wait.is_zero() {
+                    self.shared.observe_round_trip(budget);
+                    if !self.shared.answered.load(Relaxed) {
+                        // A whole budget for a remote that answers nothing: not again.
+                        self.shared.stalled.store(true, Relaxed);
+                    }
+                }
                 RemoteLookup::Late(LateLookup {
                     key,
                     answer: receiver,
-                    budget,
+                    budget: wait,
                     shared: Arc::clone(&self.shared),
                     answered: false,
                 })
@@ -458,27 +513,20 @@ impl RemoteTier {
         if answer.is_ok() && !waited.is_zero() {
             self.shared.observe_round_trip(waited);
         }
+        // The request's own task told the breaker and counted an error already.
         match answer {
-            Ok(Some(got)) => {
-                self.shared.succeeded();
-                match self.verify(key, got) {
-                    Ok((header, blob)) => RemoteLookup::Hit(header, blob),
-                    Err(why) => {
-                        self.reject(key, &why);
-                        RemoteLookup::Rejected
-                    }
+            Ok(Some(got)) => match self.verify(key, got) {
+                Ok((header, blob)) => RemoteLookup::Hit(header, blob),
+                Err(why) => {
+                    self.reject(key, &why);
+                    RemoteLookup::Rejected
                 }
-            }
+            },
             Ok(None) => {
-                self.shared.succeeded();
                 stats::add(&counters.misses, 1);
                 RemoteLookup::Miss
             }
-            Err(err) => {
-                stats::add(&counters.errors, 1);
-                self.shared.errored(&err.0);
-                RemoteLookup::Failed
-            }
+            Err(_) => RemoteLookup::Failed,
         }
     }
 
@@ -595,7 +643,11 @@ impl RemoteTier {
             return;
         }
         self.shared.needed();
-        if self.shared.down.load(Relaxed) {
+        if self.shared.down.load(Relaxed) || self.shared.breaker.is_open() {
+            // A remote that fails or is being skipped: publishing would only wait on it.
+            if let Some(lease) = lease {
+                self.release(lease);
+            }
             return;
         }
         if self.shared.pending.load(Relaxed) >= MAX_PENDING_PUBLISHES {
@@ -621,29 +673,16 @@ impl RemoteTier {
 
     /// Seals the entry `payload` of `key` (signed when a key is configured) and stores it
     /// create-if-absent in the background; with `check_existing`, an object already there that
-    /// does not verify is replaced.
+    /// does not verify is replaced. While a lookup of `key` is still under way, the publish
+    /// waits for its answer and goes only if the remote does not have the program.
     fn publish_object(&self, key: CacheKey, payload: Vec<u8>, lease: Option<Lease>, check_existing: bool) {
         let name = self.name(key);
         let sealed = self.seal(&name, Kind::Entry, &payload);
+        let Some(parked) = self.shared.park(key, Parked { sealed, check_existing, lease }) else { return };
         let shared = Arc::clone(&self.shared);
         shared.pending.fetch_add(1, Relaxed);
         self.runtime().spawn(async move {
-            let kept = check_existing.then(|| sealed.clone());
-            let result = shared.store.put_if_absent(&name, sealed).await;
-            let counters = &shared.counters;
-            match (result, kept) {
-                (Ok(Put::Created), _) => stats::add(&counters.publishes, 1),
-                (Ok(Put::AlreadyThere), Some(sealed)) => shared.replace_if_refused(key, &name, sealed).await,
-                (Ok(Put::AlreadyThere), None) => stats::add(&counters.publish_existing, 1),
-                (Err(err), _) => {
-                    stats::add(&counters.publish_errors, 1);
-                    shared.down.store(true, Relaxed);
-                    tracing::debug!(object = %name, error = %err, "could not publish to the remote cache");
-                }
-            }
-            if let Some(lease) = lease {
-                let _ = shared.store.delete(&lease.name).await;
-            }
+            shared.store_entry(key, &name, parked).await;
             shared.pending.fetch_sub(1, Relaxed);
         });
     }
@@ -962,6 +1001,33 @@ impl Background {
         }
     }
 
+    /// Waits at most `timeout` for the tier's connection (before its timed request); whether it
+    /// connected.
+    pub(crate) fn wait_connected(&self, timeout: Duration) -> bool {
+        let probe = self.shared.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (_probe, _) = self
+            .shared
+            .probed
+            .wait_timeout_while(probe, timeout, |probe| {
+                probe.is_none() && !self.shared.connected.load(Relaxed)
+            })
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.shared.connected.load(Relaxed)
+    }
+
+    /// Something waited a whole budget for a remote that did not connect: lookups do not wait
+    /// for it again until it answers.
+    pub(crate) fn stall(&self) {
+        if !self.shared.answered.load(Relaxed) {
+            self.shared.stalled.store(true, Relaxed);
+        }
+    }
+
+    /// When the tier opened.
+    pub(crate) fn opened_at(&self) -> Instant {
+        self.shared.opened_at
+    }
+
     /// Fetches the object `file` of this GPU's folder and checks its envelope, kind and (with
     /// trusted keys) signature; returns its payload. `Ok(None)`: the remote has none.
     pub(crate) fn fetch_object(
@@ -996,6 +1062,117 @@ impl Background {
 }
 
 impl Shared {
+    /// How long a lookup waits for its answer before the program compiles meanwhile: its budget,
+    /// unless the remote is known to be slower than that, or answered nothing while an earlier
+    /// lookup waited a whole budget (then not at all: the request still goes, and may still
+    /// win the race against the compile).
+    fn wait_for(&self, budget: Duration) -> Duration {
+        let silent = !self.answered.load(Relaxed) && self.stalled.load(Relaxed);
+        if silent || self.slower_than(budget) {
+            Duration::ZERO
+        } else {
+            budget
+        }
+    }
+
+    /// A lookup of `key` is about to ask.
+    fn awaiting(&self, key: CacheKey) {
+        self.awaited
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(key)
+            .or_default()
+            .in_flight += 1;
+    }
+
+    /// Parks a publish of `key` behind its lookup still under way; gives it back when none is.
+    fn park(&self, key: CacheKey, parked: Parked) -> Option<Parked> {
+        let mut awaited = self.awaited.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match awaited.get_mut(&key) {
+            Some(waiting) => {
+                if let Some(Parked { lease: Some(lease), .. }) = waiting.parked.replace(parked) {
+                    // Cannot happen (one publish per key and process); the lease expires.
+                    drop(lease);
+                }
+                None
+            }
+            None => Some(parked),
+        }
+    }
+
+    /// A lookup of `key` got `answer`: a publish parked behind it goes now if the remote does
+    /// not have the program (or has one this machine refuses), and is dropped if it does.
+    async fn answer_came(&self, key: CacheKey, name: &str, answer: &Result<Option<Got>, StoreError>) {
+        match answer {
+            Ok(_) => self.succeeded(),
+            Err(err) => {
+                stats::add(&self.counters.errors, 1);
+                self.errored(&err.0);
+            }
+        }
+        let parked = {
+            let mut awaited = self.awaited.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(waiting) = awaited.get_mut(&key) else { return };
+            waiting.in_flight = waiting.in_flight.saturating_sub(1);
+            let parked = if answer.is_ok() || waiting.in_flight == 0 { waiting.parked.take() } else { None };
+            if waiting.in_flight == 0 {
+                awaited.remove(&key);
+            }
+            parked
+        };
+        let Some(mut parked) = parked else { return };
+        self.pending.fetch_add(1, Relaxed);
+        match answer {
+            Ok(None) => self.store_entry(key, name, parked).await,
+            Ok(Some(got)) if self.verify_entry(key, got).is_ok() => {
+                // The remote has it: nothing to publish.
+                stats::add(&self.counters.publish_existing, 1);
+                if let Some(lease) = parked.lease.take() {
+                    let _ = self.store.delete(&lease.name).await;
+                }
+            }
+            Ok(Some(_)) => {
+                parked.check_existing = true;
+                self.store_entry(key, name, parked).await;
+            }
+            Err(_) => {
+                stats::add(&self.counters.publish_errors, 1);
+                if let Some(lease) = parked.lease.take() {
+                    let _ = self.store.delete(&lease.name).await;
+                }
+            }
+        }
+        self.pending.fetch_sub(1, Relaxed);
+    }
+
+    /// Stores a sealed entry create-if-absent (replacing an object there that does not verify,
+    /// with `check_existing`), then releases its lease.
+    async fn store_entry(&self, key: CacheKey, name: &str, parked: Parked) {
+        let Parked { sealed, check_existing, lease } = parked;
+        let kept = check_existing.then(|| sealed.clone());
+        let result = self.store.put_if_absent(name, sealed).await;
+        let counters = &self.counters;
+        match (result, kept) {
+            (Ok(Put::Created), _) => stats::add(&counters.publishes, 1),
+            (Ok(Put::AlreadyThere), Some(sealed)) => self.replace_if_refused(key, name, sealed).await,
+            (Ok(Put::AlreadyThere), None) => stats::add(&counters.publish_existing, 1),
+            (Err(err), _) => {
+                stats::add(&counters.publish_errors, 1);
+                self.down.store(true, Relaxed);
+                tracing::debug!(object = %name, error = %err, "could not publish to the remote cache");
+            }
+        }
+        if let Some(lease) = lease {
+            let _ = self.store.delete(&lease.name).await;
+        }
+    }
+
+    /// Whether requests are known to take longer than `budget` (no side effects).
+    fn known_slower_than(&self, budget: Duration) -> bool {
+        let round_trip = self.round_trip_ns.load(Relaxed);
+        round_trip != 0 && round_trip > duration_ns(budget)
+    }
+
     /// The object name of `key` on this GPU.
     fn name(&self, key: CacheKey) -> String {
         format!("{}/{}", self.gpu_folder, key.hex())
@@ -1095,6 +1272,8 @@ impl Shared {
     }
 
     fn succeeded(&self) {
+        self.answered.store(true, Relaxed);
+        self.stalled.store(false, Relaxed);
         self.down.store(false, Relaxed);
         self.breaker.success();
     }
@@ -1143,7 +1322,14 @@ impl Drop for RemoteTier {
         if let Some(drivers) = drivers {
             drivers.publish_grown(self);
         }
-        let left = self.drain(PUBLISH_DRAIN);
+        // Publishes are waited for only on a remote that answers, and as fast as a lookup
+        // budget: a hung or distant one would hold every process at its exit.
+        let typical = self.budgets.fixed().unwrap_or(super::budget::DEFAULT_BUDGET);
+        let healthy = self.shared.answered.load(Relaxed)
+            && !self.shared.known_slower_than(typical)
+            && !self.shared.breaker.is_open();
+        let wait = if healthy { self.shared.exit_budget } else { Duration::ZERO };
+        let left = self.drain(wait);
         let ledger_dir = self.ledger_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(dir) = ledger_dir {
             let entry = self.shared.counters.snapshot();
@@ -1151,8 +1337,14 @@ impl Drop for RemoteTier {
                 super::append_ledger(&dir, &entry);
             }
         }
-        if left > 0 {
-            tracing::warn!(left, remote = %self.shared.url, "gave up waiting for publishes to the remote cache");
+        if left > 0 && healthy {
+            tracing::warn!(
+                left, remote = %self.shared.url,
+                "gave up waiting for publishes to the remote cache after {} ms ({REMOTE_EXIT_ENV})",
+                wait.as_millis()
+            );
+        } else if left > 0 {
+            tracing::debug!(left, remote = %self.shared.url, "publishes to a remote that does not answer in time are dropped");
         }
         if let Some(runtime) = self.runtime.take() {
             // Publishes were waited for above; a connection attempt still under way to a remote
