@@ -157,18 +157,31 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 report.first_failure.get_or_insert(format!("the fleet's working set: {why}"));
             }
         }
-        if !working_set_only {
-            match remote.list(REQUEST_TIMEOUT) {
-                Ok(objects) => keys.extend(objects.iter().filter_map(|(name, _)| key_of(name))),
-                Err(err) => {
+        // The listing (one request per thousand objects) keeps keys the remote does not hold
+        // from costing a request each: a working set naming programs nobody published.
+        let listed: Option<std::collections::HashSet<CacheKey>> = match remote.list(REQUEST_TIMEOUT) {
+            Ok(objects) => Some(objects.iter().filter_map(|(name, _)| key_of(name)).collect()),
+            Err(err) => {
+                if !working_set_only {
                     report.failed += 1;
                     report.first_failure = Some(format!("listing the remote: {err}"));
                 }
+                None
             }
+        };
+        if let (false, Some(listed)) = (working_set_only, &listed) {
+            let mut all: Vec<CacheKey> = listed.iter().copied().collect();
+            all.sort_unstable();
+            keys.extend(all);
         }
         let mut seen = std::collections::HashSet::new();
         keys.retain(|key| seen.insert(*key));
-        report.wanted = keys.len();
+        if let Some(listed) = &listed {
+            let before = keys.len();
+            keys.retain(|key| listed.contains(key));
+            report.missing += before - keys.len();
+        }
+        report.wanted = keys.len() + report.missing;
         let report = Mutex::new(report);
         let next = AtomicUsize::new(0);
         let done = AtomicUsize::new(0);
@@ -356,9 +369,12 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             progress(index + 1, keys.len());
         }
         let local = working_set::read(disk.gpu_dir());
+        // The entries first: the working set then names what the remote holds.
+        report.unfinished = remote.drain(wait);
         if !local.is_empty() {
             // Only a working set that passes this machine's checks is merged: a forged or
-            // unsigned one is replaced by this machine's own.
+            // unsigned one is replaced by this machine's own. Of the remote's set, only the
+            // programs the remote holds stay.
             let mut merged = match remote.fetch_working_set(REQUEST_TIMEOUT) {
                 Ok(set) => set.unwrap_or_default(),
                 Err(why) => {
@@ -366,6 +382,11 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                     Vec::new()
                 }
             };
+            if let Ok(objects) = remote.list(REQUEST_TIMEOUT) {
+                let held: std::collections::HashSet<CacheKey> =
+                    objects.iter().filter_map(|(name, _)| key_of(name)).collect();
+                merged.retain(|(key, _)| held.contains(key));
+            }
             let mut seen: std::collections::HashSet<_> = merged.iter().map(|(key, _)| *key).collect();
             merged.extend(local.into_iter().filter(|(key, _)| seen.insert(*key)));
             if let Err(err) = remote.publish_working_set(&merged, REQUEST_TIMEOUT) {
@@ -373,7 +394,6 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 report.working_set_failed = true;
             }
         }
-        report.unfinished = remote.drain(wait);
         Ok(report)
     }
 }

@@ -296,3 +296,32 @@ fn a_bucket_that_does_not_exist_is_reported_at_open() {
     assert!(error.contains("no-such-bucket") && error.contains("does not exist"), "{error}");
     assert!(status.latency_ms.is_none());
 }
+
+#[test]
+fn a_huge_object_and_a_forged_working_set_cost_next_to_nothing() {
+    for server in Server::both() {
+        let compiles = Arc::new(AtomicUsize::new(0));
+        let tag = server.name();
+        // 33 MiB under an entry's key: refused unread (an entry is at most 32 MiB).
+        let wanted = Kernel::new(&format!("{tag} huge"), "k", &compiles);
+        server.put(&wanted.object(), &vec![0x5a; 33 << 20]);
+        // A working set naming 100000 programs nobody published.
+        let fake: String =
+            (0..100_000u128).map(|i| format!("{} 1000\n", CacheKey::from_u128(i).hex())).collect();
+        let set_name = format!("{}/working-set", fleet_gpu().dir_name());
+        server.put(&set_name, &seal_unsigned(3, fake.as_bytes()));
+        let dir = tempfile::tempdir().unwrap();
+        let cache = machine(dir.path(), server.config());
+        assert_eq!(*cache.get(&wanted.key, &wanted).unwrap(), wanted.payload(), "{tag}");
+        let stats = cache.stats();
+        assert_eq!((stats.remote_rejected, stats.remote_hits), (1, 0), "{tag}: {stats}");
+        // Only what the remote holds is fetched: the fake programs cost no request each.
+        let report = cache.pull(true, &|_, _| {}).unwrap();
+        assert_eq!((report.fetched, report.failed), (0, 0), "{tag}: {report:?}");
+        assert!(report.missing <= 20_000, "{tag}: the working set is capped: {report:?}");
+        // And a push does not merge them back.
+        cache.push(Duration::from_secs(60), &|_, _| {}).unwrap();
+        let pushed = server.get(&set_name).unwrap();
+        assert!(pushed.len() < 4096, "{tag}: {} bytes of working set", pushed.len());
+    }
+}
