@@ -10,11 +10,26 @@ use std::time::Instant;
 use super::disk_tier::{DiskTier, Lookup};
 use super::memory::{Entry, MemoryTier, ProgramHandle};
 #[cfg(feature = "remote")]
-use super::remote::{Claim, LateLookup, Lease, RemoteLookup, RemoteTier};
+use super::remote::{Claim, LateLookup, Lease, PendingClaim, PendingPeek, RemoteLookup, RemoteTier, Waited};
 use super::single_flight::{Join, Outcome, SingleFlight};
 use super::stats::{self, duration_ns, CacheStats, Counters};
 use super::working_set::WorkingSet;
 use super::{CacheConfig, CacheKey, GpuId, LoadFailure, ProgramSource};
+
+/// Where the hedge stands while its compile runs.
+#[cfg(feature = "remote")]
+enum Hedge {
+    /// The lookup has not answered.
+    Lookup(LateLookup),
+    /// It missed; this process's claim of the lease is under way.
+    Claiming(PendingClaim),
+    /// This process holds the lease; a last look for an entry is under way.
+    Rechecking(PendingPeek),
+    /// Another machine holds the lease: the compile is given up.
+    Theirs,
+    /// Nothing more to learn: the compile runs to its end.
+    Done,
+}
 
 /// What the remote step of a miss decided.
 #[cfg(feature = "remote")]
@@ -22,8 +37,9 @@ enum FromRemote<P: Send + Sync + 'static> {
     Served(ProgramHandle<P>),
     /// Compile here; with the fleet's lease on this program when this process claimed it.
     Compile(Option<Lease>),
-    /// Compile here while the lookup goes on, and use whichever finishes first.
-    Race(LateLookup),
+    /// Compile here while the lookup (or the claim of its lease) goes on, and use whichever
+    /// finishes first.
+    Race(Hedge),
 }
 
 /// The program cache of one GPU. Share it between threads by reference or in an `Arc`.
@@ -293,11 +309,10 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             match from_remote {
                 FromRemote::Served(found) => return Ok(found),
                 FromRemote::Compile(claimed) => lease = claimed,
-                FromRemote::Race(late) => {
-                    if let Some(found) = self.race(remote, key, source, late, over_foreign)? {
-                        return Ok(found);
-                    }
-                }
+                FromRemote::Race(hedge) => match self.race(remote, key, source, hedge, over_foreign)? {
+                    Ok(found) => return Ok(found),
+                    Err(claimed) => lease = claimed,
+                },
             }
         }
         let built = match traced_compile(source, miss_flow) {
@@ -370,45 +385,114 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     }
 
     /// The hedge: compiles while the remote lookup that outlived its budget goes on, and uses
-    /// whichever finishes first. `Ok(None)` when the remote's entry came first but the driver
-    /// refused it: the caller compiles.
+    /// whichever finishes first. When the answer is a miss the compile goes on while this
+    /// process claims the program's lease: if another machine holds it, the compile is given up
+    /// and this process waits for that machine's entry as any waiter does, so that a slow store
+    /// does not make every machine compile everything. `Err(lease)`: compile here (holding the
+    /// fleet's lease on it, when one was taken) — the remote's entry came first but the driver
+    /// refused it, or the holder's entry never came.
     #[cfg(feature = "remote")]
     fn race<S: ProgramSource<P>>(
         &self,
         remote: &RemoteTier,
         key: CacheKey,
         source: &S,
-        mut late: LateLookup,
+        mut stage: Hedge,
         over_foreign: bool,
-    ) -> Result<Option<ProgramHandle<P>>, S::Error> {
+    ) -> Result<Result<ProgramHandle<P>, Option<Lease>>, S::Error> {
         let mut span = crate::trace::span("cache", "hedge: compile against the remote lookup");
         span.arg_with("kernel", || source.kernel_name().to_owned());
         let mut won = None;
-        let raced = source.compile_racing(&mut || match remote.poll_late(&mut late) {
-            Some(RemoteLookup::Hit(header, blob)) => {
-                won = Some((header, blob));
-                true
-            }
-            _ => false,
+        let mut lease = None;
+        let raced = source.compile_racing(&mut || match &mut stage {
+            Hedge::Lookup(late) => match remote.poll_late(late) {
+                Some(RemoteLookup::Hit(header, blob)) => {
+                    won = Some((header, blob));
+                    true
+                }
+                Some(RemoteLookup::Miss) => {
+                    stage = remote.claim_later(key).map_or(Hedge::Done, Hedge::Claiming);
+                    false
+                }
+                Some(_) => {
+                    stage = Hedge::Done;
+                    false
+                }
+                None => false,
+            },
+            Hedge::Claiming(pending) => match pending.poll() {
+                // The machine that compiled it may have published and released its lease
+                // between the lookup and the claim: look once more.
+                Some(Claim::Mine(claimed)) => {
+                    lease = Some(claimed);
+                    stage = Hedge::Rechecking(remote.recheck_later(key));
+                    false
+                }
+                // Another machine compiles it: this compile is not wanted.
+                Some(Claim::Theirs) => {
+                    stage = Hedge::Theirs;
+                    true
+                }
+                Some(Claim::Unknown) => {
+                    stage = Hedge::Done;
+                    false
+                }
+                None => false,
+            },
+            Hedge::Rechecking(pending) => match pending.poll() {
+                Some(Some((header, blob))) => {
+                    if let Some(claimed) = lease.take() {
+                        remote.release(claimed);
+                    }
+                    won = Some((header, blob));
+                    true
+                }
+                Some(None) => {
+                    stage = Hedge::Done;
+                    false
+                }
+                None => false,
+            },
+            Hedge::Theirs | Hedge::Done => false,
         });
         match (raced, won) {
             (Ok(Some(built)), _) => {
                 span.arg("winner", "compile");
                 drop(span);
-                Ok(Some(self.compiled(key, built, over_foreign, None)))
+                Ok(Ok(self.compiled(key, built, over_foreign, lease)))
             }
             (Ok(None), Some((header, blob))) => {
                 span.arg("winner", "remote");
                 drop(span);
                 remote.won_hedge();
                 match self.serve_remote(remote, key, source, header, blob, over_foreign)? {
-                    FromRemote::Served(found) => Ok(Some(found)),
-                    _ => Ok(None),
+                    FromRemote::Served(found) => Ok(Ok(found)),
+                    _ => Ok(Err(lease)),
+                }
+            }
+            // Given up for another machine's compile: wait for its entry.
+            (Ok(None), None) if matches!(stage, Hedge::Theirs) => {
+                span.arg("winner", "another machine");
+                drop(span);
+                match remote.wait_for(key) {
+                    Waited::Hit(header, blob) => {
+                        match self.serve_remote(remote, key, source, header, blob, over_foreign)? {
+                            FromRemote::Served(found) => Ok(Ok(found)),
+                            _ => Ok(Err(None)),
+                        }
+                    }
+                    Waited::Mine(claimed) => Ok(Err(Some(claimed))),
+                    Waited::GaveUp => Ok(Err(None)),
                 }
             }
             // Gave up with nothing to show: cannot happen, but compiling is always right.
-            (Ok(None), None) => Ok(None),
-            (Err(err), _) => Err(self.compile_failed(err)),
+            (Ok(None), None) => Ok(Err(lease)),
+            (Err(err), _) => {
+                if let Some(claimed) = lease {
+                    remote.release(claimed);
+                }
+                Err(self.compile_failed(err))
+            }
         }
     }
 
@@ -454,24 +538,28 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         let (header, blob) = match remote.lookup(key) {
             RemoteLookup::Hit(header, blob) => (header, blob),
             // Nobody has it: compile here, or wait for the machine compiling it right now.
-            RemoteLookup::Miss => match remote.claim(key) {
-                // The machine that compiled it may have published and released its lease
-                // between our lookup and our claim: look once more before compiling.
-                Claim::Mine(lease) => match remote.lookup(key) {
-                    RemoteLookup::Hit(header, blob) => {
-                        remote.release(lease);
-                        (header, blob)
-                    }
-                    _ => return Ok(FromRemote::Compile(Some(lease))),
-                },
-                Claim::Unknown => return Ok(FromRemote::Compile(None)),
-                Claim::Theirs => match remote.wait_for(key) {
-                    RemoteLookup::Hit(header, blob) => (header, blob),
-                    RemoteLookup::Late(late) => return Ok(FromRemote::Race(late)),
-                    _ => return Ok(FromRemote::Compile(None)),
+            RemoteLookup::Miss => match remote.claim_within(key) {
+                // No answer within the budget: compile while it comes.
+                Err(pending) => return Ok(FromRemote::Race(Hedge::Claiming(pending))),
+                Ok(claim) => match claim {
+                    // The machine that compiled it may have published and released its lease
+                    // between our lookup and our claim: look once more before compiling.
+                    Claim::Mine(lease) => match remote.recheck(key) {
+                        Some((header, blob)) => {
+                            remote.release(lease);
+                            (header, blob)
+                        }
+                        None => return Ok(FromRemote::Compile(Some(lease))),
+                    },
+                    Claim::Unknown => return Ok(FromRemote::Compile(None)),
+                    Claim::Theirs => match remote.wait_for(key) {
+                        Waited::Hit(header, blob) => (header, blob),
+                        Waited::Mine(lease) => return Ok(FromRemote::Compile(Some(lease))),
+                        Waited::GaveUp => return Ok(FromRemote::Compile(None)),
+                    },
                 },
             },
-            RemoteLookup::Late(late) => return Ok(FromRemote::Race(late)),
+            RemoteLookup::Late(late) => return Ok(FromRemote::Race(Hedge::Lookup(late))),
             _ => return Ok(FromRemote::Compile(None)),
         };
         self.serve_remote(remote, key, source, header, blob, over_foreign)

@@ -44,6 +44,28 @@ impl Server {
         }
     }
 
+    /// The configuration [`config`](Self::config) gives for the server of kind `name` (`redis` or
+    /// `s3`) at `addr`, in a process that did not start it (a worker of a multi-process test).
+    pub(crate) fn config_for(name: &str, addr: SocketAddr) -> RemoteConfig {
+        let mut config = match name {
+            "redis" => RemoteConfig::new(&RedisServer::url_at(addr)).unwrap(),
+            _ => {
+                let mut config =
+                    RemoteConfig::new(&format!("s3://{}/fleet", remote_support::s3::BUCKET)).unwrap();
+                config.s3_endpoint = Some(format!("http://{addr}"));
+                config.s3_options = vec![
+                    ("aws_access_key_id".into(), remote_support::s3::ACCESS_KEY_ID.into()),
+                    ("aws_secret_access_key".into(), remote_support::s3::SECRET_ACCESS_KEY.into()),
+                    ("aws_region".into(), remote_support::s3::REGION.into()),
+                ];
+                config
+            }
+        };
+        config.allow_unsigned = true;
+        config.budget = Some(Duration::from_secs(20));
+        config
+    }
+
     /// The configuration the functional tests use: a lookup budget far above what a loaded
     /// machine could take, so that hits do not depend on timing (the hedging tests set theirs).
     pub(crate) fn config(&self) -> RemoteConfig {

@@ -16,6 +16,8 @@ mod adversary;
 mod bounds;
 #[cfg(feature = "remote")]
 mod cache;
+#[cfg(feature = "remote")]
+mod leases;
 mod servers;
 #[cfg(feature = "remote")]
 mod trace;

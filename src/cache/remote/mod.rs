@@ -35,6 +35,8 @@ mod driver_archive;
 #[cfg(feature = "remote")]
 pub(crate) mod envelope;
 #[cfg(feature = "remote")]
+mod lease;
+#[cfg(feature = "remote")]
 mod signing;
 #[cfg(feature = "remote")]
 mod store;
@@ -46,9 +48,11 @@ mod tier;
 #[cfg(feature = "remote")]
 pub(crate) use check::{classify, ObjectName, Verdict};
 #[cfg(feature = "remote")]
+pub(crate) use lease::Lease;
+#[cfg(feature = "remote")]
 pub use signing::{generate_key_file, public_key_of};
 #[cfg(feature = "remote")]
-pub(crate) use tier::{Claim, LateLookup, Lease, RemoteLookup, RemoteTier};
+pub(crate) use tier::{Claim, LateLookup, PendingClaim, PendingPeek, RemoteLookup, RemoteTier, Waited};
 
 /// Says `problem` (why the remote tier is not used) on stderr, once per process however many
 /// caches open with the same configuration.

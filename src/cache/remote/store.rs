@@ -160,7 +160,15 @@ impl Store {
         }
     }
 
-    async fn redis(&self) -> Result<redis::aio::ConnectionManager, StoreError> {
+    /// The Redis key of the object `name` (leases use it from their own module).
+    pub(super) fn redis_name(&self, name: &str) -> String {
+        match self {
+            Store::Redis { prefix, .. } => Self::redis_key(prefix, name),
+            Store::Objects { .. } => name.to_owned(),
+        }
+    }
+
+    pub(super) async fn redis(&self) -> Result<redis::aio::ConnectionManager, StoreError> {
         let Store::Redis { client, connection, .. } = self else {
             return Err(StoreError("not a Redis store".into()));
         };
@@ -347,45 +355,8 @@ impl Store {
         }
     }
 
-    /// Takes a lease named `name` for `ttl` unless someone holds one: Redis `SET NX PX` (the
-    /// server expires it); elsewhere a create-if-absent object holding its expiry time, which
-    /// the holder deletes and which others ignore once expired.
-    pub async fn claim(&self, name: &str, ttl: Duration) -> Result<bool, StoreError> {
-        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-        match self {
-            Store::Objects { .. } => {
-                let expires = crate::cache::now_unix_ns() / 1_000_000 + ttl_ms;
-                if self.put_if_absent(name, expires.to_string().into_bytes()).await? == Put::Created {
-                    return Ok(true);
-                }
-                // Someone holds it, unless it expired (its holder died).
-                let held_until = match self.get(name, 64).await? {
-                    Some(Got::Object { bytes, .. }) => {
-                        String::from_utf8(bytes).ok().and_then(|text| text.trim().parse::<u64>().ok())
-                    }
-                    _ => None,
-                };
-                Ok(held_until.is_some_and(|until| until < crate::cache::now_unix_ns() / 1_000_000)
-                    && self.delete(name).await.is_ok()
-                    && self.put_if_absent(name, expires.to_string().into_bytes()).await? == Put::Created)
-            }
-            Store::Redis { prefix, .. } => {
-                let mut connection = self.redis().await?;
-                let set: Option<String> = redis::cmd("SET")
-                    .arg(Self::redis_key(prefix, name))
-                    .arg(std::process::id())
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ttl_ms)
-                    .query_async(&mut connection)
-                    .await
-                    .map_err(|err| StoreError(format!("Redis SET NX PX: {err}")))?;
-                Ok(set.is_some())
-            }
-        }
-    }
-
-    /// Removes the object `name` (leases only; entries are never removed by a client).
+    /// Removes the object `name`: a lease, or (`cache remote verify --fix`, a replacement too
+    /// large to compare) an object that does not verify.
     pub async fn delete(&self, name: &str) -> Result<(), StoreError> {
         match self {
             Store::Objects { store, prefix, .. } => {

@@ -32,6 +32,7 @@ use super::config::{
 };
 use super::driver_archive::DriverFolders;
 use super::envelope::{self, Kind, Provenance};
+use super::lease::{self, Lease};
 use super::signing::{Signer25519, TrustedKeys};
 use super::store::{Got, Put, Store, StoreError};
 use crate::cache::entry::{self, EntryHeader, Expect};
@@ -55,15 +56,8 @@ pub(crate) const MAX_WORKING_SET_KEYS: usize = 20_000;
 /// Its object is at most this large (a line is 50 bytes or so).
 const MAX_WORKING_SET_BYTES: usize = 2 << 20;
 
-/// How long a compile lease lasts at most: a holder that died frees it after this.
-const LEASE_TTL: Duration = Duration::from_secs(30);
-/// Waiting for another machine's compile polls the remote this often.
-const WAIT_POLL: Duration = Duration::from_millis(5);
-
-/// A compile lease this process holds: released when its publish is done.
-pub(crate) struct Lease {
-    name: String,
-}
+/// How long one request of a waiter may take.
+const WAIT_REQUEST: Duration = Duration::from_secs(2);
 
 /// Who compiles a program the remote does not have.
 pub(crate) enum Claim {
@@ -73,6 +67,18 @@ pub(crate) enum Claim {
     Theirs,
     /// The remote could not say (slow, failing): compile without a lease.
     Unknown,
+}
+
+/// What waiting for another machine's compile ended with.
+pub(crate) enum Waited {
+    /// Its entry came, verified.
+    Hit(EntryHeader, Blob),
+    /// Its lease went without an entry (the holder failed or died): this process took the
+    /// lease over and compiles.
+    Mine(Lease),
+    /// Waited as long as the holder's expected compile allows, or the remote failed: the
+    /// caller compiles without a lease.
+    GaveUp,
 }
 
 /// What a lookup found.
@@ -208,6 +214,9 @@ struct Shared {
     stalled: AtomicBool,
     /// How long dropping the tier waits for publishes in flight, at most.
     exit_budget: Duration,
+    /// Publishes under way whose program's lease this process holds: other machines wait for
+    /// them.
+    leased_publishes: Arc<AtomicUsize>,
 }
 
 /// The lookups of one key under way, and a publish waiting for their answer.
@@ -318,6 +327,7 @@ impl RemoteTier {
             awaited: Mutex::new(HashMap::new()),
             answered: AtomicBool::new(false),
             stalled: AtomicBool::new(false),
+            leased_publishes: Arc::new(AtomicUsize::new(0)),
             exit_budget: config.exit_budget.unwrap_or_else(|| {
                 config.budget.map_or(DEFAULT_EXIT_BUDGET, |fixed| fixed.max(DEFAULT_EXIT_BUDGET))
             }),
@@ -543,41 +553,135 @@ impl RemoteTier {
         if !self.publishes() {
             return Claim::Unknown;
         }
-        let name = format!("{}.lease", self.name(key));
+        let (name, token, expected) =
+            (format!("{}.lease", self.name(key)), lease::new_token(), self.budgets.for_key(key));
         let shared = Arc::clone(&self.shared);
-        let lease = name.clone();
-        let budget = self.budgets.for_key(key);
-        match self.block_on(budget, async move { shared.store.claim(&lease, LEASE_TTL).await }) {
-            Ok(true) => Claim::Mine(Lease { name }),
-            Ok(false) => Claim::Theirs,
-            Err(err) => {
-                tracing::debug!(%key, error = %err, "could not claim a compile in the remote cache");
-                Claim::Unknown
+        let claimed = self.block_on(expected.max(Duration::from_millis(50)), async move {
+            Ok::<_, StoreError>(Shared::claim(shared, name, token, expected).await)
+        });
+        claimed.unwrap_or(Claim::Unknown)
+    }
+
+    /// [`claim`](Self::claim), waiting for the answer at most the lookup budget of `key`; past it
+    /// the claim goes on, to be polled while the program compiles (`Err`). `Ok(Unknown)` when
+    /// this machine does not publish.
+    pub fn claim_within(&self, key: CacheKey) -> Result<Claim, PendingClaim> {
+        let Some(pending) = self.claim_later(key) else { return Ok(Claim::Unknown) };
+        match pending.answer.recv_timeout(self.budgets.for_key(key)) {
+            Ok(claim) => Ok(claim),
+            Err(RecvTimeoutError::Timeout) => Err(pending),
+            Err(RecvTimeoutError::Disconnected) => Ok(Claim::Unknown),
+        }
+    }
+
+    /// [`claim`](Self::claim) without waiting: the answer is polled (the hedge learns it while
+    /// its compile runs). `None` when this machine does not publish.
+    pub fn claim_later(&self, key: CacheKey) -> Option<PendingClaim> {
+        if !self.publishes() {
+            return None;
+        }
+        let (name, token, expected) =
+            (format!("{}.lease", self.name(key)), lease::new_token(), self.budgets.for_key(key));
+        let shared = Arc::clone(&self.shared);
+        let (sender, answer) = sync_channel(1);
+        self.runtime().spawn(async move {
+            let _ = sender.send(Shared::claim(shared, name, token, expected).await);
+        });
+        Some(PendingClaim { answer })
+    }
+
+    /// Waits for the entry of `key` that another machine is compiling, as long as its lease is
+    /// alive (its holder renews it while it compiles), at most [`lease::wait_bound`] of the
+    /// compile time the holder expects. Polls with a growing interval; counted once, as a wait.
+    pub fn wait_for(&self, key: CacheKey) -> Waited {
+        stats::add(&self.shared.counters.waits, 1);
+        let lease_name = format!("{}.lease", self.name(key));
+        let started = Instant::now();
+        let mut bound = lease::wait_bound(self.budgets.for_key(key));
+        let mut poll = lease::FIRST_POLL;
+        loop {
+            std::thread::sleep(poll);
+            poll = (poll * 3 / 2).min(lease::MAX_POLL);
+            match self.peek(key) {
+                Peeked::Hit(header, blob) => return Waited::Hit(header, blob),
+                Peeked::Missing => {}
+                Peeked::Refused | Peeked::Failed => return Waited::GaveUp,
+            }
+            let shared = Arc::clone(&self.shared);
+            let name = lease_name.clone();
+            match self.block_on(WAIT_REQUEST, async move { shared.store.lease(&name).await }) {
+                Ok(Some(held)) => {
+                    bound = bound.max(lease::wait_bound(held.expected));
+                    if started.elapsed() > bound {
+                        tracing::debug!(%key, "waited {bound:?} for another machine's compile; compiling here");
+                        return Waited::GaveUp;
+                    }
+                }
+                // Released: published (look once more), or its holder failed or died (take over).
+                Ok(None) => {
+                    if let Peeked::Hit(header, blob) = self.peek(key) {
+                        return Waited::Hit(header, blob);
+                    }
+                    match self.claim(key) {
+                        Claim::Mine(lease) => return Waited::Mine(lease),
+                        Claim::Theirs => continue,
+                        Claim::Unknown => return Waited::GaveUp,
+                    }
+                }
+                Err(_) => return Waited::GaveUp,
             }
         }
     }
 
-    /// Waits for the entry of `key` that another machine is compiling: at most about twice
-    /// what its compile costs, polling. `Miss` when it did not come in time (the caller
-    /// compiles).
-    pub fn wait_for(&self, key: CacheKey) -> RemoteLookup {
-        let deadline = Instant::now() + self.budgets.for_key(key) * 2 + Duration::from_millis(20);
-        stats::add(&self.shared.counters.waits, 1);
-        loop {
-            std::thread::sleep(WAIT_POLL);
-            match self.lookup(key) {
-                RemoteLookup::Miss if Instant::now() < deadline => continue,
-                found => return found,
-            }
+    /// A lookup of `key` for a waiter: not counted as a lookup or a miss.
+    fn peek(&self, key: CacheKey) -> Peeked {
+        let shared = Arc::clone(&self.shared);
+        let name = self.name(key);
+        let fetched = self.block_on(WAIT_REQUEST, async move {
+            shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await
+        });
+        match fetched {
+            Ok(None) => Peeked::Missing,
+            Ok(Some(got)) => match self.verify(key, got) {
+                Ok((header, blob)) => Peeked::Hit(header, blob),
+                Err(why) => {
+                    self.reject(key, &why);
+                    Peeked::Refused
+                }
+            },
+            Err(_) => Peeked::Failed,
+        }
+    }
+
+    /// [`recheck`](Self::recheck) without waiting: polled by the hedge.
+    pub fn recheck_later(&self, key: CacheKey) -> PendingPeek {
+        let shared = Arc::clone(&self.shared);
+        let name = self.name(key);
+        let (sender, answer) = sync_channel(1);
+        self.runtime().spawn(async move {
+            let got = shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await;
+            let found = match got {
+                Ok(Some(got)) => shared.verify_entry(key, &got).ok(),
+                _ => None,
+            };
+            let _ = sender.send(found);
+        });
+        PendingPeek { answer }
+    }
+
+    /// A quiet second look at `key` before compiling under a fresh lease (the previous holder
+    /// may have published in between): the verified entry, if there is one now.
+    pub fn recheck(&self, key: CacheKey) -> Option<(EntryHeader, Blob)> {
+        match self.peek(key) {
+            Peeked::Hit(header, blob) => Some((header, blob)),
+            _ => None,
         }
     }
 
     /// Releases a lease when the program could not be published (its compile failed).
     pub fn release(&self, lease: Lease) {
         let shared = Arc::clone(&self.shared);
-        self.runtime().spawn(async move {
-            let _ = shared.store.delete(&lease.name).await;
-        });
+        self.runtime().spawn(async move { shared.release(lease).await });
     }
 
     /// Counts a hit that the backend loaded.
@@ -675,8 +779,19 @@ impl RemoteTier {
     /// create-if-absent in the background; with `check_existing`, an object already there that
     /// does not verify is replaced. While a lookup of `key` is still under way, the publish
     /// waits for its answer and goes only if the remote does not have the program.
-    fn publish_object(&self, key: CacheKey, payload: Vec<u8>, lease: Option<Lease>, check_existing: bool) {
+    fn publish_object(
+        &self,
+        key: CacheKey,
+        payload: Vec<u8>,
+        mut lease: Option<Lease>,
+        check_existing: bool,
+    ) {
         let name = self.name(key);
+        if let Some(lease) = &mut lease {
+            // Other machines wait for this publish: closing waits for it longer (bounded).
+            self.shared.leased_publishes.fetch_add(1, Relaxed);
+            lease.publishing = Some(Arc::clone(&self.shared.leased_publishes));
+        }
         let sealed = self.seal(&name, Kind::Entry, &payload);
         let Some(parked) = self.shared.park(key, Parked { sealed, check_existing, lease }) else { return };
         let shared = Arc::clone(&self.shared);
@@ -942,6 +1057,48 @@ impl RemoteTier {
     }
 }
 
+/// A claim under way, polled without blocking.
+pub(crate) struct PendingClaim {
+    answer: Receiver<Claim>,
+}
+
+impl PendingClaim {
+    /// The claim's outcome once it came (`Unknown` if its request was dropped).
+    pub fn poll(&mut self) -> Option<Claim> {
+        match self.answer.try_recv() {
+            Ok(claim) => Some(claim),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(Claim::Unknown),
+        }
+    }
+}
+
+/// A look at an entry under way, polled without blocking: `Some(None)` when there is no
+/// verified entry.
+pub(crate) struct PendingPeek {
+    answer: Receiver<Option<(EntryHeader, Blob)>>,
+}
+
+impl PendingPeek {
+    /// The entry found, once the answer came.
+    pub fn poll(&mut self) -> Option<Option<(EntryHeader, Blob)>> {
+        match self.answer.try_recv() {
+            Ok(found) => Some(found),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => Some(None),
+        }
+    }
+}
+
+/// What a waiter's look at an entry found.
+enum Peeked {
+    Hit(EntryHeader, Blob),
+    Missing,
+    /// Refused (counted and reported).
+    Refused,
+    Failed,
+}
+
 /// An object of the store, fetched and checked (`cache remote verify`).
 pub(crate) struct Checked {
     /// What the check found.
@@ -1128,7 +1285,7 @@ impl Shared {
                 // The remote has it: nothing to publish.
                 stats::add(&self.counters.publish_existing, 1);
                 if let Some(lease) = parked.lease.take() {
-                    let _ = self.store.delete(&lease.name).await;
+                    self.release(lease).await;
                 }
             }
             Ok(Some(_)) => {
@@ -1138,7 +1295,7 @@ impl Shared {
             Err(_) => {
                 stats::add(&self.counters.publish_errors, 1);
                 if let Some(lease) = parked.lease.take() {
-                    let _ = self.store.delete(&lease.name).await;
+                    self.release(lease).await;
                 }
             }
         }
@@ -1163,8 +1320,49 @@ impl Shared {
             }
         }
         if let Some(lease) = lease {
-            let _ = self.store.delete(&lease.name).await;
+            self.release(lease).await;
         }
+    }
+
+    /// Takes the lease `name` (and keeps renewing it) unless another machine holds it.
+    async fn claim(shared: Arc<Shared>, name: String, token: String, expected: Duration) -> Claim {
+        match shared.store.claim(&name, &token, expected).await {
+            Ok(true) => {
+                let lease = Lease {
+                    name,
+                    token,
+                    expected,
+                    released: Arc::new(AtomicBool::new(false)),
+                    publishing: None,
+                };
+                let (name, token, released) =
+                    (lease.name.clone(), lease.token.clone(), Arc::clone(&lease.released));
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(lease::RENEW_EVERY).await;
+                        if released.load(Relaxed) {
+                            return;
+                        }
+                        match shared.store.renew(&name, &token, expected).await {
+                            Ok(true) => {}
+                            Ok(false) | Err(_) => return,
+                        }
+                    }
+                });
+                Claim::Mine(lease)
+            }
+            Ok(false) => Claim::Theirs,
+            Err(err) => {
+                tracing::debug!(lease = %name, error = %err, "could not claim a compile in the remote cache");
+                Claim::Unknown
+            }
+        }
+    }
+
+    /// Stops renewing `lease` and removes it.
+    async fn release(&self, lease: Lease) {
+        lease.released.store(true, Relaxed);
+        let _ = self.store.release_lease(&lease.name, &lease.token, lease.expected).await;
     }
 
     /// Whether requests are known to take longer than `budget` (no side effects).
@@ -1329,7 +1527,14 @@ impl Drop for RemoteTier {
             && !self.shared.known_slower_than(typical)
             && !self.shared.breaker.is_open();
         let wait = if healthy { self.shared.exit_budget } else { Duration::ZERO };
-        let left = self.drain(wait);
+        let mut left = self.drain(wait);
+        // Other machines wait for the programs this process holds the leases of: their
+        // publishes get longer (bounded; a remote that never answered gave no lease).
+        let deadline = Instant::now() + lease::MIN_WAIT;
+        while self.shared.leased_publishes.load(Relaxed) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+            left = self.shared.pending.load(Relaxed);
+        }
         let ledger_dir = self.ledger_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(dir) = ledger_dir {
             let entry = self.shared.counters.snapshot();

@@ -1,0 +1,134 @@
+//! Compile leases under load, against the real Redis and S3 servers: twelve processes that start
+//! together over three programs whose compiles take a loaded machine's time compile each program
+//! about once (at most four compiles in all), round after round; waiting for another machine's
+//! compile is counted as a wait, not as misses.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cache_support::{gpu, payload, Counts, Source};
+use crate::isolated;
+use crate::remote_support::Server;
+use sparkle::cache::{CacheConfig, ProgramCache};
+
+const ROLE_ENV: &str = "SPARKLE_LEASE_TEST_WORKER";
+const DIR_ENV: &str = "SPARKLE_LEASE_TEST_DIR";
+const SERVER_ENV: &str = "SPARKLE_LEASE_TEST_SERVER";
+const ROUND_ENV: &str = "SPARKLE_LEASE_TEST_ROUND";
+const ADDR_ENV: &str = "SPARKLE_LEASE_TEST_ADDR";
+const PROCESSES: usize = 12;
+const ROUNDS: usize = 10;
+const KERNELS: usize = 3;
+
+/// The role of one process: gets the round's three programs (each compile sleeps as a cold
+/// compile on a loaded machine takes), prints its compiles and misses.
+#[test]
+fn lease_worker_role() {
+    let (Some(_), Some(dir), Some(server), Some(round), Some(addr)) = (
+        std::env::var_os(ROLE_ENV),
+        std::env::var_os(DIR_ENV),
+        std::env::var(SERVER_ENV).ok(),
+        std::env::var(ROUND_ENV).ok(),
+        std::env::var(ADDR_ENV).ok(),
+    ) else {
+        return;
+    };
+    let addr = addr.parse().unwrap();
+    // The default lookup budget: what a fleet runs with.
+    let remote = sparkle::cache::RemoteConfig { budget: None, ..Server::config_for(&server, addr) };
+    let counts = Arc::new(Counts::default());
+    let sources: Vec<Source> = (0..KERNELS)
+        .map(|i| {
+            let mut source =
+                Source::new(&gpu("fleet gpu"), &format!("{server} lease round {round} kernel {i}"), &counts);
+            source.sleep = Duration::from_millis(600);
+            // A compile that can be given up, as the GL backend's: a process that learns that
+            // another machine compiles the program stops its own.
+            source.racing = true;
+            source.size = 2000 + i;
+            source
+        })
+        .collect();
+    let cache = ProgramCache::open(
+        gpu("fleet gpu"),
+        &CacheConfig { remote: Some(remote), ..CacheConfig::in_dir(Path::new(&dir)) },
+    );
+    for source in &sources {
+        let program = cache.get(&source.key, source).unwrap();
+        assert_eq!(program.payload, payload(source.key, &source.text, source.size));
+    }
+    let stats = cache.stats();
+    drop(cache);
+    println!(
+        "LEASES compiles={} misses={} abandoned={} hits={} hedged={} waits={} lookups={}",
+        counts.compiles.load(SeqCst),
+        stats.remote_misses,
+        counts.abandoned.load(SeqCst),
+        stats.remote_hits,
+        stats.remote_hedged,
+        stats.remote_waits,
+        stats.remote_lookups
+    );
+}
+
+#[test]
+fn twelve_processes_over_three_programs_compile_each_about_once() {
+    for server in Server::both() {
+        let exe = std::env::current_exe().unwrap();
+        for round in 0..ROUNDS {
+            let dirs: Vec<_> = (0..PROCESSES).map(|_| tempfile::tempdir().unwrap()).collect();
+            let children: Vec<_> = dirs
+                .iter()
+                .map(|dir| {
+                    Command::new(&exe)
+                        .args([
+                            "--exact",
+                            &isolated::test_name(module_path!(), "lease_worker_role"),
+                            "--nocapture",
+                        ])
+                        .env(ROLE_ENV, "1")
+                        .env(DIR_ENV, dir.path())
+                        .env(SERVER_ENV, server.name())
+                        .env(ROUND_ENV, round.to_string())
+                        .env(ADDR_ENV, server.addr().to_string())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            let (mut compiles, mut worst_misses) = (0, 0);
+            let mut lines = Vec::new();
+            for child in children {
+                let output = child.wait_with_output().unwrap();
+                let stdout = String::from_utf8_lossy(&output.stdout);
+                assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+                let line =
+                    stdout.lines().find_map(|l| l.split_once("LEASES ")).expect("the worker reports").1;
+                lines.push(line.to_owned());
+                let field = |name: &str| -> usize {
+                    line.split_whitespace()
+                        .find_map(|w| w.strip_prefix(name))
+                        .and_then(|n| n.parse().ok())
+                        .unwrap()
+                };
+                compiles += field("compiles=");
+                worst_misses = worst_misses.max(field("misses="));
+            }
+            assert!(
+                compiles <= KERNELS + 1,
+                "{} round {round}: {compiles} compiles of {KERNELS} programs by {PROCESSES} processes:\n{}",
+                server.name(),
+                lines.join("\n")
+            );
+            assert!(
+                worst_misses <= KERNELS,
+                "{} round {round}: waiting counted as misses ({worst_misses})",
+                server.name()
+            );
+        }
+    }
+}
