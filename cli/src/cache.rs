@@ -77,7 +77,8 @@ pub enum Action {
         json: bool,
     },
     /// Prefetches this GPU's entries from the fleet cache onto the local disk, in the
-    /// background of nothing else: every entry, the working set first.
+    /// background of nothing else: every entry, the working set first. Exit code 1 when an
+    /// entry (or the working set) was refused or could not be fetched.
     #[cfg(feature = "remote")]
     #[command(after_help = EXIT_CODES)]
     Pull {
@@ -89,7 +90,8 @@ pub enum Action {
         json: bool,
     },
     /// Publishes this GPU's verified local entries and its working set to the fleet cache
-    /// (create-if-absent: what is there stays).
+    /// (create-if-absent: what is there stays, unless it does not verify here — unsigned, signed
+    /// by a key no longer trusted, damaged — and is then replaced: how a key rotation completes).
     #[cfg(feature = "remote")]
     #[command(after_help = EXIT_CODES)]
     Push {

@@ -6,10 +6,14 @@
 //!   `rediss://…`, `file:///path`) and its companions; always compiled.
 //! - `store`: the maintained clients (`object_store`, `redis`) behind one small surface.
 //! - `envelope`: the remote object, a disk entry byte for byte inside a signed envelope with
-//!   provenance; `signing`: ed25519 keys.
+//!   provenance; `signing`: ed25519 keys; `check`: the one check every object passes before it
+//!   is used (and `sparkle cache remote verify` applies to the whole store).
 //! - `budget`, `breaker`: a lookup never costs more than a compile, and a failing remote is
 //!   skipped, then probed again.
-//! - `tier`: lookups, verification, background publishing, statistics.
+//! - `lease`: compile leases, renewed while their holder compiles, so that a fleet compiles each
+//!   program about once.
+//! - `tier`: lookups, verification, background publishing (replacing what does not verify),
+//!   statistics, and the bounds that keep a hung or distant remote at about one budget per process.
 //! - `driver_archive`: the driver's own shader cache, shared per GPU id as one archive.
 //! - `ledger`: the tier's counters of past processes, kept beside the entries for `cache stats`.
 
