@@ -406,3 +406,42 @@ fn a_signed_fleet_refuses_an_altered_driver_archive() {
         "{refused}"
     );
 }
+
+/// Re-seals the entry file `from` under the key of the entry file `to`, every checksum right:
+/// what anyone who can write a store (or the disk) can do.
+fn reseal(from: &Path, to: &Path) {
+    use sparkle::cache::{CacheKey, EntryHeader, Expect, HEADER_LEN};
+    let bytes = std::fs::read(from).unwrap();
+    let header: [u8; HEADER_LEN] = bytes[..HEADER_LEN].try_into().unwrap();
+    let header = EntryHeader::parse(&header, bytes.len() as u64).unwrap();
+    let key = CacheKey::from_hex(to.file_name().unwrap().to_str().unwrap()).unwrap();
+    let expect = Expect { backend: header.backend, gpu_hash: header.gpu_hash, key };
+    let payload = &bytes[HEADER_LEN..];
+    let mut out =
+        EntryHeader::new(expect, header.blob_format, payload, header.compile_time_ns, header.created_ns)
+            .to_bytes()
+            .to_vec();
+    out.extend_from_slice(payload);
+    std::fs::write(to, out).unwrap();
+}
+
+#[test]
+fn a_program_of_another_interface_under_a_key_is_compiled_not_a_failed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(&["run", "saxpy", "1000"], dir.path(), &[]);
+    let saxpy = crate::faults::entry_files(dir.path());
+    assert_eq!(saxpy.len(), 1);
+    ok(&["run", "sgemm", "64"], dir.path(), &[]);
+    let sgemm: Vec<_> =
+        crate::faults::entry_files(dir.path()).into_iter().filter(|f| !saxpy.contains(f)).collect();
+    assert_eq!(sgemm.len(), 1);
+    // saxpy's program re-sealed under sgemm's key, on the disk (the remote tier takes the same
+    // path; tests/fleet/adversary.rs puts it there).
+    reseal(&saxpy[0], &sgemm[0]);
+    let run = ok(&["run", "sgemm", "64"], dir.path(), &[]);
+    assert!(run.contains("(compiled)") && run.contains("result: correct"), "{run}");
+    assert!(run.contains("does not match the kernel asked for") && run.contains("binding"), "{run}");
+    // The entry was replaced: the next run loads sgemm from the disk, silently.
+    let again = ok(&["run", "sgemm", "64"], dir.path(), &[]);
+    assert!(again.contains("(loaded from the disk cache)") && !again.contains("WARN"), "{again}");
+}
