@@ -144,12 +144,27 @@ fn twin(w: u32) -> ExecResult<u16> {
     };
     match lookup(table, op) {
         Some((_, Some(op11))) => Ok(op11),
+        Some((name, None)) if format == Format::Vop3p && gfx10_only_vop3p(name).is_some() => {
+            gfx10_only_vop3p(name).ok_or_else(|| unknown(encoding))
+        }
         Some((name, None)) => Err(Fault::unsupported(format!(
             "{name} (gfx10.3 {encoding} opcode {op}) has no gfx11 counterpart, and the simulator runs \
              gfx10.3 code as the gfx11 instructions that do the same"
         ))),
         None => Err(unknown(encoding)),
     }
+}
+
+/// The gfx10.3 VOP3P dot products with no gfx11 twin: opcodes of their own (see `vop3p`).
+fn gfx10_only_vop3p(name: &str) -> Option<u16> {
+    use super::vop3p::{DOT2_I32_I16, DOT2_U32_U16, DOT4_I32_I8, DOT8_I32_I4};
+    Some(match name {
+        "v_dot2_i32_i16" => DOT2_I32_I16,
+        "v_dot2_u32_u16" => DOT2_U32_U16,
+        "v_dot4_i32_i8" => DOT4_I32_I8,
+        "v_dot8_i32_i4" => DOT8_I32_I4,
+        _ => return None,
+    })
 }
 
 /// The size in bytes of the instruction whose dwords `word(i)` returns, from its format alone:

@@ -6,6 +6,7 @@ use super::error::ExecResult;
 use super::global::exec_flat;
 use super::lds::exec_ds;
 use super::memory::GlobalMemory;
+use super::modifiers;
 use super::scalar::{exec_smem, exec_sop1, exec_sop2, exec_sopc, exec_sopk, exec_sopp};
 use super::sdwa::exec_sdwa;
 use super::valu::exec_valu;
@@ -25,12 +26,17 @@ pub(crate) fn execute(w: &mut Wave, d: &Decoded, mem: &mut dyn GlobalMemory, lds
         Inst::Smem { op, sdata, sbase, offset, soffset, .. } => {
             exec_smem(w, mem, *op, *sdata, *sbase, *offset, *soffset, d.word)
         }
-        Inst::Valu(v) => match (&v.sdwa, v.enc) {
-            (Some(s), _) => exec_sdwa(w, v, s, d.word),
-            (None, ValuEnc::Vop3p) => exec_vop3p(w, v, d.word),
-            (None, _) if v.op < 256 => exec_vcmp(w, v, d.word),
-            (None, _) => exec_valu(w, v, d.word),
-        },
+        Inst::Valu(v) => {
+            w.handled.set(0);
+            match (&v.sdwa, v.enc) {
+                (Some(s), _) => exec_sdwa(w, v, s, d.word),
+                (None, ValuEnc::Vop3p) => exec_vop3p(w, v, d.word),
+                (None, _) if v.op < 256 => exec_vcmp(w, v, d.word),
+                (None, _) => exec_valu(w, v, d.word),
+            }?;
+            // Every modifier the instruction carries must have been applied.
+            modifiers::check(v, w.handled.get())
+        }
         Inst::Vopd(v) => exec_vopd(w, v, d.word),
         Inst::Ds(ds) => exec_ds(w, lds, ds, d.word),
         Inst::Flat(f) => exec_flat(w, mem, lds, f, d.word),

@@ -74,11 +74,23 @@ pub fn minmax64(a: f64, b: f64, max: bool, ieee: bool) -> f64 {
     }
 }
 
-/// Median of three for V_MED3_F32 (NaN handling as min/max of the pairs).
+/// V_MED3_F32 (and V_MED3_F16 on exactly converted halves), as the ISA guide's pseudo-code
+/// defines it: with a NaN among the operands, the minimum of the three (min of min); otherwise
+/// the maximum of the two operands that are not the maximum of all three.
 pub fn med3_32(a: f32, b: f32, c: f32, ieee: bool) -> f32 {
-    let lo = minmax32(a, b, false, ieee);
-    let hi = minmax32(a, b, true, ieee);
-    minmax32(lo, minmax32(hi, c, false, ieee), true, ieee)
+    let min = |x, y| minmax32(x, y, false, ieee);
+    let max = |x, y| minmax32(x, y, true, ieee);
+    if a.is_nan() || b.is_nan() || c.is_nan() {
+        return min(min(a, b), c);
+    }
+    let max3 = max(max(a, b), c);
+    if max3 == a {
+        max(b, c)
+    } else if max3 == b {
+        max(a, c)
+    } else {
+        max(a, b)
+    }
 }
 
 /// f32 -> f16 bits, round to nearest even, denormals kept, NaN stays NaN (quiet).

@@ -21,12 +21,20 @@
 //! (SCRATCH instructions and FLAT addresses in the private aperture, each lane confined to its
 //! slice of its wave's slot) and through gfx10.3's private segment buffer (MUBUF with a swizzled
 //! descriptor) and FLAT_SCRATCH (lanes interleaved by dword, as the hardware lays them out, each
-//! lane confined to its own bytes); FLAT addresses in the shared aperture (LDS). Not modelled
-//! (refused when a kernel is loaded, or for what only execution shows, when used): GDS, other
-//! buffer resources (MUBUF/MTBUF through typed, structured or raw descriptors), images, DPP,
-//! traps, TG_SIZE. Transcendentals
-//! (v_rcp, v_rsq, v_sqrt, v_exp, v_log, v_sin, v_cos) are correctly rounded here, whereas the
-//! hardware approximates them to about one ulp. No timing, caches or scheduling fairness.
+//! lane confined to its own bytes); FLAT addresses in the shared aperture (LDS).
+//!
+//! Every modifier an instruction carries (clamp, omod, abs, neg, op_sel, VOP3P's op_sel_hi and
+//! neg_hi, SDWA's selections) is either applied or refuses the instruction: the executors mark
+//! what they apply and `modifiers` refuses what is left, so nothing decoded is silently ignored.
+//!
+//! Not modelled (refused when a kernel is loaded, or for what only execution shows, when used):
+//! GDS, other buffer resources (MUBUF/MTBUF through typed, structured or raw descriptors),
+//! images, DPP, WMMA, omod, the conversions to normalized or saturated small integers whose
+//! rounding the ISA guide leaves undefined, traps, TG_SIZE. Transcendentals (v_rcp, v_rsq,
+//! v_sqrt, v_exp, v_log, v_sin, v_cos, f32 and f16) are correctly rounded here, whereas the
+//! hardware approximates them to about one ulp; the float dot products (v_dot2*) round their
+//! sum once, where the guide's pseudo-code accumulates step by step. No timing, caches or
+//! scheduling fairness.
 
 mod buffer;
 mod code_cache;
@@ -45,6 +53,7 @@ mod llvm_syntax;
 mod memory;
 mod mnemonic;
 mod mnemonic_table;
+mod modifiers;
 #[cfg(test)]
 mod objdump_check;
 mod operand;
@@ -53,6 +62,8 @@ mod scalar;
 mod sdwa;
 mod validate;
 mod valu;
+mod valu16;
+mod valu_more;
 mod vcmp;
 mod vop3p;
 mod vopd;

@@ -7,19 +7,25 @@ use super::decode::{Valu, VOP1_BASE, VOP2_BASE};
 use super::division;
 use super::error::{ExecResult, Fault};
 use super::float::{f16_to_f32, f32_to_f16, f64_to_f16, med3_32, minmax32, minmax64};
+use super::modifiers;
 use super::operand::NULL;
 use super::scalar::bfe32;
 use super::wave::{Wave, LANES};
 
-type L<T> = [T; LANES];
+pub(super) type L<T> = [T; LANES];
 
-fn map<A: Copy, R>(a: &L<A>, f: impl Fn(A) -> R) -> L<R> {
+pub(super) fn map<A: Copy, R>(a: &L<A>, f: impl Fn(A) -> R) -> L<R> {
     std::array::from_fn(|l| f(a[l]))
 }
-fn map2<A: Copy, B: Copy, R>(a: &L<A>, b: &L<B>, f: impl Fn(A, B) -> R) -> L<R> {
+pub(super) fn map2<A: Copy, B: Copy, R>(a: &L<A>, b: &L<B>, f: impl Fn(A, B) -> R) -> L<R> {
     std::array::from_fn(|l| f(a[l], b[l]))
 }
-fn map3<A: Copy, B: Copy, C: Copy, R>(a: &L<A>, b: &L<B>, c: &L<C>, f: impl Fn(A, B, C) -> R) -> L<R> {
+pub(super) fn map3<A: Copy, B: Copy, C: Copy, R>(
+    a: &L<A>,
+    b: &L<B>,
+    c: &L<C>,
+    f: impl Fn(A, B, C) -> R,
+) -> L<R> {
     std::array::from_fn(|l| f(a[l], b[l], c[l]))
 }
 
@@ -30,8 +36,15 @@ pub(crate) struct Ops<'a> {
 }
 
 impl Ops<'_> {
-    fn mods(&self, i: usize) -> (bool, bool) {
+    /// abs and neg of source `i`, which the caller applies.
+    pub(super) fn mods(&self, i: usize) -> (bool, bool) {
+        self.w.handle(modifiers::abs(i) | modifiers::neg(i));
         (self.v.abs >> i & 1 != 0, self.v.neg >> i & 1 != 0)
+    }
+    /// Whether op_sel picks the high half of 16-bit source `i` (the caller applies it).
+    pub(super) fn high_half(&self, i: usize) -> bool {
+        self.w.handle(modifiers::opsel(i));
+        self.v.opsel >> i & 1 != 0
     }
     /// opsel selects 16-bit halves; on a 32- or 64-bit operand it is refused, not ignored.
     fn no_opsel(&self, i: usize) -> ExecResult {
@@ -70,7 +83,7 @@ impl Ops<'_> {
     /// f16 source (as f32) with abs/neg; opsel bit i picks the high half.
     pub fn h(&self, i: usize) -> ExecResult<L<f32>> {
         let (abs, neg) = self.mods(i);
-        let hi = self.v.opsel >> i & 1 != 0;
+        let hi = self.high_half(i);
         let raw = self.w.src16(&self.v.src[i])?;
         Ok(map(&raw, |x| {
             let x = if hi { (x >> 16) as u16 } else { x as u16 };
@@ -88,7 +101,9 @@ impl Ops<'_> {
         }
         Ok(())
     }
-    /// 16-bit integer source (low half, or high half with opsel), zero-extended.
+    /// 16-bit integer source (low half, or high half with opsel), zero-extended. Constants are
+    /// their 32-bit values (a float inline constant its f32 pattern), as the hardware reads them
+    /// for integer operations.
     pub fn u16(&self, i: usize) -> ExecResult<L<u32>> {
         if (self.v.abs | self.v.neg) >> i & 1 != 0 {
             return Err(Fault::unsupported(format!(
@@ -96,8 +111,8 @@ impl Ops<'_> {
                 self.v.op
             )));
         }
-        let hi = self.v.opsel >> i & 1 != 0;
-        let raw = self.w.src16(&self.v.src[i])?;
+        let hi = self.high_half(i);
+        let raw = self.w.src32(&self.v.src[i])?;
         Ok(map(&raw, |x| if hi { x >> 16 } else { x & 0xffff }))
     }
     /// 32-bit integer source (modifiers refused).
@@ -112,53 +127,59 @@ impl Ops<'_> {
     }
 }
 
-fn int_only(v: &Valu) -> ExecResult {
+/// A 32/64-bit integer (or bit pattern) result: op_sel on the destination and omod do not
+/// apply. Clamp is applied (and marked) by the operations that saturate; on any other it is
+/// refused after the instruction ran (`modifiers::check`).
+pub(super) fn int_only(v: &Valu) -> ExecResult {
     if v.opsel & 8 != 0 {
         return Err(Fault::unsupported(format!("opsel on the 32-bit destination of VALU opcode {}", v.op)));
     }
-    // The integer adds and subtracts implement clamp (saturation) themselves.
-    let saturating = matches!(v.op, 293..=295 | 805 | 806);
-    if (v.clamp && !saturating) || v.omod != 0 {
-        return Err(Fault::unsupported(format!("clamp/omod on integer VALU opcode {}", v.op)));
+    no_omod(v)
+}
+
+/// The output modifier is not modelled: LLVM does not emit it for kernels in IEEE mode with
+/// denormals, and whether the hardware applies it there is not something this interpreter claims.
+pub(super) fn no_omod(v: &Valu) -> ExecResult {
+    if v.omod != 0 {
+        return Err(Fault::unsupported(format!(
+            "the output modifier (omod {}) on {} opcode {} is not modelled",
+            v.omod,
+            enc_name(v),
+            v.op
+        )));
     }
     Ok(())
 }
 
-fn out_u(w: &mut Wave, v: &Valu, r: &L<u32>) -> ExecResult {
+/// The saturating form of an integer operation when clamp is set (marked as applied).
+pub(super) fn saturating(w: &Wave, v: &Valu) -> bool {
+    w.handle(modifiers::CLAMP);
+    v.clamp
+}
+
+pub(super) fn out_u(w: &mut Wave, v: &Valu, r: &L<u32>) -> ExecResult {
     int_only(v)?;
     let exec = w.exec();
     w.write_vgpr(v.vdst as usize, r, exec);
     Ok(())
 }
 
-fn out_q(w: &mut Wave, v: &Valu, r: &L<u64>) -> ExecResult {
+pub(super) fn out_q(w: &mut Wave, v: &Valu, r: &L<u64>) -> ExecResult {
     int_only(v)?;
     let exec = w.exec();
     w.write_vgpr64(v.vdst as usize, r, exec);
     Ok(())
 }
 
-fn out_f(w: &mut Wave, v: &Valu, r: L<f32>) -> ExecResult {
+pub(super) fn out_f(w: &mut Wave, v: &Valu, r: L<f32>) -> ExecResult {
     if v.opsel & 8 != 0 {
         return Err(Fault::unsupported(format!("opsel on the 32-bit destination of VALU opcode {}", v.op)));
     }
-    let scale = match v.omod {
-        1 => 2.0,
-        2 => 4.0,
-        3 => 0.5,
-        _ => 1.0,
-    };
+    no_omod(v)?;
+    w.handle(modifiers::CLAMP);
+    let dx10 = w.dx10_clamp();
     let r = map(&r, |x| {
-        let x = if v.omod != 0 { x * scale } else { x };
-        let x = if v.clamp {
-            if x.is_nan() {
-                0.0
-            } else {
-                x.clamp(0.0, 1.0)
-            }
-        } else {
-            x
-        };
+        let x = if v.clamp { modifiers::clamp_float(x as f64, dx10) as f32 } else { x };
         x.to_bits()
     });
     let exec = w.exec();
@@ -166,20 +187,15 @@ fn out_f(w: &mut Wave, v: &Valu, r: L<f32>) -> ExecResult {
     Ok(())
 }
 
-fn out_d(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
-    if v.omod != 0 {
-        return Err(Fault::unsupported("omod on an f64 operation"));
+pub(super) fn out_d(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
+    if v.opsel & 8 != 0 {
+        return Err(Fault::unsupported(format!("opsel on the 64-bit destination of VALU opcode {}", v.op)));
     }
+    no_omod(v)?;
+    w.handle(modifiers::CLAMP);
+    let dx10 = w.dx10_clamp();
     let r = map(&r, |x| {
-        let x = if v.clamp {
-            if x.is_nan() {
-                0.0
-            } else {
-                x.clamp(0.0, 1.0)
-            }
-        } else {
-            x
-        };
+        let x = if v.clamp { modifiers::clamp_float(x, dx10) } else { x };
         x.to_bits()
     });
     let exec = w.exec();
@@ -190,10 +206,9 @@ fn out_d(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
 /// Writes 16-bit results to the low half (or the high half with opsel bit 3), keeping the other
 /// — except on gfx10.3, where the operations that have a VOP1 or VOP2 form (in any encoding)
 /// zero the high half, as gfx9 did; only the VOP3-only ones keep it.
-fn out_half(w: &mut Wave, v: &Valu, r: &L<u32>) -> ExecResult {
-    if v.omod != 0 {
-        return Err(Fault::unsupported("omod on a 16-bit operation"));
-    }
+pub(super) fn out_half(w: &mut Wave, v: &Valu, r: &L<u32>) -> ExecResult {
+    no_omod(v)?;
+    w.handle(modifiers::opsel(3));
     let hi = v.opsel >> 3 & 1 != 0;
     let zero_high = w.gfx == Gfx::Gfx10_3 && (VOP2_BASE..VOP1_BASE + 128).contains(&v.op);
     let old = w.vgpr[v.vdst as usize];
@@ -213,24 +228,18 @@ fn out_half(w: &mut Wave, v: &Valu, r: &L<u32>) -> ExecResult {
 }
 
 /// Rounds exact (f64) results to f16 once and writes them as halves.
-fn out_h(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
+pub(super) fn out_h(w: &mut Wave, v: &Valu, r: L<f64>) -> ExecResult {
+    w.handle(modifiers::CLAMP);
+    let dx10 = w.dx10_clamp();
     let bits = map(&r, |x| {
-        let x = if v.clamp {
-            if x.is_nan() {
-                0.0
-            } else {
-                x.clamp(0.0, 1.0)
-            }
-        } else {
-            x
-        };
+        let x = if v.clamp { modifiers::clamp_float(x, dx10) } else { x };
         f64_to_f16(x) as u32
     });
     out_half(w, v, &bits)
 }
 
 /// Writes a per-lane carry/flag mask to the scalar destination (inactive lanes read 0).
-fn out_mask(w: &mut Wave, sdst: u8, bits: &L<bool>) -> ExecResult {
+pub(super) fn out_mask(w: &mut Wave, sdst: u8, bits: &L<bool>) -> ExecResult {
     let exec = w.exec();
     let mut m = 0u64;
     for (l, b) in bits.iter().enumerate() {
@@ -244,11 +253,11 @@ fn out_mask(w: &mut Wave, sdst: u8, bits: &L<bool>) -> ExecResult {
     w.write_mask(sdst, m & exec)
 }
 
-fn lane_mask(w: &Wave, v: &Valu, i: usize) -> ExecResult<u64> {
+pub(super) fn lane_mask(w: &Wave, v: &Valu, i: usize) -> ExecResult<u64> {
     w.lane_mask(&v.src[i])
 }
 
-fn ieee(w: &Wave) -> bool {
+pub(super) fn ieee(w: &Wave) -> bool {
     w.mode >> 9 & 1 != 0
 }
 
@@ -387,17 +396,17 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         }
         // Integer adds and subtracts: clamp saturates instead of wrapping.
         293 => {
-            let f = if v.clamp { u32::saturating_add } else { u32::wrapping_add };
+            let f = if saturating(w, v) { u32::saturating_add } else { u32::wrapping_add };
             let r = map2(&ops.u(0)?, &ops.u(1)?, f);
             out_u(w, v, &r)
         }
         294 => {
-            let f = if v.clamp { u32::saturating_sub } else { u32::wrapping_sub };
+            let f = if saturating(w, v) { u32::saturating_sub } else { u32::wrapping_sub };
             let r = map2(&ops.u(0)?, &ops.u(1)?, f);
             out_u(w, v, &r)
         }
         295 => {
-            let f = if v.clamp { u32::saturating_sub } else { u32::wrapping_sub };
+            let f = if saturating(w, v) { u32::saturating_sub } else { u32::wrapping_sub };
             let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| f(b, a));
             out_u(w, v, &r)
         }
@@ -702,11 +711,11 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_half(w, v, &r)
         }
         490 => {
-            let r = map(&ops.u(0)?, |x| x as u16 as i16 as i32 as u32);
+            let r = map(&ops.u16(0)?, |x| x as u16 as i16 as i32 as u32);
             out_u(w, v, &r)
         }
         491 => {
-            let r = map(&ops.u(0)?, |x| x & 0xffff);
+            let r = ops.u16(0)?;
             out_u(w, v, &r)
         }
         // ---- VOP3 only ----
@@ -835,14 +844,23 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             let r = map3(&ops.u16(0)?, &ops.u16(1)?, &ops.u(2)?, |a, b, c| (a * b).wrapping_add(c));
             out_u(w, v, &r)
         }
-        771 | 772 => {
-            let sub = op == 772;
+        // 16-bit adds and subtracts, unsigned (771, 772) and signed (781, 782): clamp
+        // saturates instead of wrapping.
+        771 | 772 | 781 | 782 => {
+            let sat = saturating(w, v);
             let r = map2(&ops.u16(0)?, &ops.u16(1)?, |a, b| {
-                if sub {
-                    a.wrapping_sub(b) & 0xffff
-                } else {
-                    (a + b) & 0xffff
-                }
+                let (ua, ub) = (a as u16, b as u16);
+                let (ia, ib) = (ua as i16, ub as i16);
+                (match (op, sat) {
+                    (771, false) => ua.wrapping_add(ub),
+                    (771, true) => ua.saturating_add(ub),
+                    (772, false) => ua.wrapping_sub(ub),
+                    (772, true) => ua.saturating_sub(ub),
+                    (781, false) => ia.wrapping_add(ib) as u16,
+                    (781, true) => ia.saturating_add(ib) as u16,
+                    (_, false) => ia.wrapping_sub(ib) as u16,
+                    (_, true) => ia.saturating_sub(ib) as u16,
+                }) as u32
             });
             out_half(w, v, &r)
         }
@@ -1016,7 +1034,7 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             }
             let half = |i: usize| -> ExecResult<L<u32>> {
                 let (abs, neg) = ops.mods(i);
-                let hi = v.opsel >> i & 1 != 0;
+                let hi = ops.high_half(i);
                 Ok(map(&w.src16(&v.src[i])?, |x| {
                     let x = if hi { x >> 16 } else { x } & 0xffff;
                     let x = if abs { x & 0x7fff } else { x };
@@ -1065,12 +1083,12 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_u(w, v, &r)
         }
         805 => {
-            let f = if v.clamp { i32::saturating_sub } else { i32::wrapping_sub };
+            let f = if saturating(w, v) { i32::saturating_sub } else { i32::wrapping_sub };
             let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| f(a as i32, b as i32) as u32);
             out_u(w, v, &r)
         }
         806 => {
-            let f = if v.clamp { i32::saturating_add } else { i32::wrapping_add };
+            let f = if saturating(w, v) { i32::saturating_add } else { i32::wrapping_add };
             let r = map2(&ops.u(0)?, &ops.u(1)?, |a, b| f(a as i32, b as i32) as u32);
             out_u(w, v, &r)
         }
@@ -1129,6 +1147,8 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             w.vgpr[v.vdst as usize][lane] = val;
             Ok(())
         }
+        op if super::valu16::handles(op) => super::valu16::exec(w, v, word),
+        op if super::valu_more::handles(op) => super::valu_more::exec(w, v, word),
         _ => Err(Fault::Unknown { encoding: enc_name(v), opcode: op as u32, word }),
     }
 }
@@ -1176,12 +1196,12 @@ fn perm(a: u32, b: u32, sel: u32) -> u32 {
     out
 }
 
-fn frexp32(x: f32) -> (f32, i32) {
+pub(super) fn frexp32(x: f32) -> (f32, i32) {
     let (m, e) = frexp64(x as f64);
     (m as f32, e)
 }
 
-fn frexp64(x: f64) -> (f64, i32) {
+pub(super) fn frexp64(x: f64) -> (f64, i32) {
     if x == 0.0 || !x.is_finite() {
         return (x, 0);
     }
@@ -1195,14 +1215,14 @@ fn frexp64(x: f64) -> (f64, i32) {
     (m, exp - 1022)
 }
 
-fn ldexp32(x: f32, e: i32) -> f32 {
+pub(super) fn ldexp32(x: f32, e: i32) -> f32 {
     // Exact scaling through f64 (f32's range fits), then one rounding to f32.
     let e = e.clamp(-400, 400);
     ((x as f64) * 2f64.powi(e)) as f32
 }
 
 /// 2^k as an exact f64 for k in -1074..=1023.
-fn pow2(k: i64) -> f64 {
+pub(super) fn pow2(k: i64) -> f64 {
     if k >= -1022 {
         f64::from_bits(((k + 1023) as u64) << 52)
     } else {
@@ -1211,7 +1231,7 @@ fn pow2(k: i64) -> f64 {
 }
 
 /// a * 2^e with one rounding: a = m * 2^ea with m in [0.5, 1), so the product is m * 2^(ea + e).
-fn ldexp64(a: f64, e: i32) -> f64 {
+pub(super) fn ldexp64(a: f64, e: i32) -> f64 {
     if a == 0.0 || !a.is_finite() {
         return a;
     }

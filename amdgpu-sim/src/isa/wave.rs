@@ -2,6 +2,8 @@
 //! and its status. Lane masks (EXEC, VCC, compare results) are u64; a wave32 uses the low 32
 //! bits and the low SGPR of each pair.
 
+use std::cell::Cell;
+
 use pm4::Gfx;
 
 use super::error::{ExecResult, Fault};
@@ -60,6 +62,8 @@ pub struct Wave {
     pub flat_scratch: u64,
     /// The selected sources of the SDWA instruction being executed.
     pub(crate) sdwa_latch: [[u32; LANES]; 2],
+    /// The modifiers the VALU instruction being executed applied (see `modifiers`).
+    pub(crate) handled: Cell<u16>,
 }
 
 impl std::fmt::Debug for Wave {
@@ -90,12 +94,23 @@ impl Wave {
             gfx: Gfx::Gfx11,
             flat_scratch: 0,
             sdwa_latch: [[0; LANES]; 2],
+            handled: Cell::new(0),
         }
     }
 
     /// A wave of `width` (32 or 64) lanes starting at `pc`.
     pub fn with_width(pc: u64, width: u32) -> Wave {
         Wave { width, ..Wave::new(pc) }
+    }
+
+    /// Marks modifiers (`modifiers` bits) of the instruction being executed as applied.
+    pub(crate) fn handle(&self, bits: u16) {
+        self.handled.set(self.handled.get() | bits);
+    }
+
+    /// Whether MODE.DX10_CLAMP is set (clamp turns a NaN into 0).
+    pub(crate) fn dx10_clamp(&self) -> bool {
+        self.mode >> 8 & 1 != 0
     }
 
     /// Lanes of this wave.

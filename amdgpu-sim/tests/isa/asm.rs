@@ -551,8 +551,9 @@ fn wide_memory_accesses_atomics_and_no_op_instructions() {
     assert_eq!((head[2], head[3]), (31, 0), "u64::MAX + 32 wraps to 31");
     assert_eq!(head[4], 99, "only lane 0 ran the masked store");
     assert_eq!(head[5], 1, "s_or_saveexec returned the exec it replaced (lane 0 only)");
-    // gfx11 replicates a 16-bit inline float constant into both halves.
-    assert_eq!(head[6], 0x4200_4200, "v_pk_add_f16 of 1.0 and 2.0 in both halves");
+    // A float inline constant of a packed f16 operation is the f16 value in the low half and 0
+    // in the high half (the hardware as LLVM documents it): 1.0 + 2.0 low, 0 + 0 high.
+    assert_eq!(head[6], 0x0000_4200, "v_pk_add_f16 of the constants 1.0 and 2.0");
     assert_eq!(head[7], 0x000f_0015, "v_pk_mul_lo_u16: 3*7, 3*5");
 }
 

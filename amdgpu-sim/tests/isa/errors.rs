@@ -70,10 +70,17 @@ fn unknown_instruction_names_opcode_encoding_and_pc() {
         other => panic!("expected an unknown instruction, got {other}"),
     }
     assert!(err.to_string().contains("DS opcode 53"), "{err}");
-    // A VOP3P opcode the interpreter lacks (v_pk_mad_i16) is refused the same way.
-    let err = run_asm("v_pk_mad_i16 v0, v1, v2, v3\ns_endpgm\n", vec![0; 64], 32, 1, 0).unwrap_err();
+    // A VOP3P opcode the interpreter lacks (the WMMA matrix multiply) is refused the same way.
+    let err = run_asm(
+        "v_wmma_f32_16x16x16_f16 v[0:7], v[8:15], v[16:23], v[0:7]\ns_endpgm\n",
+        vec![0; 64],
+        32,
+        1,
+        0,
+    )
+    .unwrap_err();
     assert!(
-        matches!(err, SimError::UnknownInstruction { encoding: "VOP3P", opcode: 0, pc: ASM_CODE, .. }),
+        matches!(err, SimError::UnknownInstruction { encoding: "VOP3P", opcode: 64, pc: ASM_CODE, .. }),
         "{err}"
     );
 }

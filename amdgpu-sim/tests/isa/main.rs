@@ -9,3 +9,4 @@ mod decode;
 mod dispatch;
 mod errors;
 mod kernels;
+mod modifiers;
