@@ -115,6 +115,22 @@ fn sub_groups_match_the_cpu() {
 
 #[test]
 #[ignore = "needs an RDNA2/RDNA3 card: scripts/setup.sh cargo test -p sparkle-gpu --test amdgpu -- --ignored hardware"]
+fn narrow_integers_match_the_cpu() {
+    let rt = amdgpu("narrow_integers_match_the_cpu");
+    amdgpu_common::narrow::narrow_integers_match_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::narrow::narrow_integers_match_the_cpu(&rt, Waves::Wave64);
+}
+
+#[test]
+#[ignore = "needs an RDNA2/RDNA3 card: scripts/setup.sh cargo test -p sparkle-gpu --test amdgpu -- --ignored hardware"]
+fn half_precision_matches_the_cpu() {
+    let rt = amdgpu("half_precision_matches_the_cpu");
+    amdgpu_common::narrow::half_precision_matches_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::narrow::half_precision_matches_the_cpu(&rt, Waves::Wave64);
+}
+
+#[test]
+#[ignore = "needs an RDNA2/RDNA3 card: scripts/setup.sh cargo test -p sparkle-gpu --test amdgpu -- --ignored hardware"]
 fn timed_submissions_report_gpu_time() {
     let rt = amdgpu("timed_submissions_report_gpu_time");
     assert!(rt.measures_gpu_time(), "the kernel reports the GPU clock counter's frequency");

@@ -53,6 +53,18 @@ fn user_opencl_kernels_compile_and_run() {
 }
 
 #[test]
+fn narrow_integers_match_the_cpu() {
+    amdgpu_common::narrow::narrow_integers_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::narrow::narrow_integers_match_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn half_precision_matches_the_cpu() {
+    amdgpu_common::narrow::half_precision_matches_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::narrow::half_precision_matches_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
 fn copies_and_chained_dispatches_in_one_submission() {
     amdgpu_common::copies_and_chained_dispatches_in_one_submission(&sim(), 3000);
 }

@@ -73,6 +73,18 @@ fn printf_reaches_the_sink() {
 }
 
 #[test]
+fn narrow_integers_match_the_cpu() {
+    amdgpu_common::narrow::narrow_integers_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::narrow::narrow_integers_match_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn half_precision_matches_the_cpu() {
+    amdgpu_common::narrow::half_precision_matches_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::narrow::half_precision_matches_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
 fn sub_groups_match_the_cpu() {
     amdgpu_common::features::sub_groups_match_the_cpu(&sim(), Waves::Wave32);
     amdgpu_common::features::sub_groups_match_the_cpu(&sim(), Waves::Wave64);

@@ -91,6 +91,22 @@ impl Ops<'_> {
             f16_to_f32(if neg { x ^ 0x8000 } else { x })
         }))
     }
+    /// The bits of 16-bit source `i` (op_sel picks the half), abs and neg applied to bit 15:
+    /// for operations that move halves rather than compute with them.
+    pub fn half_bits(&self, i: usize) -> ExecResult<L<u32>> {
+        let (abs, neg) = self.mods(i);
+        let hi = self.high_half(i);
+        let raw = self.w.src16(&self.v.src[i])?;
+        Ok(map(&raw, |x| {
+            let x = if hi { x >> 16 } else { x } & 0xffff;
+            let x = if abs { x & 0x7fff } else { x };
+            if neg {
+                x ^ 0x8000
+            } else {
+                x
+            }
+        }))
+    }
     fn no_mods(&self, i: usize) -> ExecResult {
         self.no_opsel(i)?;
         if (self.v.abs | self.v.neg) >> i & 1 != 0 {
@@ -913,9 +929,9 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             out_half(w, v, &r)
         }
         605 => {
-            // v_cndmask_b16: per-lane select of halves; abs/neg act on the f16 sign bit.
-            let half_bits =
-                |i: usize| -> ExecResult<L<u32>> { Ok(map(&ops.h(i)?, |x| f32_to_f16(x) as u32)) };
+            // v_cndmask_b16: per-lane select of halves, bits moved as they are (a signalling
+            // NaN stays one); abs and neg act on the f16 sign bit.
+            let half_bits = |i: usize| ops.half_bits(i);
             let (a, b, m) = (half_bits(0)?, half_bits(1)?, lane_mask(w, v, 2)?);
             let r: L<u32> = std::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] });
             out_half(w, v, &r)
@@ -1032,19 +1048,7 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             if v.opsel & 8 != 0 || v.clamp || v.omod != 0 {
                 return Err(Fault::unsupported("opsel, clamp or omod on the destination of v_pack_b32_f16"));
             }
-            let half = |i: usize| -> ExecResult<L<u32>> {
-                let (abs, neg) = ops.mods(i);
-                let hi = ops.high_half(i);
-                Ok(map(&w.src16(&v.src[i])?, |x| {
-                    let x = if hi { x >> 16 } else { x } & 0xffff;
-                    let x = if abs { x & 0x7fff } else { x };
-                    if neg {
-                        x ^ 0x8000
-                    } else {
-                        x
-                    }
-                }))
-            };
+            let half = |i: usize| ops.half_bits(i);
             let r = map2(&half(0)?, &half(1)?, |lo, hi| lo | hi << 16);
             let exec = w.exec();
             w.write_vgpr(v.vdst as usize, &r, exec);

@@ -293,3 +293,22 @@ fn sdwa_modifiers_on_gfx10_3_are_applied_or_refused_and_dpp_is_refused() {
     );
     assert!(why.contains("DPP"), "{why}");
 }
+
+#[test]
+fn selects_move_halves_bit_for_bit() {
+    // 0xfd82 is a signalling f16 NaN: a select must not quiet it (clang's convert_short_sat of
+    // a half selects integer bit patterns with v_cndmask_b16). neg flips only the sign bit.
+    let body = "
+        v_mov_b32 v1, 0x7c01fd82
+        s_mov_b32 s4, 0
+        v_cndmask_b16 v10.l, v1.l, 0x7fff, s4
+        v_cndmask_b16 v11.l, -v1.h, 0x7fff, s4
+        v_pack_b32_f16 v12, v1.l, v1.h
+    ";
+    let r = rows(body, 3);
+    for l in 0..32 {
+        assert_eq!(r[0][l] & 0xffff, 0xfd82);
+        assert_eq!(r[1][l] & 0xffff, 0xfc01);
+        assert_eq!(r[2][l], 0x7c01_fd82);
+    }
+}

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod features;
+pub mod narrow;
 
 use std::time::Duration;
 
