@@ -12,7 +12,7 @@ use object::LittleEndian;
 use crate::descriptor::{KernelDescriptor, UserSgpr, KERNEL_DESCRIPTOR_SIZE};
 use crate::gfx_target::GfxTarget;
 use crate::kernarg::KernargLayout;
-use crate::metadata::{self, KernelMetadata};
+use crate::metadata::{self, ArgKind, KernelMetadata};
 use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
 
 /// `e_machine` of AMDGPU code.
@@ -63,6 +63,11 @@ pub struct RunLimits {
     pub max_lds_bytes: u32,
     /// Largest work-group (work-items).
     pub max_workgroup_size: u32,
+    /// Whether the backend passes the implicit inputs that code built at -O0 keeps without
+    /// reading them: a queue descriptor for the queue pointer, a null host-call buffer. Off,
+    /// a kernel asking for either is refused (optimized code asks for them only if it uses
+    /// them, and nothing here services a queue or host calls).
+    pub unoptimized_inputs: bool,
 }
 
 impl RunLimits {
@@ -76,6 +81,7 @@ impl RunLimits {
             scratch: target.major >= 10,
             max_lds_bytes: 64 * 1024,
             max_workgroup_size: 1024,
+            unoptimized_inputs: false,
         }
     }
 }
@@ -103,6 +109,7 @@ pub struct LoadImage {
     bytes: Vec<u8>,
     alignment: u64,
     relocations: Vec<Relocation>,
+    writable: bool,
 }
 
 impl LoadImage {
@@ -124,6 +131,13 @@ impl LoadImage {
     /// The image as it is in the file (relocations unresolved).
     pub fn unrelocated(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// Whether a segment is writable (program-scope variables, `.data`/`.bss`): the image must
+    /// then be mapped writable for the GPU, code and data alike, since the code reaches its
+    /// variables at a fixed distance from itself.
+    pub fn has_writable_data(&self) -> bool {
+        self.writable
     }
 
     /// Number of relocations [`relocated`](Self::relocated) resolves.
@@ -180,8 +194,15 @@ impl Kernel {
         let refuse = |reason: String| Err(AmdgpuError::invalid_kernel(&self.name, reason));
         let kd = &self.descriptor;
         let md = &self.metadata;
-        if kd.uses_queue_ptr() {
-            return refuse("it uses the queue pointer, which a PM4 submission does not provide".into());
+        if kd.uses_queue_ptr() && !limits.unoptimized_inputs {
+            return refuse(
+                "it uses the queue pointer, which a PM4 submission does not provide (only code the backend builds at -O0, which keeps it unread, gets a queue descriptor)".into(),
+            );
+        }
+        if !limits.unoptimized_inputs
+            && md.args.iter().any(|a| ArgKind::classify(&a.value_kind) == Ok(ArgKind::HostcallBuffer))
+        {
+            return refuse("it uses host calls, which the backend does not service".into());
         }
         if kd.uses_dynamic_stack() || md.uses_dynamic_stack {
             return refuse("it uses a dynamic stack (recursion or variable-sized private arrays)".into());
@@ -590,6 +611,16 @@ fn build_image(header: &elf::FileHeader64<LittleEndian>, bytes: &[u8]) -> Result
     let mut relocations = Vec::new();
     let sections =
         header.sections(endian, bytes).map_err(|e| malformed(format!("bad section table: {e}")))?;
+    // Program-scope variables (.data, .bss) are written by kernels; the loader's own writable
+    // sections (.dynamic, .relro_padding, .data.rel.ro) are not.
+    let alloc_write = u64::from(elf::SHF_ALLOC | elf::SHF_WRITE);
+    let writable = sections.iter().any(|section| {
+        let name = sections.section_name(endian, section).unwrap_or_default();
+        section.sh_flags(endian) & alloc_write == alloc_write
+            && section.sh_size(endian) > 0
+            && ((name.starts_with(b".data") && !name.starts_with(b".data.rel.ro"))
+                || name.starts_with(b".bss"))
+    });
     // Symbol-relative relocations name entries of the dynamic symbol table.
     let symbols = sections
         .symbols(endian, bytes, elf::SHT_DYNSYM)
@@ -665,5 +696,5 @@ fn build_image(header: &elf::FileHeader64<LittleEndian>, bytes: &[u8]) -> Result
             relocations.push(Relocation { offset, target: symbol_value.wrapping_add(addend), store });
         }
     }
-    Ok(LoadImage { bytes: image, alignment, relocations })
+    Ok(LoadImage { bytes: image, alignment, relocations, writable })
 }

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::gfx_target::GfxTarget;
-use crate::{printf, subgroups};
+use crate::options::OpenClOptions;
+use crate::{printf, subgroups, workgroups};
 use sparkle_amdgpu_kmd::error::{AmdgpuError, Result};
 
 /// Debian's package for the compiler, for messages.
@@ -19,8 +20,8 @@ pub const CLANG_PACKAGE: &str = "clang-22";
 pub const LLD_PACKAGE: &str = "lld-22";
 /// Debian's package for the OpenCL built-in library.
 pub const LIBCLC_PACKAGE: &str = "libclc-22";
-/// The one OpenCL compiler option a kernel spec may pass: compile for wave64.
-pub const WAVE64_OPTION: &str = "-mwavefrontsize64";
+/// The OpenCL compiler option that compiles for wave64.
+pub const WAVE64_OPTION: &str = crate::options::WAVE64;
 /// libclc's bitcode for the `amdgcn-amd-amdhsa` triple.
 const LIBCLC_FILE: &str = "amdgcn-amd-amdhsa.bc";
 
@@ -48,8 +49,14 @@ pub struct CompileRequest<'a> {
     pub defines: &'a [(String, String)],
     /// Compile in CU mode (`-mcumode`) instead of gfx10+'s default WGP mode.
     pub cu_mode: bool,
-    /// Compile for wave64 (`-mwavefrontsize64`) instead of RDNA's default wave32.
-    pub wave64: bool,
+    /// The kernel's own OpenCL C options, checked ([`OpenClOptions::parse`]): the language
+    /// version, optimization level, math options, include directories, definitions, wave64.
+    pub options: &'a OpenClOptions,
+    /// The entry point and the work-group size every dispatch of it uses, when known: the
+    /// compiler is told (`reqd_work_group_size` on the entry point, unless the source gives it
+    /// a work-group size of its own), so that a kernel may use up to 1024 work-items — clang's
+    /// default limit for an OpenCL kernel is 256 — and the compiler knows the exact size.
+    pub workgroup: Option<(&'a str, [u32; 3])>,
 }
 
 /// A compiled code object.
@@ -173,17 +180,20 @@ impl Compiler {
     /// The clang flags for `request`, without file names (these go into cache keys and the AOT
     /// manifest). Libclc is named by file name only so that keys do not depend on where it lives.
     pub fn flags(&self, request: &CompileRequest<'_>) -> Vec<String> {
-        let mut flags: Vec<String> = ["-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa"]
+        let options = request.options;
+        let std = options.std.as_deref().unwrap_or("CL2.0");
+        let mut flags: Vec<String> = ["-x", "cl", &format!("-cl-std={std}"), "-target", "amdgcn-amd-amdhsa"]
             .iter()
             .map(|s| s.to_string())
             .collect();
         flags.push(format!("-mcpu={}", request.target));
         // Argument names in the metadata: the backend matches a spec's bindings to them.
-        flags.extend(["-O3", "-nogpulib", "-cl-kernel-arg-info"].map(String::from));
+        flags.push(format!("-O{}", options.opt_level.unwrap_or(3)));
+        flags.extend(["-nogpulib", "-cl-kernel-arg-info"].map(String::from));
         if request.cu_mode {
             flags.push("-mcumode".into());
         }
-        if request.wave64 {
+        if options.wave64 {
             flags.push(WAVE64_OPTION.into());
         }
         if request.builtins == Builtins::Libclc {
@@ -198,6 +208,7 @@ impl Compiler {
         for (name, value) in request.defines {
             flags.push(format!("-D{name}={value}"));
         }
+        flags.extend(options.clang_flags());
         flags
     }
 
@@ -250,7 +261,11 @@ impl Compiler {
         let object = dir.path().join("kernel.o");
         let linked = dir.path().join("kernel.co");
         let (prefix, suffix) = device_libraries(request);
-        let text = format!("{prefix}{}{suffix}", request.source);
+        let user = match request.workgroup {
+            Some((entry, size)) => with_required_size(request.source, entry, size),
+            None => std::borrow::Cow::Borrowed(request.source),
+        };
+        let text = format!("{prefix}{user}{suffix}");
         std::fs::write(&source, text).map_err(|e| AmdgpuError::file("writing", &source, e))?;
 
         let mut clang = Command::new(&self.clang);
@@ -271,8 +286,19 @@ impl Compiler {
 
         let mut lld = Command::new(&self.lld);
         lld.arg("-shared").arg(&object).arg("-o").arg(&linked);
-        let Some(lld_log) = run(lld, &self.lld, request.name, "ld.lld", &output, give_up)? else {
-            return Ok(None);
+        let lld_log = match run(lld, &self.lld, request.name, "ld.lld", &output, give_up) {
+            Ok(Some(log)) => log,
+            Ok(None) => return Ok(None),
+            Err(AmdgpuError::Compile { what, log }) => {
+                return Err(match missing_feature(&log) {
+                    Some((feature, symbol)) => AmdgpuError::Unavailable(format!(
+                        "`{what}`: the amdgpu backend has no {feature}: the kernel calls {symbol}, which neither \
+                         the backend nor libclc provides"
+                    )),
+                    None => AmdgpuError::Compile { what, log },
+                })
+            }
+            Err(other) => return Err(other),
         };
         log.push_str(&lld_log);
 
@@ -293,8 +319,12 @@ impl Compiler {
 fn device_libraries(request: &CompileRequest<'_>) -> (String, String) {
     let (mut prefix, mut suffix) = (String::new(), String::new());
     if request.builtins == Builtins::Libclc {
-        if subgroups::uses_subgroups(request.source) {
+        let collectives = workgroups::uses_collectives(request.source);
+        if subgroups::uses_subgroups(request.source) || collectives {
             prefix.push_str(subgroups::DEVICE_LIBRARY);
+            if collectives {
+                prefix.push_str(workgroups::DEVICE_LIBRARY);
+            }
             prefix.push_str("\n#line 1\n");
         }
         if printf::calls_printf(request.source) {
@@ -303,6 +333,93 @@ fn device_libraries(request: &CompileRequest<'_>) -> (String, String) {
         }
     }
     (prefix, suffix)
+}
+
+/// `source` with `__attribute__((reqd_work_group_size(x, y, z)))` after the `__kernel` (or
+/// `kernel`) keyword of the declarations of `entry`, unless one of them already names a
+/// work-group size (`reqd_work_group_size` or `amdgpu_flat_work_group_size`): then the source
+/// is left as it is, and its own size is what the kernel gets (the backend checks that it is the
+/// spec's). Also unchanged where no declaration of `entry` is found (a name made by a macro).
+pub fn with_required_size<'s>(source: &'s str, entry: &str, size: [u32; 3]) -> std::borrow::Cow<'s, str> {
+    let bytes = source.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    // Each declaration of `entry`: (where its `kernel` keyword ends, its whole text).
+    let mut insert_at = Vec::new();
+    let mut from = 0;
+    while let Some(found) = source[from..].find(entry) {
+        let at = from + found;
+        from = at + entry.len();
+        let before_ok = at == 0 || !is_ident(bytes[at - 1]);
+        let after = source[from..].trim_start();
+        if !before_ok || !after.starts_with('(') || source[from..].starts_with(|c: char| is_ident(c as u8)) {
+            continue;
+        }
+        // The declaration runs from the previous `;`, `{` or `}` to the body's `{` (or `;`).
+        let start = source[..at].rfind([';', '{', '}']).map_or(0, |p| p + 1);
+        let end = source[at..].find(['{', ';']).map_or(source.len(), |p| at + p);
+        let declaration = &source[start..end];
+        if declaration.contains("reqd_work_group_size") || declaration.contains("amdgpu_flat_work_group_size")
+        {
+            return std::borrow::Cow::Borrowed(source);
+        }
+        let keyword = ["__kernel", "kernel"].iter().find_map(|k| {
+            let mut search = 0;
+            while let Some(p) = declaration[search..].find(k) {
+                let p = search + p;
+                let end = p + k.len();
+                let whole = (p == 0 || !is_ident(declaration.as_bytes()[p - 1]))
+                    && declaration.as_bytes().get(end).is_none_or(|&b| !is_ident(b));
+                if whole {
+                    return Some(start + end);
+                }
+                search = end;
+            }
+            None
+        });
+        if let Some(k) = keyword {
+            insert_at.push(k);
+        }
+    }
+    insert_at.sort_unstable();
+    insert_at.dedup();
+    if insert_at.is_empty() {
+        return std::borrow::Cow::Borrowed(source);
+    }
+    let attribute = format!(" __attribute__((reqd_work_group_size({}, {}, {})))", size[0], size[1], size[2]);
+    let mut out = String::with_capacity(source.len() + insert_at.len() * attribute.len());
+    let mut last = 0;
+    for at in insert_at {
+        out.push_str(&source[last..at]);
+        out.push_str(&attribute);
+        last = at;
+    }
+    out.push_str(&source[last..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// The OpenCL feature behind the first undefined symbol of a failed link, in the user's
+/// terms, and the symbol: images (read_imagef...), pipes, device-side enqueue. None for any
+/// other failure, which is reported with the linker's log.
+fn missing_feature(log: &str) -> Option<(&'static str, String)> {
+    const FEATURES: [(&str, &[&str]); 3] = [
+        ("images", &["read_image", "write_image", "get_image_", "ocl_image", "ocl_sampler"]),
+        ("pipes", &["read_pipe", "write_pipe", "reserve_read_pipe", "reserve_write_pipe", "get_pipe_"]),
+        ("device-side enqueue", &["enqueue_kernel", "enqueue_marker", "get_kernel_", "ndrange_"]),
+    ];
+    for line in log.lines() {
+        let Some((_, symbol)) =
+            line.split_once("undefined hidden symbol: ").or_else(|| line.split_once("undefined symbol: "))
+        else {
+            continue;
+        };
+        let symbol = symbol.trim();
+        for (feature, prefixes) in FEATURES {
+            if prefixes.iter().any(|p| symbol.contains(p)) {
+                return Some((feature, symbol.to_string()));
+            }
+        }
+    }
+    None
 }
 
 /// How often a running tool is checked on (and `give_up` asked).
@@ -399,7 +516,8 @@ mod tests {
             builtins: Builtins::Libclc,
             defines: &defines,
             cu_mode: true,
-            wave64: false,
+            options: &OpenClOptions::default(),
+            workgroup: None,
         };
         let flags = compiler.flags(&request).join(" ");
         assert_eq!(
@@ -412,6 +530,28 @@ mod tests {
         let key = compiler.key_material(&request);
         assert!(key.starts_with("clang version 22 + libclc 0000000000001234\n-x\n"), "{key}");
         assert_ne!(key, compiler.key_material(&CompileRequest { cu_mode: false, ..request.clone() }));
+    }
+
+    #[test]
+    fn undefined_image_pipe_and_enqueue_functions_name_the_feature() {
+        let log = "ld.lld: error: undefined hidden symbol: read_imagef(ocl_image2d_ro, ocl_sampler, int vector[2])\n>>> referenced by k.o";
+        let (feature, symbol) = missing_feature(log).unwrap();
+        assert_eq!(feature, "images");
+        assert!(symbol.starts_with("read_imagef("), "{symbol}");
+        assert_eq!(missing_feature("ld.lld: error: undefined symbol: __read_pipe_2").unwrap().0, "pipes");
+        assert_eq!(missing_feature("ld.lld: error: undefined hidden symbol: my_helper(int)"), None);
+    }
+
+    #[test]
+    fn the_entry_point_gets_the_required_work_group_size_unless_it_names_one() {
+        let source = "// kernel void k(...) in a comment\n__kernel void k(__global int *a) { a[0] = 1; }\nkernel void other(__global int *a) {}\n";
+        let out = with_required_size(source, "k", [1024, 1, 1]);
+        assert_eq!(out.matches("reqd_work_group_size(1024, 1, 1)").count(), 1, "{out}");
+        assert!(out.contains("__kernel __attribute__((reqd_work_group_size(1024, 1, 1))) void k("), "{out}");
+        let own = "__kernel __attribute__((reqd_work_group_size(64, 1, 1))) void k(__global int *a) {}";
+        assert_eq!(with_required_size(own, "k", [128, 1, 1]), own);
+        let unknown = "__kernel void m(__global int *a) {}";
+        assert_eq!(with_required_size(unknown, "k", [128, 1, 1]), unknown);
     }
 
     #[test]

@@ -112,7 +112,8 @@ impl KernelDescriptor {
         }
     }
 
-    /// Whether the kernel reads the AQL queue pointer (which the backend never provides).
+    /// Whether the kernel asks for the queue pointer (the backend provides a queue descriptor
+    /// only to code it built at -O0, see `RunLimits::unoptimized_inputs`).
     pub fn uses_queue_ptr(&self) -> bool {
         self.has(PROP_QUEUE_PTR)
     }

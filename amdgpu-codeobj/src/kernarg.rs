@@ -359,6 +359,7 @@ impl KernargLayout {
                         ArgKind::PrintfBuffer => hidden.printf_buffer,
                         ArgKind::DynamicLdsSize
                         | ArgKind::Unused64
+                        | ArgKind::HostcallBuffer
                         | ArgKind::HiddenNone
                         | ArgKind::ByValue
                         | ArgKind::GlobalBuffer => 0,
@@ -548,9 +549,9 @@ mod tests {
     #[test]
     fn unknown_hidden_arguments_refuse_the_kernel() {
         let mut md = saxpy();
-        md.args.push(arg(96, 8, "hidden_hostcall_buffer", None));
+        md.args.push(arg(96, 8, "hidden_heap_v1", None));
         let err = KernargLayout::new(&md).unwrap_err().to_string();
-        assert!(err.contains("saxpy") && err.contains("hidden_hostcall_buffer"), "{err}");
+        assert!(err.contains("saxpy") && err.contains("hidden_heap_v1"), "{err}");
         let mut md = saxpy();
         md.args.push(arg(276, 8, "hidden_none", None));
         assert!(KernargLayout::new(&md).unwrap_err().to_string().contains("outside"));

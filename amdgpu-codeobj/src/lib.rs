@@ -1,6 +1,6 @@
 //! AMDHSA code objects for Sparkle's amdgpu backend: everything between OpenCL C and a kernel a
-//! GPU can launch, without a GPU. [`compile`] drives clang and ld.lld (with the [`printf`] and
-//! [`subgroups`] device code it appends); [`codeobj`] parses the ELF they produce and decides
+//! GPU can launch, without a GPU. [`compile`] drives clang and ld.lld (with the [`printf`],
+//! [`subgroups`] and [`workgroups`] device code it adds) on the [`options`] a kernel passes; [`codeobj`] parses the ELF they produce and decides
 //! whether the backend can run each kernel; [`descriptor`] reads a kernel's 64-byte descriptor,
 //! [`metadata`] its `amdhsa.kernels` MessagePack note, and [`kernarg`] lays out and fills its
 //! kernel-argument segment. [`gfx_target`] names the GPU generations (`gfx1100`) and which are
@@ -19,7 +19,9 @@ pub mod descriptor;
 pub mod gfx_target;
 pub mod kernarg;
 pub mod metadata;
+pub mod options;
 pub mod printf;
 pub mod subgroups;
+pub mod workgroups;
 
 pub use sparkle_amdgpu_kmd::{AmdgpuError, Result};

@@ -145,6 +145,10 @@ pub enum ArgKind {
     /// (printf); they serve device-side enqueue and multi-grid sync, which OpenCL C cannot reach
     /// here (libclc has no enqueue built-ins), so they are null (u64).
     Unused64,
+    /// `hidden_hostcall_buffer`: where host calls would go. The backend services none (no
+    /// device library here makes one), so it passes null; it is accepted only where the code
+    /// keeps it without reading it (built at -O0, see `RunLimits::unoptimized_inputs`).
+    HostcallBuffer,
 }
 
 impl ArgKind {
@@ -163,6 +167,7 @@ impl ArgKind {
             "hidden_none" => Self::HiddenNone,
             "hidden_dynamic_lds_size" => Self::DynamicLdsSize,
             "hidden_printf_buffer" => Self::PrintfBuffer,
+            "hidden_hostcall_buffer" => Self::HostcallBuffer,
             "hidden_default_queue" | "hidden_completion_action" | "hidden_multigrid_sync_arg" => {
                 Self::Unused64
             }
@@ -191,7 +196,7 @@ impl ArgKind {
             Self::ByValue | Self::GlobalBuffer | Self::HiddenNone => None,
             Self::BlockCount(_) => Some(4),
             Self::GroupSize(_) | Self::Remainder(_) | Self::GridDims => Some(2),
-            Self::GlobalOffset(_) | Self::PrintfBuffer | Self::Unused64 => Some(8),
+            Self::GlobalOffset(_) | Self::PrintfBuffer | Self::Unused64 | Self::HostcallBuffer => Some(8),
             Self::DynamicLdsSize => Some(4),
         }
     }
@@ -202,7 +207,6 @@ fn unsupported_reason(kind: &str) -> String {
         "hidden_queue_ptr" | "queue" => {
             "it uses a device queue (queue pointer), which a PM4 submission does not have"
         }
-        "hidden_hostcall_buffer" => "it uses host calls, which the backend does not service",
         "hidden_heap_v1" => "it allocates device heap memory (malloc)",
         "hidden_private_base" | "hidden_shared_base" => {
             "it needs aperture bases that only pre-gfx9 targets pass as arguments"
@@ -240,17 +244,14 @@ mod tests {
 
     #[test]
     fn kinds_the_backend_cannot_provide_are_refused_with_a_reason() {
-        for kind in [
-            "hidden_queue_ptr",
-            "hidden_hostcall_buffer",
-            "image",
-            "hidden_block_count_w",
-            "hidden_new_thing",
-        ] {
+        for kind in ["hidden_queue_ptr", "image", "hidden_block_count_w", "hidden_new_thing"] {
             let reason = ArgKind::classify(kind).unwrap_err();
             assert!(reason.contains(kind), "{reason}");
         }
         assert!(ArgKind::classify("hidden_queue_ptr").unwrap_err().contains("queue pointer"));
+        // The host-call buffer is a kind of its own: refused by `check_runnable` unless the code
+        // was built at -O0.
+        assert_eq!(ArgKind::classify("hidden_hostcall_buffer"), Ok(ArgKind::HostcallBuffer));
     }
 
     #[test]

@@ -38,10 +38,12 @@ void __SG_OVL sub_group_barrier(cl_mem_fence_flags flags) {
     __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "workgroup");
     __builtin_amdgcn_wave_barrier();
 }
+#if __OPENCL_C_VERSION__ >= 200
 void __SG_OVL sub_group_barrier(cl_mem_fence_flags flags, memory_scope scope) {
     __builtin_amdgcn_fence(__ATOMIC_ACQ_REL, "workgroup");
     __builtin_amdgcn_wave_barrier();
 }
+#endif
 
 /* Lane `lane`'s value of x (lanes wrap within the wave). */
 static inline uint __SG_INL __sg_read(uint x, uint lane) {

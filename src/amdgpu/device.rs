@@ -278,6 +278,7 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
             compiler: self.compiler.as_ref().map_err(String::as_str),
             preference: self.options.source_preference,
             cu_mode: self.options.cu_mode,
+            flush_to_zero_unsupported: F::CLASS == DeviceClass::Simulator,
         };
         let (key_material, input) = program::prepare(kernel, &cx)?;
         Ok(Prepared { key_material, input })

@@ -34,6 +34,30 @@ use super::submit::ScratchWaves;
 /// at least what any kernel's `.kernarg_segment_align` asks).
 pub const KERNARG_ALIGNMENT: u64 = 64;
 
+/// Where generic (flat) addresses reach the work-group's LDS: the shared aperture Linux's
+/// amdgpu driver programs (SH_MEM_BASES) for the VMIDs of render-node contexts on every gfx9+
+/// GPU, 4 GiB from here. Kernels read it from the SRC_SHARED_BASE register; the backend writes
+/// it into the queue descriptor of the kernels that ask for a queue pointer.
+pub const SHARED_APERTURE: u64 = 0x2000_0000_0000_0000;
+/// Where generic addresses reach a work-item's private segment: amdgpu's private aperture.
+pub const PRIVATE_APERTURE: u64 = 0x1000_0000_0000_0000;
+
+/// Bytes of the queue descriptor (`amd_queue_t`) a kernel asking for the queue pointer gets.
+const QUEUE_DESCRIPTOR_SIZE: usize = 256;
+
+/// The queue descriptor of a PM4 dispatch, for kernels that ask for a queue pointer (code
+/// built at -O0 keeps every implicit input): an `amd_queue_t` with no AQL ring (a PM4
+/// submission has none), KERNEL_DISPATCH as its feature, and the aperture bases at the offsets
+/// LLVM reads them from (64 for the shared aperture, 68 for the private one). Read-only.
+fn queue_descriptor() -> [u8; QUEUE_DESCRIPTOR_SIZE] {
+    let mut q = [0u8; QUEUE_DESCRIPTOR_SIZE];
+    // hsa_queue_t: type 0 (multiple producers), features 1 (kernel dispatch).
+    q[4..8].copy_from_slice(&1u32.to_le_bytes());
+    q[64..68].copy_from_slice(&((SHARED_APERTURE >> 32) as u32).to_le_bytes());
+    q[68..72].copy_from_slice(&((PRIVATE_APERTURE >> 32) as u32).to_le_bytes());
+    q
+}
+
 /// Scratch slots are sized in these units: COMPUTE_TMPRING_SIZE.WAVESIZE counts 1 KiB on
 /// gfx10.3 (256 bytes on gfx11, of which this is a multiple).
 const SCRATCH_WAVE_GRANULE: u64 = 1024;
@@ -183,6 +207,13 @@ impl SubmissionEncoder {
             .map_err(|e| rename(e, kernel))?;
             self.kernargs.extend_from_slice(&packet);
         }
+        let mut queue_address = 0;
+        if program.user_sgprs.contains(&UserSgpr::QueuePtr) {
+            let at = self.kernargs.len().next_multiple_of(KERNARG_ALIGNMENT as usize);
+            self.kernargs.resize(at, 0);
+            queue_address = self.kernarg_base + at as u64;
+            self.kernargs.extend_from_slice(&queue_descriptor());
+        }
 
         // User SGPRs in the order the descriptor enables them.
         let wave_bytes = scratch_wave_bytes(program);
@@ -206,10 +237,11 @@ impl SubmissionEncoder {
                 // FLAT_SCRATCH from it.
                 UserSgpr::FlatScratchInit if self.gfx == Gfx::Gfx10_3 => &flat_scratch_init,
                 UserSgpr::DispatchPtr => &[packet_address as u32, (packet_address >> 32) as u32],
+                UserSgpr::QueuePtr => &[queue_address as u32, (queue_address >> 32) as u32],
                 UserSgpr::KernargSegmentPtr => &[kernarg_address as u32, (kernarg_address >> 32) as u32],
                 UserSgpr::DispatchId => &[dispatch_id as u32, (dispatch_id >> 32) as u32],
                 UserSgpr::PrivateSegmentSize => &[0],
-                UserSgpr::QueuePtr | UserSgpr::FlatScratchInit => {
+                UserSgpr::FlatScratchInit => {
                     return Err(AmdgpuError::invalid_kernel(
                         kernel,
                         format!("it asks for the {sgpr:?} user SGPRs, which the backend does not provide"),

@@ -16,6 +16,10 @@ use super::va_allocator::VaAllocator;
 pub enum BufferKind {
     /// Shader code: VRAM, read + execute for the GPU, written once by the CPU.
     Code,
+    /// Shader code loaded with the program-scope variables it writes (a code object with a
+    /// writable segment, `.data`/`.bss`, at a fixed distance from its code): VRAM, read +
+    /// write + execute.
+    CodeAndData,
     /// Kernel arguments and dispatch packets: GTT, written by the CPU, read-only to the GPU.
     KernelArgs,
     /// PM4 command buffers: GTT, read-only to the GPU.
@@ -31,7 +35,7 @@ pub enum BufferKind {
 impl BufferKind {
     pub fn domain(self) -> Domain {
         match self {
-            Self::Code | Self::Data | Self::Scratch => Domain::Vram,
+            Self::Code | Self::CodeAndData | Self::Data | Self::Scratch => Domain::Vram,
             Self::KernelArgs | Self::Commands | Self::Signals => Domain::Gtt,
         }
     }
@@ -39,6 +43,7 @@ impl BufferKind {
     pub fn va_flags(self) -> VaFlags {
         match self {
             Self::Code => VaFlags::CODE,
+            Self::CodeAndData => VaFlags { readable: true, writeable: true, executable: true },
             Self::KernelArgs | Self::Commands => VaFlags::READ_ONLY,
             Self::Data | Self::Signals | Self::Scratch => VaFlags::READ_WRITE,
         }

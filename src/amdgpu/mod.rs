@@ -51,7 +51,9 @@ mod tests;
 mod va_allocator;
 
 // The code-object layer, by the names the modules here use.
-use sparkle_amdgpu_codeobj::{codeobj, compile, descriptor, gfx_target, kernarg, metadata, printf};
+use sparkle_amdgpu_codeobj::{
+    codeobj, compile, descriptor, gfx_target, kernarg, metadata, options, printf, workgroups,
+};
 use sparkle_amdgpu_kmd::uapi;
 
 pub use sparkle_amdgpu_kmd::kmd;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::codeobj::{CodeObject, RunLimits, WHOLE_OBJECT};
-use super::compile::{Builtins, CompileRequest, Compiler, WAVE64_OPTION};
+use super::compile::{Builtins, CompileRequest, Compiler};
 use super::descriptor::{KernelDescriptor, UserSgpr};
 use super::error::{AmdgpuError, Result};
 use super::gfx_target::GfxTarget;
@@ -15,7 +15,9 @@ use super::kernarg::KernargLayout;
 use super::kmd::{KernelCode, KernelDriver};
 use super::memory::{Buffer, BufferKind, Memory};
 use super::metadata::ArgKind;
+use super::options::OpenClOptions;
 use super::printf::PrintfFormats;
+use super::workgroups;
 use crate::cache::LoadFailure;
 use crate::hal::{ProgramInterface, ScalarSlot, StorageSlot};
 use crate::kernel::{KernelSource, KernelSpec, ScalarType};
@@ -29,8 +31,9 @@ const CODE_PREFETCH_SLACK: u64 = 256;
 /// How a program is built.
 #[derive(Debug, Clone)]
 pub(crate) enum Build {
-    /// OpenCL C compiled by clang for the device's target.
-    OpenCl { source: String, defines: Vec<(String, String)>, cu_mode: bool, wave64: bool },
+    /// OpenCL C compiled by clang for the device's target, with the spec's defines and its
+    /// OpenCL options (checked).
+    OpenCl { source: String, defines: Vec<(String, String)>, cu_mode: bool, options: OpenClOptions },
     /// A code object built ahead of time for the device's target.
     Prebuilt { bytes: Arc<[u8]> },
 }
@@ -69,6 +72,8 @@ pub(crate) struct PrepareContext<'a> {
     pub compiler: std::result::Result<&'a Compiler, &'a str>,
     pub preference: SourcePreference,
     pub cu_mode: bool,
+    /// The device cannot run kernels that flush f32 denormals (the simulator).
+    pub flush_to_zero_unsupported: bool,
 }
 
 /// The compiler input for `kernel` and its cache key material.
@@ -130,19 +135,18 @@ pub(crate) fn prepare(
             format!("kernel `{}`: {problem}", spec.name),
         ));
     };
-    let unsupported: Vec<&str> = options.iter().map(String::as_str).filter(|o| *o != WAVE64_OPTION).collect();
-    if !unsupported.is_empty() {
+    let options = OpenClOptions::parse(options).map_err(|e| {
+        crate::Error::new(crate::ErrorKind::InvalidKernel, format!("kernel `{}`: {e}", spec.name))
+    })?;
+    if options.flushes_denormals() && cx.flush_to_zero_unsupported {
         return Err(crate::Error::new(
             crate::ErrorKind::Unavailable,
             format!(
-                "kernel `{}`: OpenCL compiler options {} are not supported by the {} backend (it takes {WAVE64_OPTION} only); use KernelSpec::define instead",
-                spec.name,
-                unsupported.join(" "),
-                cx.backend
+                "kernel `{}`: -cl-denorms-are-zero makes the kernel flush f32 denormals to zero, which the {} backend does not model (it runs kernels that keep denormals); the amdgpu backend on a card takes it",
+                spec.name, cx.backend
             ),
         ));
     }
-    let wave64 = options.iter().any(|o| o == WAVE64_OPTION);
     let compiler = cx.compiler.map_err(|why| {
         crate::Error::new(
             crate::ErrorKind::Unavailable,
@@ -159,11 +163,17 @@ pub(crate) fn prepare(
         builtins: Builtins::Libclc,
         defines: &spec.defines,
         cu_mode: cx.cu_mode,
-        wave64,
+        options: &options,
+        workgroup: Some((entry_point, spec.workgroup_size)),
     };
+    // The headers of the include directories are part of what is compiled.
+    let includes = options.include_material().map_err(|e| {
+        crate::Error::new(crate::ErrorKind::InvalidKernel, format!("kernel `{}`: {e}", spec.name))
+    })?;
     let key = vec![
         b"amdgpu opencl".to_vec(),
         compiler.key_material(&request).into_bytes(),
+        includes.into_bytes(),
         entry_point.clone().into_bytes(),
         workgroup,
         source.clone().into_bytes(),
@@ -176,7 +186,7 @@ pub(crate) fn prepare(
             source: source.clone(),
             defines: spec.defines.clone(),
             cu_mode: cx.cu_mode,
-            wave64,
+            options,
         },
     };
     Ok((key, input))
@@ -191,7 +201,7 @@ pub(crate) fn compile(
     give_up: &mut dyn FnMut() -> bool,
 ) -> Result<Option<Vec<u8>>> {
     match &input.build {
-        Build::OpenCl { source, defines, cu_mode, wave64 } => {
+        Build::OpenCl { source, defines, cu_mode, options } => {
             let request = CompileRequest {
                 name: &input.kernel,
                 source,
@@ -199,7 +209,8 @@ pub(crate) fn compile(
                 builtins: Builtins::Libclc,
                 defines,
                 cu_mode: *cu_mode,
-                wave64: *wave64,
+                options,
+                workgroup: Some((&input.entry_point, input.workgroup_size)),
             };
             Ok(compiler.compile_racing(&request, give_up)?.map(|object| object.bytes))
         }
@@ -281,8 +292,10 @@ pub(crate) fn load(
             object.target()
         )));
     }
-    let (kernel, layout) =
-        object.check_runnable(&input.entry_point, &RunLimits::backend_default(target)).map_err(refuse)?;
+    // Code built at -O0 keeps the queue pointer and host-call buffer without reading them.
+    let unoptimized = matches!(&input.build, Build::OpenCl { options, .. } if options.opt_level == Some(0));
+    let limits = RunLimits { unoptimized_inputs: unoptimized, ..RunLimits::backend_default(target) };
+    let (kernel, layout) = object.check_runnable(&input.entry_point, &limits).map_err(refuse)?;
     kernel.check_workgroup_size(input.workgroup_size).map_err(refuse)?;
     let (interface, arg_sources) = interface_of(&input.kernel, kernel).map_err(refuse)?;
     if arg_sources.len() != layout.user_args().len() {
@@ -309,9 +322,30 @@ pub(crate) fn load(
     };
     kmd.check_kernel_code(&code)
         .map_err(|reason| refuse(AmdgpuError::invalid_kernel(&kernel.name, reason)))?;
+    let mut descriptor = kernel.descriptor;
+    if let Build::OpenCl { source, .. } = &input.build {
+        if workgroups::uses_collectives(source) {
+            // The work-group collectives exchange their waves' results in LDS just past the
+            // kernel's own (16-byte aligned): the dispatch gives it that much more.
+            let own = descriptor.group_segment_fixed_size.next_multiple_of(16);
+            let total = own + workgroups::SCRATCH_BYTES;
+            let most = RunLimits::backend_default(target).max_lds_bytes;
+            if total > most {
+                return Err(LoadFailure::Refused(format!(
+                    "its work-group collectives need {} bytes of LDS past the kernel's own {} bytes, more than the {most} a work-group has",
+                    workgroups::SCRATCH_BYTES,
+                    descriptor.group_segment_fixed_size
+                )));
+            }
+            descriptor.group_segment_fixed_size = total;
+        }
+    }
     // The instruction prefetcher reads past the last instruction: leave mapped slack after it.
     let code = memory
-        .allocate(image.len() as u64 + CODE_PREFETCH_SLACK, BufferKind::Code)
+        .allocate(
+            image.len() as u64 + CODE_PREFETCH_SLACK,
+            if image.has_writable_data() { BufferKind::CodeAndData } else { BufferKind::Code },
+        )
         .map_err(LoadFailure::Failed)?;
     let base = code.gpu_address();
     let relocated = image.relocated(base).map_err(LoadFailure::Failed)?;
@@ -326,7 +360,7 @@ pub(crate) fn load(
         kernel: input.kernel.clone(),
         entry_address: base + kernel.entry_offset,
         descriptor_address: base + kernel.descriptor_offset,
-        descriptor: kernel.descriptor,
+        descriptor,
         user_sgprs: kernel.descriptor.user_sgprs(),
         layout,
         workgroup_size: input.workgroup_size,

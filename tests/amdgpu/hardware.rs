@@ -115,6 +115,41 @@ fn sub_groups_match_the_cpu() {
 
 #[test]
 #[ignore = "needs an RDNA2/RDNA3 card: scripts/setup.sh cargo test -p sparkle-gpu --test amdgpu -- --ignored hardware"]
+fn work_group_collectives_match_the_cpu() {
+    let rt = amdgpu("work_group_collectives_match_the_cpu");
+    amdgpu_common::cl2::collectives_match_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::cl2::collectives_match_the_cpu(&rt, Waves::Wave64);
+}
+
+#[test]
+#[ignore = "needs an RDNA2/RDNA3 card: scripts/setup.sh cargo test -p sparkle-gpu --test amdgpu -- --ignored hardware"]
+fn opencl2_features_and_1024_work_items_match_the_cpu() {
+    let rt = amdgpu("opencl2_features_and_1024_work_items_match_the_cpu");
+    amdgpu_common::cl2::opencl2_features_match_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::cl2::opencl2_features_match_the_cpu(&rt, Waves::Wave64);
+}
+
+#[test]
+#[ignore = "needs an RDNA2/RDNA3 card: scripts/setup.sh cargo test -p sparkle-gpu --test amdgpu -- --ignored hardware"]
+fn async_copies_match_the_cpu() {
+    let rt = amdgpu("async_copies_match_the_cpu");
+    amdgpu_common::cl2::async_copies_match_the_cpu(&rt, Waves::Wave32);
+    amdgpu_common::cl2::async_copies_match_the_cpu(&rt, Waves::Wave64);
+}
+
+/// The apertures the backend assumes (and writes into queue descriptors) are the ones the
+/// card's kernel driver programmed: read back from SRC_SHARED_BASE / SRC_PRIVATE_BASE.
+#[test]
+#[ignore = "needs an RDNA2/RDNA3 card: scripts/setup.sh cargo test -p sparkle-gpu --test amdgpu -- --ignored hardware"]
+fn generic_addresses_reach_the_lds_and_private_apertures() {
+    let rt = amdgpu("generic_addresses_reach_the_lds_and_private_apertures");
+    amdgpu_common::cl2::apertures_are_amdgpus(&rt, Waves::Wave32);
+    amdgpu_common::cl2::apertures_are_amdgpus(&rt, Waves::Wave64);
+    amdgpu_common::cl2::queue_descriptor_at_o0_holds_the_apertures(&rt);
+}
+
+#[test]
+#[ignore = "needs an RDNA2/RDNA3 card: scripts/setup.sh cargo test -p sparkle-gpu --test amdgpu -- --ignored hardware"]
 fn narrow_integers_match_the_cpu() {
     let rt = amdgpu("narrow_integers_match_the_cpu");
     amdgpu_common::narrow::narrow_integers_match_the_cpu(&rt, Waves::Wave32);

@@ -53,6 +53,31 @@ fn user_opencl_kernels_compile_and_run() {
 }
 
 #[test]
+fn work_group_collectives_match_the_cpu() {
+    amdgpu_common::cl2::collectives_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::cl2::collectives_match_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn opencl2_features_and_1024_work_items_match_the_cpu() {
+    amdgpu_common::cl2::opencl2_features_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::cl2::opencl2_features_match_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn async_copies_match_the_cpu() {
+    amdgpu_common::cl2::async_copies_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::cl2::async_copies_match_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn generic_addresses_reach_the_lds_and_private_apertures_as_on_a_card() {
+    amdgpu_common::cl2::apertures_are_amdgpus(&sim(), Waves::Wave32);
+    amdgpu_common::cl2::apertures_are_amdgpus(&sim(), Waves::Wave64);
+    amdgpu_common::cl2::queue_descriptor_at_o0_holds_the_apertures(&sim());
+}
+
+#[test]
 fn narrow_integers_match_the_cpu() {
     amdgpu_common::narrow::narrow_integers_match_the_cpu(&sim(), Waves::Wave32);
     amdgpu_common::narrow::narrow_integers_match_the_cpu(&sim(), Waves::Wave64);
@@ -448,4 +473,22 @@ fn timed_submissions_report_the_simulated_gpu_clock() {
     assert_eq!(untimed.gpu_time(), None);
     let got: Vec<f32> = rt.download(&y).unwrap();
     assert!(got.iter().all(|&v| v == 0.5 + 2.0 * 5.0), "{:?}", &got[..4]);
+}
+
+#[test]
+fn an_image_kernel_is_refused_naming_images_not_a_link_error() {
+    let rt = sim();
+    let spec = KernelSpec::new("img", [64, 1, 1])
+        .opencl(
+            "img",
+            "__kernel void img(read_only image2d_t im, sampler_t s, __global float4 *out) {\n\
+                 out[get_global_id(0)] = read_imagef(im, s, (int2)((int)get_global_id(0), 0));\n\
+             }\n",
+        )
+        .storage("out", Access::ReadWrite);
+    let err = rt.program(&spec).expect_err("the amdgpu backend has no images");
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    let message = err.to_string();
+    assert!(message.contains("has no images") && message.contains("read_imagef"), "{message}");
+    assert!(!message.contains("ld.lld"), "a feature, not a linker log: {message}");
 }

@@ -73,6 +73,31 @@ fn printf_reaches_the_sink() {
 }
 
 #[test]
+fn work_group_collectives_match_the_cpu() {
+    amdgpu_common::cl2::collectives_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::cl2::collectives_match_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn opencl2_features_and_1024_work_items_match_the_cpu() {
+    amdgpu_common::cl2::opencl2_features_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::cl2::opencl2_features_match_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn async_copies_match_the_cpu() {
+    amdgpu_common::cl2::async_copies_match_the_cpu(&sim(), Waves::Wave32);
+    amdgpu_common::cl2::async_copies_match_the_cpu(&sim(), Waves::Wave64);
+}
+
+#[test]
+fn generic_addresses_reach_the_lds_and_private_apertures_as_on_a_card() {
+    amdgpu_common::cl2::apertures_are_amdgpus(&sim(), Waves::Wave32);
+    amdgpu_common::cl2::apertures_are_amdgpus(&sim(), Waves::Wave64);
+    amdgpu_common::cl2::queue_descriptor_at_o0_holds_the_apertures(&sim());
+}
+
+#[test]
 fn narrow_integers_match_the_cpu() {
     amdgpu_common::narrow::narrow_integers_match_the_cpu(&sim(), Waves::Wave32);
     amdgpu_common::narrow::narrow_integers_match_the_cpu(&sim(), Waves::Wave64);

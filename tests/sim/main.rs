@@ -17,4 +17,5 @@ mod faults;
 mod gfx1030;
 mod isa_corpus;
 mod isa_corpus_cpu;
+mod options;
 mod trace;

@@ -35,7 +35,8 @@ fn build(
         builtins,
         defines,
         cu_mode: false,
-        wave64: false,
+        options: &sparkle_amdgpu_codeobj::options::OpenClOptions::default(),
+        workgroup: None,
     };
     match compiler.compile(&request) {
         Ok(object) => object.bytes,
@@ -250,7 +251,8 @@ kernel void spill(global float *out, uint idx) {
         builtins: Builtins::Libclc,
         defines: &[],
         cu_mode: false,
-        wave64: false,
+        options: &sparkle_amdgpu_codeobj::options::OpenClOptions::default(),
+        workgroup: None,
     };
     let err = compiler().compile(&request).unwrap_err().to_string();
     let most = max_scratch_per_work_item(GfxTarget::parse("gfx1030").unwrap(), 32);
@@ -398,7 +400,8 @@ fn compile_errors_carry_the_compiler_log() {
         builtins: Builtins::Libclc,
         defines: &[],
         cu_mode: false,
-        wave64: false,
+        options: &sparkle_amdgpu_codeobj::options::OpenClOptions::default(),
+        workgroup: None,
     };
     match compiler.compile(&request).unwrap_err() {
         AmdgpuError::Compile { what, log } => {
@@ -438,7 +441,8 @@ fn a_compile_given_up_stops_its_tools_and_one_never_given_up_finishes() {
         builtins: Builtins::Libclc,
         defines: &[],
         cu_mode: false,
-        wave64: false,
+        options: &sparkle_amdgpu_codeobj::options::OpenClOptions::default(),
+        workgroup: None,
     };
     // Asked at once: clang is stopped before it produced anything.
     let mut asked = 0;
@@ -462,4 +466,14 @@ fn a_compile_given_up_stops_its_tools_and_one_never_given_up_finishes() {
         .expect("a compile never told to give up finishes");
     assert!(asked > 0, "the compile asked while its tools ran");
     assert_eq!(raced.bytes, compiler.compile(&request).unwrap().bytes);
+}
+
+#[test]
+fn program_scope_variables_make_the_image_writable_and_nothing_else_does() {
+    let plain = CodeObject::parse(&build(PLAIN, "fill", "gfx1100", Builtins::None, &[])).unwrap();
+    assert!(!plain.image().has_writable_data(), "the loader's .dynamic is not the kernel's to write");
+    let globals = "global uint counter = 0;\n\
+                   kernel void count(global uint *out) { counter += out[0]; out[1] = counter; }\n";
+    let co = CodeObject::parse(&build(globals, "count", "gfx1100", Builtins::None, &[])).unwrap();
+    assert!(co.image().has_writable_data(), "a program-scope variable lives in .bss");
 }

@@ -170,8 +170,10 @@ pub(crate) fn exec_ds(w: &mut Wave, lds: &mut [u8], d: &Ds, word: u32) -> ExecRe
         if exec >> l & 1 == 0 {
             continue;
         }
-        let base = addr[l] as u64;
-        let a = base + off16;
+        // LDS addresses are 32-bit: VGPR + offset wraps (LLVM relies on it, e.g. a negative
+        // VGPR with a positive offset).
+        let at = |extra: u64| u64::from(addr[l].wrapping_add(extra as u32));
+        let a = at(off16);
         let vg = |w: &Wave, r: usize| w.vgpr[r][l];
         let vg64 = |w: &Wave, r: usize| w.vgpr[r][l] as u64 | (w.vgpr[r + 1][l] as u64) << 32;
         match d.op {
@@ -195,26 +197,26 @@ pub(crate) fn exec_ds(w: &mut Wave, lds: &mut [u8], d: &Ds, word: u32) -> ExecRe
             31 => store(lds, a, &(vg(w, d0) as u16).to_le_bytes())?,
             14 | 15 => {
                 let stride = if d.op == 15 { 256 } else { 4 };
-                store(lds, base + d.offset0 as u64 * stride, &vg(w, d0).to_le_bytes())?;
-                store(lds, base + d.offset1 as u64 * stride, &vg(w, d1).to_le_bytes())?;
+                store(lds, at(d.offset0 as u64 * stride), &vg(w, d0).to_le_bytes())?;
+                store(lds, at(d.offset1 as u64 * stride), &vg(w, d1).to_le_bytes())?;
             }
             77 => store(lds, a, &vg64(w, d0).to_le_bytes())?,
             78 | 79 => {
                 let stride = if d.op == 79 { 512 } else { 8 };
-                store(lds, base + d.offset0 as u64 * stride, &vg64(w, d0).to_le_bytes())?;
-                store(lds, base + d.offset1 as u64 * stride, &vg64(w, d1).to_le_bytes())?;
+                store(lds, at(d.offset0 as u64 * stride), &vg64(w, d0).to_le_bytes())?;
+                store(lds, at(d.offset1 as u64 * stride), &vg64(w, d1).to_le_bytes())?;
             }
             222 | 223 => {
                 let n = if d.op == 222 { 3 } else { 4 };
                 for i in 0..n {
-                    store(lds, a + 4 * i as u64, &vg(w, d0 + i).to_le_bytes())?;
+                    store(lds, at(off16 + 4 * i as u64), &vg(w, d0 + i).to_le_bytes())?;
                 }
             }
             54 => w.vgpr[dv][l] = ld32(lds, a)?,
             55 | 56 => {
                 let stride = if d.op == 56 { 256 } else { 4 };
-                w.vgpr[dv][l] = ld32(lds, base + d.offset0 as u64 * stride)?;
-                w.vgpr[dv + 1][l] = ld32(lds, base + d.offset1 as u64 * stride)?;
+                w.vgpr[dv][l] = ld32(lds, at(d.offset0 as u64 * stride))?;
+                w.vgpr[dv + 1][l] = ld32(lds, at(d.offset1 as u64 * stride))?;
             }
             57..=60 => {
                 let mut b = [0u8; 2];
@@ -234,8 +236,8 @@ pub(crate) fn exec_ds(w: &mut Wave, lds: &mut [u8], d: &Ds, word: u32) -> ExecRe
             }
             119 | 120 => {
                 let stride = if d.op == 120 { 512 } else { 8 };
-                let x = ld64(lds, base + d.offset0 as u64 * stride)?;
-                let y = ld64(lds, base + d.offset1 as u64 * stride)?;
+                let x = ld64(lds, at(d.offset0 as u64 * stride))?;
+                let y = ld64(lds, at(d.offset1 as u64 * stride))?;
                 for (i, v) in [x as u32, (x >> 32) as u32, y as u32, (y >> 32) as u32].into_iter().enumerate()
                 {
                     w.vgpr[dv + i][l] = v;
@@ -244,7 +246,7 @@ pub(crate) fn exec_ds(w: &mut Wave, lds: &mut [u8], d: &Ds, word: u32) -> ExecRe
             254 | 255 => {
                 let n = if d.op == 254 { 3 } else { 4 };
                 for i in 0..n {
-                    w.vgpr[dv + i][l] = ld32(lds, a + 4 * i as u64)?;
+                    w.vgpr[dv + i][l] = ld32(lds, at(off16 + 4 * i as u64))?;
                 }
             }
             // 64-bit atomics: 64..=80 without return, 96..=112 with.

@@ -75,6 +75,9 @@ pub use dispatch::{initial_waves, regs, Dispatch, ScratchRing, DEFAULT_BUDGET};
 pub use error::{Access, MemoryFault, SimError};
 pub use memory::GlobalMemory;
 pub(crate) use operand::aperture_fault;
+/// The apertures' high 32 bits (`SRC_SHARED_BASE`/`SRC_PRIVATE_BASE` read as 64 bits, then
+/// shifted): where generic addresses reach LDS and the private segment.
+pub use operand::{PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
 /// The hardware generation whose ISA a kernel is (gfx10.3 or gfx11).
 pub use pm4::Gfx;
 pub(crate) use validate::check_code;

@@ -10,10 +10,14 @@ pub const EXEC_HI: u8 = 127;
 /// Literal constant marker in a source field.
 pub const LITERAL: u16 = 255;
 
-/// Flat addresses whose high 32 bits are this reach LDS (the low 32 bits are the LDS offset).
-pub const SHARED_APERTURE_HI: u32 = 0x1000_0000;
-/// Flat addresses whose high 32 bits are this reach the lane's private segment (scratch).
-pub const PRIVATE_APERTURE_HI: u32 = 0x2000_0000;
+/// Flat addresses whose high 32 bits are this reach LDS (the low 32 bits are the LDS offset):
+/// the shared aperture at 0x2000_0000_0000_0000, 4 GiB, where Linux's amdgpu driver puts it
+/// for every gfx9+ GPU (SH_MEM_BASES of the VMIDs its render-node contexts use), so that
+/// kernels see here the apertures they see on a card.
+pub const SHARED_APERTURE_HI: u32 = 0x2000_0000;
+/// Flat addresses whose high 32 bits are this reach the lane's private segment (scratch): the
+/// private aperture at 0x1000_0000_0000_0000, 4 GiB, as amdgpu programs it.
+pub const PRIVATE_APERTURE_HI: u32 = 0x1000_0000;
 
 /// What a faulting address in an aperture means, for messages (None for global addresses).
 pub fn aperture_fault(addr: u64) -> Option<&'static str> {

@@ -760,3 +760,29 @@ fn gfx10_3_sixteen_bit_results_sdwa_and_the_private_segment_buffer() {
         assert_eq!(row, &want, "lane {lane}");
     }
 }
+
+#[test]
+fn lds_addresses_wrap_at_32_bits() {
+    // What clang emits for tile[127 - l]: a negative VGPR (-4 * l) plus a positive offset. The
+    // sum wraps at 32 bits into the workgroup's LDS; it is not an address past 4 GiB.
+    let body = "
+        v_lshlrev_b32 v1, 2, v0
+        v_add_nc_u32 v2, 100, v0
+        ds_store_b32 v1, v2
+        s_waitcnt lgkmcnt(0)
+        s_barrier
+        v_sub_nc_u32 v3, 0, v1
+        ds_load_b32 v4, v3 offset:124
+        ds_load_2addr_b32 v[5:6], v3 offset0:31 offset1:31
+        s_waitcnt lgkmcnt(0)
+        v_lshlrev_b32 v7, 3, v0
+        global_store_b64 v7, v[4:5], s[0:1]
+        s_endpgm
+    ";
+    let mut mem = run_asm(body, vec![0; 8 * 32], 32, 1, 128).unwrap();
+    let out = mem.u32s(ASM_DATA, 64);
+    for l in 0..32u32 {
+        assert_eq!(out[2 * l as usize], 100 + 31 - l, "ds_load at 124 - 4 * {l}");
+        assert_eq!(out[2 * l as usize + 1], 100 + 31 - l, "ds_load_2addr at (31 - {l}) * 4");
+    }
+}

@@ -32,6 +32,7 @@ fn each_kind_gets_its_domain_and_permissions() {
     let (driver, memory) = setup();
     let kinds = [
         BufferKind::Code,
+        BufferKind::CodeAndData,
         BufferKind::KernelArgs,
         BufferKind::Commands,
         BufferKind::Data,
@@ -46,6 +47,10 @@ fn each_kind_gets_its_domain_and_permissions() {
         match buffer.kind() {
             BufferKind::Code => {
                 assert_eq!(flags, VaFlags { readable: true, writeable: false, executable: true });
+                assert_eq!(desc.domain, Domain::Vram);
+            }
+            BufferKind::CodeAndData => {
+                assert_eq!(flags, VaFlags { readable: true, writeable: true, executable: true });
                 assert_eq!(desc.domain, Domain::Vram);
             }
             BufferKind::KernelArgs | BufferKind::Commands => {

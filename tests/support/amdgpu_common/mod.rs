@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod cl2;
 pub mod features;
 pub mod narrow;
 

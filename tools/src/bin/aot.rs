@@ -71,7 +71,8 @@ fn build(root: &std::path::Path) -> Result<(), String> {
                 builtins: Builtins::Libclc,
                 defines: &defines,
                 cu_mode: false,
-                wave64: false,
+                options: &sparkle_amdgpu_codeobj::options::OpenClOptions::default(),
+                workgroup: None,
             };
             let object = compiler.compile(&request).map_err(|e| e.to_string())?;
             // Never commit a blob the backend would refuse.
