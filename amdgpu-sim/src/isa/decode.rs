@@ -380,8 +380,9 @@ fn true16_halves(v: &mut Valu) {
 /// Fills in the implicit operands the VOP2 forms (and their VOP3 twins) read.
 pub(super) fn fix_implicit(v: &mut Valu, short: bool) {
     match v.op {
-        // v_fmac_f32, v_fmac_f16, v_fmac_dx9_zero_f32, v_dot2acc_f32_f16, v_pk_fmac_f16: D accumulates.
-        299 | 310 | 262 | 258 | 316 => {
+        // v_fmac_f32, v_fmac_f16, v_fmac_dx9_zero_f32, v_dot2acc_f32_f16, v_pk_fmac_f16 and
+        // gfx10.3's v_dot4c_i32_i8: D accumulates.
+        299 | 310 | 262 | 258 | 316 | super::decode_gfx10::GFX10_DOT4C_I32_I8 => {
             v.src[2] = Src::Vgpr(v.vdst);
             // A half-register accumulator is the destination's half.
             if v.op == 310 && v.opsel & 8 != 0 {

@@ -144,9 +144,7 @@ fn twin(w: u32) -> ExecResult<u16> {
     };
     match lookup(table, op) {
         Some((_, Some(op11))) => Ok(op11),
-        Some((name, None)) if format == Format::Vop3p && gfx10_only_vop3p(name).is_some() => {
-            gfx10_only_vop3p(name).ok_or_else(|| unknown(encoding))
-        }
+        Some((name, None)) if gfx10_only(name).is_some() => gfx10_only(name).ok_or_else(|| unknown(encoding)),
         Some((name, None)) => Err(Fault::unsupported(format!(
             "{name} (gfx10.3 {encoding} opcode {op}) has no gfx11 counterpart, and the simulator runs \
              gfx10.3 code as the gfx11 instructions that do the same"
@@ -155,17 +153,35 @@ fn twin(w: u32) -> ExecResult<u16> {
     }
 }
 
-/// The gfx10.3 VOP3P dot products with no gfx11 twin: opcodes of their own (see `vop3p`).
-fn gfx10_only_vop3p(name: &str) -> Option<u16> {
+/// Opcodes of their own for the gfx10.3 instructions with no gfx11 twin, past what gfx11 words
+/// name in their encodings (their executors run them for gfx10.3 waves only): the VOP3P dot
+/// products (see `vop3p`), v_dot4c_i32_i8, s_ff0_i32, and the f64 FLAT/GLOBAL/buffer atomics.
+fn gfx10_only(name: &str) -> Option<u16> {
     use super::vop3p::{DOT2_I32_I16, DOT2_U32_U16, DOT4_I32_I8, DOT8_I32_I4};
     Some(match name {
         "v_dot2_i32_i16" => DOT2_I32_I16,
         "v_dot2_u32_u16" => DOT2_U32_U16,
         "v_dot4_i32_i8" => DOT4_I32_I8,
         "v_dot8_i32_i4" => DOT8_I32_I4,
+        "v_dot4c_i32_i8" => GFX10_DOT4C_I32_I8,
+        "s_ff0_i32_b32" => u16::from(GFX10_S_FF0_B32),
+        "s_ff0_i32_b64" => u16::from(GFX10_S_FF0_B64),
+        n if n.ends_with("_atomic_fcmpswap_x2") => u16::from(GFX10_ATOMIC_CMPSWAP_F64),
+        n if n.ends_with("_atomic_fmin_x2") => u16::from(GFX10_ATOMIC_MIN_F64),
+        n if n.ends_with("_atomic_fmax_x2") => u16::from(GFX10_ATOMIC_MAX_F64),
         _ => return None,
     })
 }
+
+/// v_dot4c_i32_i8 (VOP2, D += dot4 of the signed bytes): past gfx11's VOP3 opcodes.
+pub(crate) const GFX10_DOT4C_I32_I8: u16 = 1008;
+/// s_ff0_i32_b32 / s_ff0_i32_b64 (the first zero bit): past gfx11's SOP1 opcodes.
+pub(crate) const GFX10_S_FF0_B32: u8 = 250;
+pub(crate) const GFX10_S_FF0_B64: u8 = 251;
+/// The f64 compare-swap, min and max atomics: past gfx11's FLAT opcodes (7-bit field).
+pub(crate) const GFX10_ATOMIC_CMPSWAP_F64: u8 = 120;
+pub(crate) const GFX10_ATOMIC_MIN_F64: u8 = 121;
+pub(crate) const GFX10_ATOMIC_MAX_F64: u8 = 122;
 
 /// The size in bytes of the instruction whose dwords `word(i)` returns, from its format alone:
 /// what the survey needs to step over an instruction the decoder refuses.

@@ -7,6 +7,10 @@
 use super::decode::Flat;
 use super::error::{Access, MemoryFault};
 use super::error::{ExecResult, Fault};
+use pm4::Gfx;
+
+use super::decode_gfx10::{GFX10_ATOMIC_CMPSWAP_F64, GFX10_ATOMIC_MAX_F64, GFX10_ATOMIC_MIN_F64};
+use super::float::minmax64;
 use super::lds::rmw32;
 use super::memory::GlobalMemory;
 use super::operand::{NULL, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI};
@@ -14,8 +18,11 @@ use super::private::PrivateLane;
 use super::wave::{Wave, LANES};
 
 fn known(op: u8) -> bool {
-    matches!(op, 16..=37 | 51..=77 | 80..=82 | 86)
+    matches!(op, 16..=37 | 51..=77 | 80..=82 | 86) || F64_ATOMICS.contains(&op)
 }
+
+/// gfx10.3's f64 atomics (compare-swap, min, max), in the opcodes its decoder gives them.
+const F64_ATOMICS: [u8; 3] = [GFX10_ATOMIC_CMPSWAP_F64, GFX10_ATOMIC_MIN_F64, GFX10_ATOMIC_MAX_F64];
 
 /// One lane's view of memory for a FLAT or SCRATCH access: routes an address by aperture.
 struct LaneView<'a> {
@@ -134,6 +141,10 @@ pub(crate) fn exec_flat(
         1 => "SCRATCH",
         _ => "GLOBAL",
     };
+    // global_load/store_addtid_b32: one dword per lane at SADDR + offset + 4 * lane.
+    if f.seg == 2 && matches!(f.op, 40 | 41) {
+        return addtid(w, global, f);
+    }
     // SCRATCH has loads and stores only.
     if !known(f.op) || f.seg == 3 || (f.seg == 1 && f.op > 37) {
         return Err(Fault::Unknown { encoding: enc, opcode: f.op as u32, word });
@@ -177,6 +188,24 @@ pub(crate) fn exec_flat(
             enc,
             word,
         )?;
+    }
+    Ok(())
+}
+
+/// global_load_addtid_b32 (40) and global_store_addtid_b32 (41): the address is the SGPR pair
+/// (none: 0) plus the offset plus four times the lane's index; no VGPR address.
+fn addtid(w: &mut Wave, global: &mut dyn GlobalMemory, f: &Flat) -> ExecResult {
+    let base = if f.saddr == NULL { 0 } else { w.read_sgpr64(f.saddr) };
+    let exec = w.exec();
+    for l in (0..w.lanes()).filter(|&l| exec >> l & 1 != 0) {
+        let a = base.wrapping_add(f.offset as i64 as u64).wrapping_add(4 * l as u64);
+        if f.op == 40 {
+            let mut b = [0u8; 4];
+            global.read(a, &mut b)?;
+            w.vgpr[f.vdst as usize][l] = u32::from_le_bytes(b);
+        } else {
+            global.write(a, &w.vgpr[f.data as usize][l].to_le_bytes())?;
+        }
     }
     Ok(())
 }
@@ -289,6 +318,24 @@ pub(crate) fn lane_access(
             let old = mem.atomic32(a, &mut op)?;
             if x.glc {
                 w.vgpr[dv][l] = old;
+            }
+        }
+        op if F64_ATOMICS.contains(&op) && w.gfx == Gfx::Gfx10_3 => {
+            let cmpswap = op == GFX10_ATOMIC_CMPSWAP_F64;
+            let (src, cmp) = (data64(w, 0), if cmpswap { data64(w, 2) } else { 0 });
+            let ff = f64::from_bits;
+            let mut update = |old: u64| -> u64 {
+                match op {
+                    GFX10_ATOMIC_CMPSWAP_F64 if ff(old) == ff(cmp) => src,
+                    GFX10_ATOMIC_CMPSWAP_F64 => old,
+                    GFX10_ATOMIC_MIN_F64 => minmax64(ff(old), ff(src), false, ieee).to_bits(),
+                    _ => minmax64(ff(old), ff(src), true, ieee).to_bits(),
+                }
+            };
+            let old = mem.atomic64(a, &mut update)?;
+            if x.glc {
+                w.vgpr[dv][l] = old as u32;
+                w.vgpr[dv + 1][l] = (old >> 32) as u32;
             }
         }
         65..=77 => {

@@ -27,14 +27,20 @@
 //! neg_hi, SDWA's selections) is either applied or refuses the instruction: the executors mark
 //! what they apply and `modifiers` refuses what is left, so nothing decoded is silently ignored.
 //!
+//! Buffers: gfx10.3's private segment buffer, and untyped raw and structured buffers (MUBUF
+//! and s_buffer_load) for accesses inside them (`buffer`). WMMA in wave32.
+//!
 //! Not modelled (refused when a kernel is loaded, or for what only execution shows, when used):
-//! GDS, other buffer resources (MUBUF/MTBUF through typed, structured or raw descriptors),
-//! images, DPP, WMMA, omod, the conversions to normalized or saturated small integers whose
-//! rounding the ISA guide leaves undefined, traps, TG_SIZE. Transcendentals (v_rcp, v_rsq,
-//! v_sqrt, v_exp, v_log, v_sin, v_cos, f32 and f16) are correctly rounded here, whereas the
-//! hardware approximates them to about one ulp; the float dot products (v_dot2*) round their
-//! sum once, where the guide's pseudo-code accumulates step by step. No timing, caches or
-//! scheduling fairness.
+//! GDS and GWS, typed (format) buffer accesses, swizzled buffers other than the private segment
+//! buffer, buffer accesses out of range (what they return depends on OOB_SELECT), images, DPP,
+//! omod, the conversions to normalized or saturated small integers whose rounding the ISA guide
+//! leaves undefined, float mode changes, messages and traps, TG_SIZE. Transcendentals (v_rcp,
+//! v_rsq, v_sqrt, v_exp, v_log, v_sin, v_cos, f32 and f16) are correctly rounded here, whereas
+//! the hardware approximates them to about one ulp; the float dot products (v_dot2*) and WMMA
+//! round their sums once, where the guide's pseudo-code accumulates step by step; NaNs an
+//! operation makes from numbers (inf - inf) are the host's default NaN, whose sign the hardware
+//! may not share. No timing, caches or scheduling fairness. `tests/fixtures/isa_coverage`
+//! lists every opcode and form LLVM decodes and the ISA tests' coverage table says which run.
 
 mod buffer;
 mod code_cache;

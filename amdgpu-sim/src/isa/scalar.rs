@@ -206,6 +206,61 @@ pub(crate) fn exec_sop1(w: &mut Wave, op: u8, sdst: u8, s0: &Src, word: u32) -> 
             return Ok(());
         }
         64..=67 => return movrel(w, op, sdst, s0),
+        68 => return movrelsd_2(w, sdst, s0),
+        // gfx10.3's s_ff0_i32_b32/b64: the first zero bit, -1 when none.
+        super::decode_gfx10::GFX10_S_FF0_B32 | super::decode_gfx10::GFX10_S_FF0_B64
+            if w.gfx == Gfx::Gfx10_3 =>
+        {
+            let a = if op == super::decode_gfx10::GFX10_S_FF0_B64 {
+                w.scalar64(s0, false)?
+            } else {
+                u64::from(w.scalar32(s0)?) | 0xffff_ffff_0000_0000
+            };
+            let n = (!a).trailing_zeros();
+            return w.write_sgpr(sdst, if n == 64 { u32::MAX } else { n });
+        }
+        // 64-bit bit operations.
+        5 => return w.write_sgpr64(sdst, w.scalar64(s0, false)?.reverse_bits()),
+        9 | 11 | 13 => {
+            let a = w.scalar64(s0, false)?;
+            let n = match op {
+                9 => a.trailing_zeros(),
+                11 => a.leading_zeros(),
+                // s_cls_i32_i64: the leading bits equal to the sign bit, it included; -1 when
+                // all are.
+                _ => (if (a as i64) < 0 { !a } else { a }).leading_zeros(),
+            };
+            return w.write_sgpr(sdst, if n == 64 { u32::MAX } else { n });
+        }
+        17 | 19 => {
+            let bit = 1u64 << (w.scalar32(s0)? & 63);
+            let d = w.read_sgpr64(sdst);
+            return w.write_sgpr64(sdst, if op == 17 { d & !bit } else { d | bit });
+        }
+        20 => {
+            let a = w.scalar32(s0)?;
+            let d = (0..32).fold(0u64, |d, i| d | (u64::from(a >> i & 1) * (3 << (2 * i))));
+            return w.write_sgpr64(sdst, d);
+        }
+        23 => {
+            let d = w.scalar64(s0, false)?.count_zeros();
+            w.scc = d != 0;
+            return w.write_sgpr(sdst, d);
+        }
+        26 | 27 => {
+            // One bit per nibble: whether any of its 4 bits is set.
+            let a = if op == 27 { w.scalar64(s0, false)? } else { u64::from(w.scalar32(s0)?) };
+            let d = (0..16).fold(0u64, |d, i| d | u64::from(a >> (4 * i) & 15 != 0) << i);
+            w.scc = d != 0;
+            return if op == 27 { w.write_sgpr64(sdst, d) } else { w.write_sgpr(sdst, d as u32) };
+        }
+        28 | 29 => {
+            // Whole-quad mode: a nibble becomes all ones if any of its bits is set.
+            let a = if op == 29 { w.scalar64(s0, false)? } else { u64::from(w.scalar32(s0)?) };
+            let d = (0..16).fold(0u64, |d, i| d | if a >> (4 * i) & 15 != 0 { 15 << (4 * i) } else { 0 });
+            w.scc = d != 0;
+            return if op == 29 { w.write_sgpr64(sdst, d) } else { w.write_sgpr(sdst, d as u32) };
+        }
         33 | 35 | 37 | 39 | 41 | 43 | 45 | 47 | 49 | 51 | 53 | 55 if w.width == 64 => {
             let a = w.scalar64(s0, false)?;
             return exec_mask_op(w, op - 1, sdst, a);
@@ -324,12 +379,28 @@ fn movrel(w: &mut Wave, op: u8, sdst: u8, s0: &Src) -> ExecResult {
     }
 }
 
+/// s_movrelsd_2_b32: s[D + M0[25:16]] = s[S0 + M0[9:0]].
+fn movrelsd_2(w: &mut Wave, sdst: u8, s0: &Src) -> ExecResult {
+    let Src::Sgpr(base) = *s0 else {
+        return Err(Fault::unsupported("s_movrelsd_2 needs an SGPR source"));
+    };
+    let m0 = w.read_sgpr(M0) as usize;
+    let (src, dst) = (base as usize + (m0 & 0x3ff), sdst as usize + ((m0 >> 16) & 0x3ff));
+    if src >= SGPRS || dst >= SGPRS {
+        return Err(Fault::unsupported(format!("s_movrelsd_2: s{src} or s{dst} is past s105")));
+    }
+    let v = w.read_sgpr(src as u8);
+    w.write_sgpr(dst as u8, v)
+}
+
 pub(crate) fn exec_sopk(w: &mut Wave, op: u8, sdst: u8, simm: u16, word: u32) -> ExecResult {
     let sx = simm as i16 as i32;
     let zx = simm as u32;
     let d = w.read_sgpr(sdst);
     match op {
         0 => w.write_sgpr(sdst, sx as u32)?,
+        // s_version: a marker for tools.
+        1 => {}
         2 => {
             if w.scc {
                 w.write_sgpr(sdst, sx as u32)?
@@ -438,7 +509,9 @@ pub(crate) fn exec_sopp(w: &mut Wave, op: u8, simm: u16, word: u32) -> ExecResul
         // s_nop, s_setkill, s_sleep, s_set_inst_prefetch_distance, s_clause, s_delay_alu,
         // s_waitcnt_depctr, s_waitcnt, s_wait_idle, s_wait_event, s_setprio, s_ttracedata,
         // s_icache_inv: timing, prefetch or caches only.
-        0 | 1 | 3 | 4 | 5 | 7 | 8 | 9 | 10 | 11 | 53 | 58 | 60 => {}
+        // s_wakeup (no wave here sleeps waiting for it), s_incperflevel, s_decperflevel,
+        // s_ttracedata_imm: scheduling and tracing hints.
+        0 | 1 | 3 | 4 | 5 | 7 | 8 | 9 | 10 | 11 | 52 | 53 | 56 | 57 | 58 | 59 | 60 => {}
         17 => {
             if simm != 0 {
                 return Err(Fault::unsupported(format!(
@@ -501,7 +574,18 @@ pub(crate) fn exec_smem(
         // s_dcache_inv, s_gl1_inv: no caches.
         32 | 33 => return Ok(()),
         8..=12 => {
-            return Err(Fault::unsupported("s_buffer_load (buffer resource descriptors) is not modelled"))
+            let dwords = 1u32 << (op - 8);
+            let soff = if soffset == NULL { 0 } else { w.read_sgpr(soffset) };
+            let offset = (offset as u32).wrapping_add(soff);
+            let sdata = (sdata != NULL).then_some(sdata);
+            if let Some(s) = sdata {
+                if s as usize + dwords as usize > SGPRS {
+                    return Err(Fault::unsupported(format!(
+                        "s_buffer_load into s{s}..+{dwords} runs past s105"
+                    )));
+                }
+            }
+            return super::buffer::s_buffer_load(w, mem, sbase, sdata, offset, dwords);
         }
         _ => return Err(unknown("SMEM", op, word)),
     };

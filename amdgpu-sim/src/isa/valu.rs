@@ -1151,6 +1151,16 @@ pub(crate) fn exec_valu(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             w.vgpr[v.vdst as usize][lane] = val;
             Ok(())
         }
+        // gfx10.3's v_dot4c_i32_i8: D += the products of the signed bytes of S0 and S1.
+        super::decode_gfx10::GFX10_DOT4C_I32_I8 if w.gfx == Gfx::Gfx10_3 => {
+            let r = map3(&ops.u(0)?, &ops.u(1)?, &ops.u(2)?, |a, b, c| {
+                (0..4).fold(c as i32, |sum, k| {
+                    let byte = |x: u32| (x >> (8 * k)) as u8 as i8 as i32;
+                    sum.wrapping_add(byte(a) * byte(b))
+                }) as u32
+            });
+            out_u(w, v, &r)
+        }
         op if super::valu16::handles(op) => super::valu16::exec(w, v, word),
         op if super::valu_more::handles(op) => super::valu_more::exec(w, v, word),
         _ => Err(Fault::Unknown { encoding: enc_name(v), opcode: op as u32, word }),

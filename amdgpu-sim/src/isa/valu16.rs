@@ -301,7 +301,7 @@ fn out_half_int(w: &mut Wave, v: &Valu, r: &L<u32>) -> ExecResult {
 }
 
 /// f64 -> bf16 bits, rounded to nearest even once (through f32 rounded to odd).
-fn f64_to_bf16(x: f64) -> u16 {
+pub(crate) fn f64_to_bf16(x: f64) -> u16 {
     if x.is_nan() {
         return 0x7fc0 | ((x.to_bits() >> 48) as u16 & 0x8000);
     }

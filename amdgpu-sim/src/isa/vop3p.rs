@@ -12,7 +12,7 @@ use super::error::{ExecResult, Fault};
 use super::float::{f16_to_f32, f32_to_f16, f64_to_f16, minmax32};
 use super::modifiers::{self, clamp_float};
 use super::operand::Src;
-use super::valu16::flush_denormal;
+use super::valu16::{f64_to_bf16, flush_denormal};
 use super::wave::{Wave, LANES};
 
 type L<T> = [T; LANES];
@@ -104,6 +104,7 @@ pub(crate) fn exec_vop3p(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
         22..=25 | DOT4_I32_I8 | DOT8_I32_I4 => dot_bytes(w, v),
         DOT2_I32_I16 | DOT2_U32_U16 => dot2_int16(w, v),
         32..=34 => fma_mix(w, v),
+        64..=69 => wmma(w, v),
         op => Err(Fault::Unknown { encoding: "VOP3P", opcode: op as u32, word }),
     }
 }
@@ -326,5 +327,100 @@ fn fma_mix(w: &mut Wave, v: &Valu) -> ExecResult {
         _ => (old[l] & 0xffff) | u32::from(f32_to_f16(fma[l])) << 16,
     });
     write(w, v, &r);
+    Ok(())
+}
+
+/// The WMMA matrix multiplies of a wave32 (v_wmma_{f32,f16,bf16,i32}_16x16x16_*): D = A * B + C
+/// for 16x16 matrices spread over the lanes as RDNA3 lays them out. A's row i (and B's column
+/// i) is in lane i (lanes 16..31 hold a copy the instruction does not read), element k in VGPR
+/// k / n, part k % n (n = 2 halves, 4 bytes or 8 nibbles per VGPR); D and C element (m, c) is in
+/// lane c + 16 * (m % 2), VGPR m / 2 — a whole f32/i32, or the low half of an f16/bf16
+/// (op_sel[2]: the high half). Float sums are formed in f64 and rounded once (the hardware's
+/// internal rounding is not documented); the integer forms read A or B as signed where neg of
+/// source 0 or 1 says so, and clamp saturates their sums. Needs every lane of the wave active.
+fn wmma(w: &mut Wave, v: &Valu) -> ExecResult {
+    if w.lanes() != 32 {
+        return Err(Fault::unsupported("WMMA in a wave64 kernel is not modelled"));
+    }
+    if w.exec() != u64::from(u32::MAX) {
+        return Err(Fault::UnmodelledOperands("WMMA with inactive lanes (EXEC must be all ones)".into()));
+    }
+    let regs = |src: &Src| -> ExecResult<usize> {
+        match *src {
+            Src::Vgpr(r) => Ok(usize::from(r)),
+            _ => Err(Fault::unsupported("WMMA takes its matrices in VGPRs")),
+        }
+    };
+    let (a, b, c) = (regs(&v.src[0])?, regs(&v.src[1])?, regs(&v.src[2])?);
+    let op = v.op;
+    let integer = op >= 68;
+    let half_out = matches!(op, 66 | 67);
+    // Bits per element of A and B.
+    let bits = match op {
+        68 => 8,
+        69 => 4,
+        _ => 16,
+    };
+    let (signed_a, signed_b) = if integer {
+        w.handle(modifiers::neg(0) | modifiers::neg(1));
+        (v.neg & 1 != 0, v.neg & 2 != 0)
+    } else {
+        (false, false)
+    };
+    if integer {
+        w.handle(modifiers::CLAMP);
+    }
+    let high = if half_out {
+        w.handle(modifiers::opsel(2));
+        v.opsel & 4 != 0
+    } else {
+        false
+    };
+    let per_vgpr = 32 / bits;
+    let element = |base: usize, lane: usize, k: usize, signed: bool| -> f64 {
+        let word = w.vgpr[base + k / per_vgpr][lane];
+        let raw = (word >> (bits * (k % per_vgpr))) & ((1u64 << bits) - 1) as u32;
+        match op {
+            64 | 66 => f16_to_f32(raw as u16) as f64,
+            65 | 67 => f32::from_bits(raw << 16) as f64,
+            _ if signed && raw >> (bits - 1) != 0 => raw as f64 - (1u64 << bits) as f64,
+            _ => raw as f64,
+        }
+    };
+    let at = |m: usize, col: usize| (col + 16 * (m % 2), m / 2);
+    let mut out = [[0u32; LANES]; 8];
+    for (r, row) in out.iter_mut().enumerate() {
+        row.copy_from_slice(&w.vgpr[v.vdst as usize + r]);
+    }
+    for m in 0..16 {
+        for col in 0..16 {
+            let (lane, reg) = at(m, col);
+            let acc_word = w.vgpr[c + reg][lane];
+            let acc = match op {
+                64 | 65 => f32::from_bits(acc_word) as f64,
+                66 => f16_to_f32(if high { (acc_word >> 16) as u16 } else { acc_word as u16 }) as f64,
+                67 => f32::from_bits(if high { acc_word & 0xffff_0000 } else { acc_word << 16 }) as f64,
+                _ => acc_word as i32 as f64,
+            };
+            let sum = (0..16).fold(acc, |s, k| s + element(a, m, k, signed_a) * element(b, col, k, signed_b));
+            let word = &mut out[reg][lane];
+            *word = match op {
+                64 | 65 => (sum as f32).to_bits(),
+                66 | 67 => {
+                    let h = if op == 66 { u32::from(f64_to_f16(sum)) } else { u32::from(f64_to_bf16(sum)) };
+                    if high {
+                        (*word & 0xffff) | h << 16
+                    } else {
+                        (*word & 0xffff_0000) | h
+                    }
+                }
+                _ if v.clamp => sum.clamp(i32::MIN as f64, i32::MAX as f64) as i32 as u32,
+                _ => (sum as i64) as u32,
+            };
+        }
+    }
+    for (r, row) in out.iter().enumerate() {
+        w.vgpr[v.vdst as usize + r] = *row;
+    }
     Ok(())
 }

@@ -3,8 +3,9 @@
 
 use super::decode::{Vopd, VopdHalf};
 use super::error::{ExecResult, Fault};
-use super::float::minmax32;
+use super::float::{f16_to_f32, minmax32};
 use super::operand::Src;
+use super::valu16::flush_denormal;
 use super::wave::{Wave, LANES};
 
 fn half(w: &Wave, h: &VopdHalf, literal: u32, y: bool, word: u32) -> ExecResult<[u32; LANES]> {
@@ -36,13 +37,28 @@ fn half(w: &Wave, h: &VopdHalf, literal: u32, y: bool, word: u32) -> ExecResult<
             }
             10 => minmax32(f(a), f(b), true, ie).to_bits(),
             11 => minmax32(f(a), f(b), false, ie).to_bits(),
+            // dot2acc: D + S0.lo * S1.lo + S0.hi * S1.hi over f16 (12, denormal f32 accumulator
+            // and result flushed, as v_dot2acc_f32_f16) or bf16 (13) halves; rounded once.
+            12 | 13 => {
+                let widen = |x: u32| {
+                    if h.op == 12 {
+                        f16_to_f32(x as u16) as f64
+                    } else {
+                        f32::from_bits(x << 16) as f64
+                    }
+                };
+                let acc = if h.op == 12 { flush_denormal(f(d[l])) } else { f(d[l]) } as f64;
+                let sum = acc + widen(a & 0xffff) * widen(b & 0xffff) + widen(a >> 16) * widen(b >> 16);
+                let r = sum as f32;
+                (if h.op == 12 { flush_denormal(r) } else { r }).to_bits()
+            }
             16 if y => a.wrapping_add(b),
             17 if y => b << (a & 31),
             18 if y => a & b,
             _ => 0,
         }
     });
-    if !(h.op <= 11 || (y && (16..=18).contains(&h.op))) {
+    if !(h.op <= 13 || (y && (16..=18).contains(&h.op))) {
         return Err(Fault::Unknown {
             encoding: if y { "VOPD (Y half)" } else { "VOPD (X half)" },
             opcode: h.op as u32,

@@ -59,37 +59,40 @@ fn jump_into_non_executable_memory_is_a_fetch_fault() {
 
 #[test]
 fn unknown_instruction_names_opcode_encoding_and_pc() {
-    // ds_swizzle_b32 (DS opcode 53) decodes but is not implemented.
-    let err =
-        run_asm("v_mov_b32 v1, 0\nds_swizzle_b32 v0, v1 offset:0x1f\ns_endpgm\n", vec![0; 64], 32, 1, 512)
-            .unwrap_err();
-    match &err {
-        SimError::UnknownInstruction { encoding, opcode, pc, .. } => {
-            assert_eq!((*encoding, *opcode, *pc), ("DS", 53, ASM_CODE + 4));
-        }
-        other => panic!("expected an unknown instruction, got {other}"),
-    }
-    assert!(err.to_string().contains("DS opcode 53"), "{err}");
-    // A VOP3P opcode the interpreter lacks (the WMMA matrix multiply) is refused the same way.
+    // ds_bvh_stack_rtn_b32 (DS opcode 173, ray tracing) decodes but is not implemented.
     let err = run_asm(
-        "v_wmma_f32_16x16x16_f16 v[0:7], v[8:15], v[16:23], v[0:7]\ns_endpgm\n",
+        "v_mov_b32 v1, 0\nds_bvh_stack_rtn_b32 v1, v2, v3, v[4:7]\ns_endpgm\n",
         vec![0; 64],
         32,
         1,
-        0,
+        512,
     )
     .unwrap_err();
-    assert!(
-        matches!(err, SimError::UnknownInstruction { encoding: "VOP3P", opcode: 64, pc: ASM_CODE, .. }),
-        "{err}"
-    );
+    match &err {
+        SimError::UnknownInstruction { encoding, opcode, pc, .. } => {
+            assert_eq!((*encoding, *opcode, *pc), ("DS", 173, ASM_CODE + 4));
+        }
+        other => panic!("expected an unknown instruction, got {other}"),
+    }
+    assert!(err.to_string().contains("DS opcode 173"), "{err}");
+    // An image instruction is refused the same way, naming its encoding.
+    let err =
+        run_asm("image_load v0, v0, s[0:7] dmask:0x1 dim:SQ_RSRC_IMG_1D\ns_endpgm\n", vec![0; 64], 32, 1, 0)
+            .unwrap_err();
+    assert!(matches!(err, SimError::UnknownInstruction { encoding: "MIMG", pc: ASM_CODE, .. }), "{err}");
 }
 
 #[test]
 fn unknown_instruction_is_reported_even_with_exec_zero() {
-    let err = run_asm("s_mov_b32 exec_lo, 0\nds_swizzle_b32 v0, v1\ns_endpgm\n", vec![0; 64], 32, 1, 512)
-        .unwrap_err();
-    assert!(matches!(err, SimError::UnknownInstruction { opcode: 53, .. }), "{err}");
+    let err = run_asm(
+        "s_mov_b32 exec_lo, 0\nds_bvh_stack_rtn_b32 v1, v2, v3, v[4:7]\ns_endpgm\n",
+        vec![0; 64],
+        32,
+        1,
+        512,
+    )
+    .unwrap_err();
+    assert!(matches!(err, SimError::UnknownInstruction { opcode: 173, .. }), "{err}");
 }
 
 #[test]

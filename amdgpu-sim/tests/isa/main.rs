@@ -5,8 +5,10 @@
 mod support;
 
 mod asm;
+mod coverage;
 mod decode;
 mod dispatch;
 mod errors;
 mod kernels;
 mod modifiers;
+mod reference;
