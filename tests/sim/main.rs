@@ -14,6 +14,7 @@ mod dispatch;
 mod driver;
 mod executor;
 mod faults;
+mod fuzz;
 mod gfx1030;
 mod isa_corpus;
 mod isa_corpus_cpu;
