@@ -33,8 +33,8 @@
 //! Not modelled (refused when a kernel is loaded, or for what only execution shows, when used):
 //! GDS and GWS, typed (format) buffer accesses, swizzled buffers other than the private segment
 //! buffer, buffer accesses out of range (what they return depends on OOB_SELECT), images, DPP,
-//! omod, the conversions to normalized or saturated small integers whose rounding the ISA guide
-//! leaves undefined, float mode changes, messages and traps, TG_SIZE. Transcendentals (v_rcp,
+//! omod, the conversions to normalized integers whose rounding the ISA guide leaves undefined,
+//! float mode changes, messages and traps, TG_SIZE. Transcendentals (v_rcp,
 //! v_rsq, v_sqrt, v_exp, v_log, v_sin, v_cos, f32 and f16) are correctly rounded here, whereas
 //! the hardware approximates them to about one ulp; the float dot products (v_dot2*) and WMMA
 //! round their sums once, where the guide's pseudo-code accumulates step by step; NaNs an

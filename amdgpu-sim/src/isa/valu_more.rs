@@ -2,8 +2,9 @@
 //! v_movrelsd_2 and v_swaprel), sums of absolute differences (v_sad_*, v_msad_u8, v_qsad and
 //! v_mqsad), byte interpolation (v_lerp_u8), the cube-map coordinate helpers, v_mullit,
 //! v_fma_dx9_zero, v_cvt_off_f32_i4 and v_trig_preop_f64 — each as the RDNA3 ISA guide's
-//! pseudo-code defines it. The packed conversions whose rounding the guide leaves undefined
-//! (to normalized integers, to saturated 8- and 16-bit integers) are refused, naming why.
+//! pseudo-code defines it; the packed conversions to saturated 8- and 16-bit integers. The
+//! conversions to normalized integers, whose rounding the guide leaves undefined, are refused,
+//! naming why.
 
 use super::decode::Valu;
 use super::error::{ExecResult, Fault};
@@ -247,10 +248,26 @@ pub(crate) fn exec(w: &mut Wave, v: &Valu, word: u32) -> ExecResult {
             "VALU opcode {op} converts to a normalized 16-bit integer, whose rounding the ISA guide \
              does not define; it is not modelled"
         ))),
-        550 | 774 | 775 => Err(Fault::unsupported(format!(
-            "VALU opcode {op} converts f32 to a saturated 8- or 16-bit integer, whose rounding the \
-             ISA guide does not define; it is not modelled"
-        ))),
+        // v_cvt_pk_i16_f32 / v_cvt_pk_u16_f32: S0 into the low half, S1 into the high one, each
+        // truncated toward zero and saturated, NaN to 0 (as AMD's measurements of these
+        // conversions have them).
+        774 | 775 => {
+            let (lo, hi) = if op == 774 { (-32768.0, 32767.0) } else { (0.0, 65535.0) };
+            let sat =
+                |x: f32| if x.is_nan() { 0 } else { (x.trunc() as f64).clamp(lo, hi) as i32 as u32 & 0xffff };
+            let r = map2(&ops.f(0)?, &ops.f(1)?, |a, b| sat(a) | sat(b) << 16);
+            out_u(w, v, &r)
+        }
+        // v_cvt_pk_u8_f32: S0 rounded as the float mode rounds (to nearest even, the one mode
+        // modelled), saturated to 0..255 (NaN to 0), into byte S1[1:0] of S2.
+        550 => {
+            let r = map3(&ops.f(0)?, &ops.u(1)?, &ops.u(2)?, |a, b, c| {
+                let byte = if a.is_nan() { 0 } else { (a.round_ties_even() as f64).clamp(0.0, 255.0) as u32 };
+                let shift = 8 * (b & 3);
+                (c & !(0xff << shift)) | byte << shift
+            });
+            out_u(w, v, &r)
+        }
         _ => Err(Fault::Unknown { encoding: super::valu::enc_name(v), opcode: op as u32, word }),
     }
 }

@@ -113,9 +113,7 @@ fn feature(m: &str) -> Option<&'static str> {
         _ if m.starts_with("s_setreg") || m.starts_with("s_denorm_mode") || m.starts_with("s_round_mode") => {
             "changing the float mode"
         }
-        _ if has("norm") || m == "v_cvt_pk_u8_f32" || m == "v_cvt_pk_i16_f32" || m == "v_cvt_pk_u16_f32" => {
-            "conversions whose rounding the ISA guide leaves undefined"
-        }
+        _ if has("norm") => "conversions whose rounding the ISA guide leaves undefined",
         _ => return None,
     })
 }

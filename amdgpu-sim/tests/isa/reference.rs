@@ -639,3 +639,26 @@ fn vopd_dot2acc_and_gfx10_only_instructions() {
         assert_eq!(out[2 * l + 1], 16, "s_ff0_i32_b32 of 0xffff");
     }
 }
+
+#[test]
+fn packed_saturating_conversions() {
+    let f = f32::from_bits;
+    let sat = |x: f32, lo: f32, hi: f32| {
+        if x.is_nan() {
+            0
+        } else {
+            x.trunc().clamp(lo, hi) as i32 as u32 & 0xffff
+        }
+    };
+    check("v_cvt_pk_i16_f32 v10, v1, v2", [Kind::F32; 3], 208, move |a, b, _, _| {
+        sat(f(a), -32768.0, 32767.0) | sat(f(b), -32768.0, 32767.0) << 16
+    });
+    check("v_cvt_pk_u16_f32 v10, v1, v2", [Kind::F32; 3], 209, move |a, b, _, _| {
+        sat(f(a), 0.0, 65535.0) | sat(f(b), 0.0, 65535.0) << 16
+    });
+    check("v_cvt_pk_u8_f32 v10, v1, v2, v3", [Kind::F32, Kind::Int, Kind::Int], 210, move |a, b, c, _| {
+        let x = f(a);
+        let byte = if x.is_nan() { 0 } else { x.round_ties_even().clamp(0.0, 255.0) as u32 };
+        (c & !(0xff << (8 * (b & 3)))) | byte << (8 * (b & 3))
+    });
+}
