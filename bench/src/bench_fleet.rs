@@ -342,3 +342,44 @@ fn flush(url: &str) -> CliResult<()> {
     redis::cmd("FLUSHDB").query::<()>(&mut connection)?;
     Ok(())
 }
+
+/// A signed fleet on a Redis server this command started, for other benchmarks
+/// (`bench-startup`'s warm-from-fleet scenario).
+pub struct WarmFleet {
+    _server: OwnRedis,
+    _dir: tempfile::TempDir,
+    url: String,
+    keys: Keys,
+}
+
+impl WarmFleet {
+    /// Starts `redis-server` on 127.0.0.1 and makes a signing key that processes both sign
+    /// with and trust.
+    pub fn start() -> CliResult<WarmFleet> {
+        let (server, addr) = start_redis()?;
+        let dir = tempfile::tempdir()?;
+        let secret = dir.path().join("fleet.key");
+        let public = sparkle::cache::remote::generate_key_file(&secret)
+            .map_err(|err| format!("cannot make a signing key in {}: {err}", secret.display()))?;
+        Ok(WarmFleet {
+            _server: server,
+            _dir: dir,
+            url: format!("redis://{addr}/0"),
+            keys: Keys { secret, public },
+        })
+    }
+
+    /// Empties the store.
+    pub fn flush(&self) -> CliResult<()> {
+        flush(&self.url)
+    }
+
+    /// The environment of a process that uses this fleet.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("SPARKLE_CACHE_REMOTE", self.url.clone()),
+            ("SPARKLE_CACHE_SIGNING_KEY", self.keys.secret.display().to_string()),
+            ("SPARKLE_CACHE_TRUSTED_KEYS", self.keys.public.clone()),
+        ]
+    }
+}

@@ -17,6 +17,7 @@ mod pipeline;
 mod placement;
 mod plain_gl;
 mod progress;
+mod startup;
 mod timeline;
 mod transfer;
 
@@ -99,6 +100,21 @@ enum Command {
     /// Draws a trace (SPARKLE_TRACE, --trace) as an SVG timeline: a row per thread and GPU
     /// track, spans by category, flows as lines.
     Timeline(timeline::Options),
+    /// What a process pays to start, from its `main`: the open (against a plain EGL open), the
+    /// suite's first results, and N = 1, 100, 1,000 distinct kernels cold, warm and from a warm
+    /// fleet, in fresh processes.
+    BenchStartup(startup::Options),
+    /// One measured process of `bench-startup`.
+    #[command(name = "startup-child", hide = true)]
+    StartupChild {
+        /// `sparkle` or `plain-egl`.
+        #[arg(long, default_value = "sparkle")]
+        mode: String,
+        #[arg(long, default_value_t = 0)]
+        kernels: usize,
+        #[arg(long)]
+        one_by_one: bool,
+    },
     /// One measured run of the suite in a fresh process; used by `bench`.
     #[command(name = "bench-child", hide = true)]
     BenchChild {
@@ -109,6 +125,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    startup::mark_main();
     sparkle_cli::die_quietly_on_closed_pipe();
     sparkle_cli::init_logging();
     sparkle_cli::exit_code(run())
@@ -160,5 +177,7 @@ fn run() -> CliResult<ExitCode> {
         Command::BenchPlacement(options) => placement::run(options),
         Command::Timeline(options) => timeline::run(options),
         Command::BenchChild { no_cache } => bench::child(no_cache),
+        Command::BenchStartup(options) => startup::run(options),
+        Command::StartupChild { mode, kernels, one_by_one } => startup::child(&mode, kernels, one_by_one),
     }
 }

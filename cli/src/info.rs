@@ -3,8 +3,12 @@
 //! open, or when a remote cache is configured that cannot be used (the configuration rule: a
 //! program runs on its local tiers then, and says so once; `info` is where it shows). The
 //! remote's URL is shown without its password.
+//!
+//! `sparkle info --timings` opens only the selected backend, as a program's `Runtime::from_env`
+//! does, and prints how long that took and what each step cost.
 
 use std::process::ExitCode;
+use std::time::Instant;
 
 use serde::Serialize;
 use sparkle::cache::{CacheConfig, CacheStats};
@@ -133,4 +137,74 @@ pub fn run(json: bool) -> CliResult<ExitCode> {
         println!("\nCache statistics (this process):\n{stats}");
     }
     Ok(code)
+}
+
+#[derive(Serialize)]
+struct Timings {
+    backend: &'static str,
+    device: String,
+    /// `Runtime::from_env`, from its call to its return (ms).
+    open_ms: f64,
+    /// From this command's start to the open's return (ms).
+    since_start_ms: f64,
+    phases: Vec<Phase>,
+}
+
+#[derive(Serialize)]
+struct Phase {
+    name: String,
+    thread: String,
+    start_ms: f64,
+    ms: f64,
+}
+
+fn ms(duration: std::time::Duration) -> f64 {
+    duration.as_secs_f64() * 1e3
+}
+
+/// `sparkle info --timings`.
+pub fn timings(json: bool) -> CliResult<ExitCode> {
+    let started = Instant::now();
+    let runtime = Runtime::from_env()?;
+    let since_start = started.elapsed();
+    let open = runtime.open_timings();
+    let report = Timings {
+        backend: runtime.info().backend,
+        device: runtime.info().name.clone(),
+        open_ms: ms(open.total),
+        since_start_ms: ms(since_start),
+        phases: open
+            .phases
+            .iter()
+            .map(|phase| Phase {
+                name: match &phase.detail {
+                    Some(detail) => format!("{} ({detail})", phase.name),
+                    None => phase.name.to_string(),
+                },
+                thread: phase.thread.clone(),
+                start_ms: ms(phase.start),
+                ms: ms(phase.duration),
+            })
+            .collect(),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("Runtime::from_env on {} ({}): {:.1} ms", report.device, report.backend, report.open_ms);
+    println!("  (from this command's start: {:.1} ms)", report.since_start_ms);
+    let rows: Vec<Vec<String>> = report
+        .phases
+        .iter()
+        .map(|phase| {
+            vec![
+                format!("{:.1}", phase.start_ms),
+                format!("{:.2}", phase.ms),
+                phase.thread.clone(),
+                phase.name.clone(),
+            ]
+        })
+        .collect();
+    println!("{}", crate::table::render(&["at ms", "took ms", "thread", "step"], &rows));
+    Ok(ExitCode::SUCCESS)
 }

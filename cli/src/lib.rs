@@ -55,6 +55,10 @@ enum Command {
     Info {
         #[arg(long)]
         json: bool,
+        /// Opens only the backend `SPARKLE_BACKEND` selects, as a program's `Runtime::from_env`
+        /// does, and prints how long that took and its steps.
+        #[arg(long)]
+        timings: bool,
     },
     /// Runs one suite kernel and checks it against the CPU.
     Run {
@@ -167,7 +171,8 @@ pub fn run() -> CliResult<ExitCode> {
     let matches = Cli::command().version(version_text()).get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     match cli.command {
-        Command::Info { json } => info::run(json),
+        Command::Info { json, timings: false } => info::run(json),
+        Command::Info { json, timings: true } => info::timings(json),
         Command::Run { kernel, sizes, seed, trace, explain } => {
             run::run(&kernel, &sizes, seed, trace.as_deref(), explain)
         }

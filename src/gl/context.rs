@@ -30,9 +30,9 @@ pub(crate) struct EglContext {
     pub source: String,
     /// The EGL device's index in enumeration order; `None` for the default display.
     pub device_index: Option<usize>,
-    /// The CUDA device the EGL device says it is (`EGL_NV_device_cuda`), for holding its
-    /// clocks (`clock_hold.rs`); `None` where the driver does not say.
-    pub cuda_device: Option<i32>,
+    /// The EGL device the display is on (`None`: the default display), for
+    /// [`cuda_device`](Self::cuda_device).
+    pub egl_device: Option<glutin::api::egl::device::Device>,
     /// GL 4.3 program introspection, which glow does not wrap usably.
     pub introspection: super::interface::Introspection,
     /// Buffer textures for ranges read as texels (`glTexBufferRange`, which glow does not wrap).
@@ -71,6 +71,13 @@ impl SharingContext {
 }
 
 impl EglContext {
+    /// The CUDA device the EGL device says it is (`EGL_NV_device_cuda`), for holding its
+    /// clocks (`clock_hold.rs`); `None` where the driver does not say. Asked only when needed:
+    /// on NVIDIA the query starts CUDA in the process, about 100 ms on a GPU no process holds.
+    pub fn cuda_device(&self) -> Option<i32> {
+        self.egl_device.as_ref().and_then(|device| super::discovery::cuda_device_of(&self.display, device))
+    }
+
     /// The device's UUID, where the driver offers `GL_EXT_memory_object`: CUDA reports the same
     /// for the same GPU whatever `CUDA_VISIBLE_DEVICES` hides or renumbers (`clock_hold.rs`).
     /// Called on the thread where the context is current.
@@ -145,11 +152,13 @@ pub(super) fn on_display(
         .with_surface_type(ConfigSurfaceTypes::empty())
         .with_api(Api::OPENGL)
         .build();
+    let choosing = crate::trace::phase("gl", "choose an EGL config");
     // SAFETY: the template holds no native window; the display is initialized.
     let config = unsafe { display.find_configs(template) }
         .map_err(egl_error)?
         .next()
         .ok_or_else(|| GlError::NoContext("no surfaceless OpenGL config".into()))?;
+    drop(choosing);
 
     let mut refusals = Vec::new();
     for (major, minor) in VERSIONS {
@@ -157,10 +166,17 @@ pub(super) fn on_display(
             .with_profile(GlProfile::Core)
             .with_context_api(ContextApi::OpenGl(Some(Version::new(major, minor))))
             .build(None);
+        let mut creating = crate::trace::phase("gl", "create the GL context");
+        creating.detail("version", format!("{major}.{minor}"));
         // SAFETY: no raw window handle is passed; config and display belong together.
-        match unsafe { display.create_context(&config, &attributes) } {
+        let created = unsafe { display.create_context(&config, &attributes) };
+        drop(creating);
+        match created {
             Ok(context) => {
+                let current = crate::trace::phase("gl", "make the context current");
                 let context = context.make_current_surfaceless().map_err(egl_error)?;
+                drop(current);
+                let _loading = crate::trace::phase("gl", "load the GL functions");
                 // SAFETY: the context is current on this thread; EGL returns function pointers
                 // valid for it.
                 let gl = unsafe {
@@ -174,7 +190,7 @@ pub(super) fn on_display(
                     gl,
                     source,
                     device_index,
-                    cuda_device: None,
+                    egl_device: None,
                     introspection,
                     texel_units,
                     context,

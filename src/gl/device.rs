@@ -53,10 +53,10 @@ impl GlDevice {
     /// (`driver_cache.rs`).
     pub fn open(cache_dir: Option<&Path>) -> Result<Self> {
         // Before the GL thread, whose display initialization is where drivers read the location.
-        let span = crate::trace::span("gl", "place the driver's shader cache");
+        let span = crate::trace::phase("gl", "place the driver's shader cache");
         let driver_cache = driver_cache::configure(cache_dir);
         drop(span);
-        let span = crate::trace::span("gl", "start or find the GL thread");
+        let span = crate::trace::phase("gl", "start or find the GL thread");
         let (thread, probe) = GlThread::shared()?;
         drop(span);
         if !probe.persists_programs() {

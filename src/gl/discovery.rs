@@ -36,6 +36,7 @@ impl Candidate {
 /// Creates a context on device `pinned`, or on the first device that gives one (hardware
 /// first), else on the default display.
 pub(crate) fn open(pinned: Option<usize>) -> Result<EglContext, GlError> {
+    let listing = crate::trace::phase("gl", "list the EGL devices");
     let mut candidates = match Device::query_devices() {
         Ok(devices) => devices
             .enumerate()
@@ -50,6 +51,7 @@ pub(crate) fn open(pinned: Option<usize>) -> Result<EglContext, GlError> {
             Vec::new()
         }
     };
+    drop(listing);
     for candidate in &candidates {
         tracing::debug!("found {}", candidate.describe());
     }
@@ -108,11 +110,12 @@ fn list_candidates(candidates: &[Candidate]) -> String {
 }
 
 fn context_on_device(candidate: &Candidate) -> Result<EglContext, GlError> {
+    let initializing = crate::trace::phase("gl", "initialize the EGL display");
     // SAFETY: `None` is allowed (no DRM master fd); the device comes from this EGL's enumeration.
     let display = unsafe { Display::with_device(&candidate.device, None) }.map_err(egl_error)?;
-    let cuda_device = cuda_device_of(&display, &candidate.device);
+    drop(initializing);
     let mut context = on_display(display, candidate.describe(), Some(candidate.index))?;
-    context.cuda_device = cuda_device;
+    context.egl_device = Some(candidate.device.clone());
     Ok(context)
 }
 
@@ -120,7 +123,7 @@ fn context_on_device(candidate: &Candidate) -> Result<EglContext, GlError> {
 const EGL_CUDA_DEVICE_NV: i32 = 0x323A;
 
 /// The CUDA device ordinal `device` says it is, where its driver offers `EGL_NV_device_cuda`.
-fn cuda_device_of(display: &Display, device: &Device) -> Option<i32> {
+pub(super) fn cuda_device_of(display: &Display, device: &Device) -> Option<i32> {
     if !device.extensions().contains("EGL_NV_device_cuda") {
         return None;
     }
@@ -151,8 +154,10 @@ pub(crate) fn preferred_device_index() -> Option<usize> {
 /// `EGL_PLATFORM=surfaceless` selects its surfaceless platform on a headless machine.
 fn context_on_default_display() -> Result<EglContext, GlError> {
     let handle = raw_window_handle::RawDisplayHandle::Android(raw_window_handle::AndroidDisplayHandle::new());
+    let initializing = crate::trace::phase("gl", "initialize the EGL display");
     // SAFETY: an Android handle carries no pointer; on this platform glutin ends in
     // eglGetDisplay(EGL_DEFAULT_DISPLAY), which takes no native object.
     let display = unsafe { Display::new(handle) }.map_err(egl_error)?;
+    drop(initializing);
     on_display(display, "default EGL display".into(), None)
 }

@@ -82,16 +82,40 @@ pub(crate) struct Fences {
     /// The newest fence handed to the fence thread: the GL thread signals none of its own
     /// before the timeline has passed it, so fences complete in order.
     handed_off: u64,
+    /// A fence thread still making its context current (which takes a driver tens of
+    /// milliseconds that opening the device does not wait for): it gets fences once it said it
+    /// is ready, and until then the GL thread keeps them.
+    starting: Option<(Sender<Watch>, Ready)>,
 }
+
+/// Where a fence thread says whether it made its context current.
+type Ready = Receiver<Result<(), GlError>>;
 
 impl Fences {
     /// The GL thread polls every fence itself.
     pub fn polled_only() -> Self {
-        Fences { polled: VecDeque::new(), thread: None, handed_off: 0 }
+        Fences { polled: VecDeque::new(), thread: None, handed_off: 0, starting: None }
     }
 
-    fn with_thread(sender: Sender<Watch>) -> Self {
-        Fences { thread: Some(sender), ..Fences::polled_only() }
+    fn with_thread_starting(sender: Sender<Watch>, ready: Ready) -> Self {
+        Fences { starting: Some((sender, ready)), ..Fences::polled_only() }
+    }
+
+    /// Takes the fence thread into use once it is ready; drops it if it could not start.
+    fn settle_start(&mut self) {
+        let Some((_, ready)) = &self.starting else { return };
+        match ready.try_recv() {
+            Err(mpsc::TryRecvError::Empty) => {}
+            Ok(Ok(())) => {
+                self.thread = self.starting.take().map(|(sender, _)| sender);
+                tracing::debug!("fences are waited for on a thread with a second context");
+            }
+            Ok(Err(err)) => {
+                tracing::info!(error = %err, "no second GL context for waiting on fences; the GL thread polls them");
+                self.starting = None;
+            }
+            Err(mpsc::TryRecvError::Disconnected) => self.starting = None,
+        }
     }
 
     pub fn watch(&mut self, watch: Watch) {
@@ -102,6 +126,7 @@ impl Fences {
     /// which sees them complete while the job runs (a pipeline's next submission, a long
     /// driver-side copy). Without a fence thread they wait for the GL thread.
     pub fn hand_off(&mut self) {
+        self.settle_start();
         let Some(sender) = &self.thread else { return };
         while let Some(watch) = self.polled.pop_front() {
             let fence = watch.fence;
@@ -115,8 +140,9 @@ impl Fences {
         }
     }
 
-    /// Whether there is a fence thread to hand fences to.
-    pub fn has_thread(&self) -> bool {
+    /// Whether there is a fence thread to hand fences to (one still starting is not yet).
+    pub fn has_thread(&mut self) -> bool {
+        self.settle_start();
         self.thread.is_some()
     }
 
@@ -224,8 +250,8 @@ pub(crate) fn start_thread(
             serve(&context, &thread_control, &hooks, &received);
         })
         .map_err(|err| GlError::NoContext(format!("could not start the GL fence thread: {err}")))?;
-    ready_rx.recv().map_err(|_| GlError::ThreadGone)??;
-    Ok((Fences::with_thread(watches), control))
+    // Not waited for: the GL thread keeps its fences until the new thread says it is ready.
+    Ok((Fences::with_thread_starting(watches, ready_rx), control))
 }
 
 fn serve(

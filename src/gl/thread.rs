@@ -312,7 +312,7 @@ fn hold_clocks(context: &EglContext, mut probe: Probe) -> Result<(Probe, Option<
         vendor: &probe.vendor,
         renderer: &probe.renderer,
         cpu_renderer: probe.is_cpu_renderer(),
-        cuda_device: context.cuda_device,
+        cuda_device: context.cuda_device(),
         device_uuid: context.device_uuid(),
     })?;
     probe.clocks = hold.describe();
@@ -414,11 +414,11 @@ impl GlThread {
             .name("sparkle-gl".into())
             .spawn(move || {
                 ON_GL_THREAD.with(|on| on.set(true));
-                let opening = crate::trace::span("gl", "open the EGL display and context");
+                let opening = crate::trace::phase("gl", "open the EGL display and context");
                 let opened = discovery::open(pinned);
                 drop(opening);
                 let started = opened.and_then(|context| {
-                    let _probing = crate::trace::span("gl", "probe the device");
+                    let _probing = crate::trace::phase("gl", "probe the device");
                     match device_info::probe(&context).and_then(|probe| hold_clocks(&context, probe)) {
                         Ok((probe, hold)) => Ok((context, probe, hold)),
                         Err(err) => {
@@ -445,7 +445,7 @@ impl GlThread {
                 let waits = FenceWaits::from_env().unwrap_or(waits);
                 let fences = match waits {
                     FenceWaits::OwnThread => {
-                        let _span = crate::trace::span("gl", "start the fence thread (a second context)");
+                        let _span = crate::trace::phase("gl", "start the fence thread (a second context)");
                         start_fence_thread(&thread_shared, &context)
                     }
                     FenceWaits::Polled => Fences::polled_only(),
@@ -760,7 +760,6 @@ fn start_fence_thread(shared: &Arc<Shared>, context: &EglContext) -> Fences {
     };
     match context.sharing().and_then(|sharing| fences::start_thread(sharing, hooks)) {
         Ok((fences, control)) => {
-            tracing::debug!("fences are waited for on a thread with a second context");
             // Set once: this runs once per GL thread.
             let _ = shared.fence_thread.set(control);
             fences
@@ -1042,6 +1041,13 @@ mod tests {
         let (thread, _, _) =
             GlThread::spawn(None, FenceWaits::OwnThread).expect("a GL context (Mesa's llvmpipe is enough)");
         assert!(thread.shared.fence_thread.get().is_some(), "this driver gives a second context");
+        // The fence thread makes its context current after the device opened; once it has,
+        // fences go to it.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !thread.call(|state| state.fences.has_thread()).unwrap() {
+            assert!(Instant::now() < deadline, "the fence thread never became ready");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         fences_settle_in_order(&thread);
     }
 

@@ -26,6 +26,29 @@ use crate::{Error, ErrorKind, Result};
 /// Most programs a warm-up has compiling at once when the driver compiles in parallel.
 const MAX_PARALLEL_COMPILES: usize = 32;
 
+/// The environment variable that sets how many programs a warm-up asks for at once (1: one by
+/// one); by default as many as the driver compiles in parallel, else one per core.
+pub const PARALLEL_COMPILES_ENV: &str = "SPARKLE_PARALLEL_COMPILES";
+
+/// What `SPARKLE_PARALLEL_COMPILES` asks for, if it is set to a positive number; anything else
+/// is one warning (per process) and the default.
+fn parallel_compiles_from_env() -> Option<usize> {
+    let value = std::env::var(PARALLEL_COMPILES_ENV).ok()?;
+    match value.trim().parse::<usize>() {
+        Ok(threads) if threads > 0 => Some(threads),
+        _ if value.trim().is_empty() => None,
+        _ => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                tracing::warn!(
+                    "{PARALLEL_COMPILES_ENV}={value:?} is not a positive number; using the default"
+                )
+            });
+            None
+        }
+    }
+}
+
 /// How long dropping a device waits for its unfinished submissions.
 const DRAIN_ON_DROP: Duration = Duration::from_secs(10);
 
@@ -95,7 +118,7 @@ impl<A: Api> Core<A> {
             memory_only = CacheConfig { dir: None, remote: None, ..config.clone() };
             &memory_only
         };
-        let span = crate::trace::span("cache", "open the program cache");
+        let span = crate::trace::phase("cache", "open the program cache");
         let cache = ProgramCache::open(info.gpu_id.clone(), config);
         drop(span);
         Self { device, cache, in_flight: Mutex::new(VecDeque::new()) }
@@ -280,11 +303,11 @@ impl<A: Api> DynDevice for Core<A> {
             .zip(kernels)
             .map(|((key, input), spec)| (*key, Source::<A> { device: &self.device, input, spec }))
             .collect();
-        let threads = if self.device.info().parallel_compile {
+        let threads = match parallel_compiles_from_env() {
+            Some(threads) => threads.min(requests.len().max(1)),
             // Every compile is started at once; the driver's threads do the work.
-            requests.len().min(MAX_PARALLEL_COMPILES)
-        } else {
-            std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
+            None if self.device.info().parallel_compile => requests.len().min(MAX_PARALLEL_COMPILES),
+            None => std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
         };
         let handles = self.cache.warm_up_with_threads(&requests, threads);
         kernels.iter().zip(handles).map(|(kernel, handle)| self.wrap(kernel, handle?)).collect()

@@ -21,6 +21,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 pub use commands::{Commands, Submission};
+pub use device::PARALLEL_COMPILES_ENV;
 pub use executor::{BatchError, Pipeline, Stage, DEFAULT_BATCH_TIMEOUT, DEFAULT_DEPTH};
 pub use executor_stream::{Feeder, Results};
 pub use objects::{Buffer, Program};
@@ -38,6 +39,7 @@ use device::DynDevice;
 use crate::cache::{CacheConfig, CacheStats};
 use crate::hal::{BufferUsage, DeviceInfo, ReadTarget};
 use crate::kernel::KernelSpec;
+use crate::trace::OpenTimings;
 use crate::{Error, ErrorKind, Result};
 
 /// How long host reads and writes of a buffer wait for the GPU work that uses it, by default.
@@ -48,28 +50,39 @@ pub const DEFAULT_HOST_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Runtime {
     device: Arc<dyn DynDevice>,
     host_timeout: Duration,
+    open_timings: Arc<OpenTimings>,
 }
 
 impl Runtime {
     /// Opens the backend `SPARKLE_BACKEND` asks for (default `auto`), with the cache configured
     /// from the environment.
     pub fn from_env() -> Result<Runtime> {
+        let recorder = crate::trace::OpenRecorder::start();
         crate::trace::init_from_env();
-        Self::open(BackendChoice::from_env()?, &CacheConfig::from_env()?)
+        let configuration = crate::trace::phase("runtime", "read the configuration");
+        let (choice, cache) = (BackendChoice::from_env()?, CacheConfig::from_env()?);
+        drop(configuration);
+        let runtime = Self::open(choice, &cache)?;
+        Ok(runtime.with_timings(recorder.finish()))
     }
 
     /// Opens the backend `choice` names; `auto` takes the first of [`BACKENDS`] that opens and
     /// says why the others were passed over.
     pub fn open(choice: BackendChoice, cache: &CacheConfig) -> Result<Runtime> {
+        let recorder = crate::trace::OpenRecorder::start();
+        Ok(Self::open_choice(choice, cache)?.with_timings(recorder.finish()))
+    }
+
+    fn open_choice(choice: BackendChoice, cache: &CacheConfig) -> Result<Runtime> {
         crate::trace::init_from_env();
         match choice {
             BackendChoice::Only(name) => Self::open_backend(name, cache),
             BackendChoice::Auto => {
                 let mut reasons = Vec::new();
-                let _span = crate::trace::span("runtime", "open runtime (auto)");
+                let _span = crate::trace::phase("runtime", "open runtime (auto)");
                 for entry in BACKENDS.iter().filter(|entry| entry.in_auto) {
-                    let mut span = crate::trace::span("runtime", "open backend");
-                    span.arg("backend", entry.name);
+                    let mut span = crate::trace::phase("runtime", "open backend");
+                    span.detail("backend", entry.name);
                     match entry.open(cache) {
                         Ok(device) => {
                             tracing::info!(
@@ -95,16 +108,18 @@ impl Runtime {
 
     /// Opens the backend called `name`.
     pub fn open_backend(name: &str, cache: &CacheConfig) -> Result<Runtime> {
+        let recorder = crate::trace::OpenRecorder::start();
         crate::trace::init_from_env();
-        let mut span = crate::trace::span("runtime", "open backend");
-        span.arg_with("backend", || name.to_owned());
+        let mut span = crate::trace::phase("runtime", "open backend");
+        span.detail("backend", name);
         let entry = registry::entry(name).ok_or_else(|| {
             BackendChoice::parse(Some(name)).err().unwrap_or_else(|| Error::new(ErrorKind::Unavailable, name))
         })?;
         let device = entry
             .open(cache)
             .map_err(|err| Error::new(err.kind(), format!("backend `{name}` cannot run here: {err}")))?;
-        Ok(Self::wrap(device))
+        drop(span);
+        Ok(Self::wrap(device).with_timings(recorder.finish()))
     }
 
     /// A runtime over a backend device built by the caller — a device opened with options
@@ -116,7 +131,19 @@ impl Runtime {
     }
 
     fn wrap(device: Arc<dyn DynDevice>) -> Runtime {
-        Runtime { device, host_timeout: DEFAULT_HOST_TIMEOUT }
+        Runtime { device, host_timeout: DEFAULT_HOST_TIMEOUT, open_timings: Arc::default() }
+    }
+
+    fn with_timings(mut self, timings: OpenTimings) -> Runtime {
+        self.open_timings = Arc::new(timings);
+        self
+    }
+
+    /// How long opening this runtime took and the steps it went through (finding the device,
+    /// creating its context, probing it, opening the program cache…), as `sparkle info
+    /// --timings` prints them. Empty for a runtime made by [`Runtime::from_device`].
+    pub fn open_timings(&self) -> &OpenTimings {
+        &self.open_timings
     }
 
     /// What the device is, what it takes, and its limits.

@@ -44,6 +44,7 @@
 //! not be written. Events are serialized with `serde_json`, which the cache already uses.
 
 mod clock;
+mod phases;
 mod record;
 mod writer;
 
@@ -59,6 +60,9 @@ pub(crate) use clock::{on_flush, GpuClock, GpuSlice, GpuTrack};
 pub(crate) use record::{
     flow_id, instant, next_flow_id, now_ns, span, submitting, Arg, Flow, FlowKind, Submitter, Submitting,
 };
+
+pub(crate) use phases::{phase, OpenRecorder};
+pub use phases::{OpenPhase, OpenTimings};
 
 #[doc(hidden)]
 pub mod check;
