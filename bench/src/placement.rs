@@ -1,15 +1,22 @@
 //! `sparkle-bench bench-placement`: a mixed stream of problem sizes (tiny to large saxpy, sgemm
 //! and conv2d) run on each device alone and on a [`Placement`] over all of them, with the
-//! placement's choice per shape and the totals. The placement first learns (rounds until every
-//! shape's history is trusted on each device it calibrates, at most `--learn` rounds), then
-//! the stream is timed the same way on every side, interleaved shape by shape: time to result of upload, dispatch and
-//! read-back, the program fetched before the clock starts. Every result is checked.
+//! placement's choice per shape and the totals. The placement first learns (passes until every
+//! shape's history is trusted on each device it calibrates, at most `--learn` passes; their
+//! cost is reported apart), then the stream is timed the same way on every side, shape by
+//! shape, the sides taking turns in every order so that each follows each other equally often
+//! (a simulator run leaves the caches and the cores' clocks to whatever runs next). Every side
+//! is timed from the outside, the placement's own work included: a device alone from fetching
+//! its program (a memory hit) to having the result; the placement from the call to
+//! `run_case` to its return (choosing, the program, the run, learning from it). Every result
+//! is checked. `--breakdown` adds where the placement's time goes: its own cost per call, the
+//! cost of a device running right after another one, and what learning cost.
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use sparkle::cache::CacheConfig;
-use sparkle::runtime::Basis;
+use sparkle::runtime::{Basis, Reason};
 use sparkle::suite::{self, Case};
 use sparkle::{Placement, Runtime};
 use sparkle_cli::{CliResult, WRONG_RESULT};
@@ -22,7 +29,7 @@ pub struct Options {
     #[arg(long)]
     pub devices: Option<String>,
     /// Timed passes over the stream after learning (the median per shape is reported).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 12)]
     pub repeats: usize,
     /// At most this many learning passes.
     #[arg(long, default_value_t = 12)]
@@ -30,10 +37,30 @@ pub struct Options {
     /// Also prints the placement's explanation of each shape.
     #[arg(long)]
     pub explain: bool,
+    /// Also prints where the placement's time goes (its own cost per call, a device run after
+    /// another, the learning passes).
+    #[arg(long)]
+    pub breakdown: bool,
     /// Larger problems (for GPUs; the default sizes suit llvmpipe and the simulator).
     #[arg(long)]
     pub large: bool,
+    /// The order the sides take turns in: every order in turn (each side follows each other
+    /// equally often), or rotated (the placement then mostly follows the last device).
+    #[arg(long, value_enum, default_value_t = Order::Balanced)]
+    pub order: Order,
 }
+
+/// The order the sides of a pass run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Order {
+    /// Every order of the sides in turn.
+    Balanced,
+    /// The sides rotated by one each pass.
+    Rotate,
+}
+
+/// Wrong results seen (each is printed): the command then exits with `WRONG_RESULT`.
+static WRONG: AtomicUsize = AtomicUsize::new(0);
 
 fn stream(large: bool) -> Vec<(&'static str, Vec<usize>)> {
     let mut shapes = vec![
@@ -54,22 +81,45 @@ fn stream(large: bool) -> Vec<(&'static str, Vec<usize>)> {
     shapes
 }
 
-/// Seconds to result of `case` on `runtime`, program fetched first; fails on a wrong result.
-fn time_alone(runtime: &Runtime, case: &dyn Case) -> CliResult<f64> {
-    let program = runtime.program(&suite::chosen_spec(runtime, case))?;
+/// One timed run of a device alone: (seconds from fetching the program to the result, seconds
+/// of the upload, dispatch and read-back alone); a wrong result is printed and counted.
+fn time_alone(runtime: &Runtime, case: &dyn Case) -> CliResult<(f64, f64)> {
     let start = Instant::now();
+    let program = runtime.program(&suite::chosen_spec(runtime, case))?;
+    let work = Instant::now();
     let buffers = case.upload_for(runtime, &program)?;
     case.dispatch(runtime, &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
     let got = case.download(runtime, &buffers)?;
-    let seconds = start.elapsed().as_secs_f64();
+    // Releasing the buffers is part of what a run costs a stream (the placed side pays it
+    // inside its call).
+    drop(buffers);
+    let end = Instant::now();
     let verdict = suite::verify_sampled(case, program.spec(), &got, 2_000);
     if !verdict.passed() {
-        return Err(format!("{} on {}: {verdict}", case.describe(), runtime.backend()).into());
+        eprintln!("{} on {}: {verdict}", case.describe(), runtime.backend());
+        WRONG.fetch_add(1, Ordering::Relaxed);
     }
-    Ok(seconds)
+    Ok(((end - start).as_secs_f64(), (end - work).as_secs_f64()))
 }
 
-fn median(values: &mut [f64]) -> f64 {
+/// One timed placed run: (seconds of the whole call, seconds of the run it measured itself,
+/// the device's label, the reason); a wrong result is printed and counted.
+fn time_placed(placement: &Placement, case: &dyn Case) -> CliResult<(f64, f64, String, Reason)> {
+    let start = Instant::now();
+    let placed = placement.run_case(case)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let runtime = placement.runtime(placed.device).ok_or("no such device")?;
+    let spec = suite::chosen_spec(runtime, case);
+    let verdict = suite::verify_sampled(case, &spec, &placed.value, 2_000);
+    if !verdict.passed() {
+        eprintln!("{} on {} (placed): {verdict}", case.describe(), placed.label);
+        WRONG.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok((seconds, placed.seconds, placed.label, placed.decision.reason))
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut values = values.to_vec();
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
@@ -78,13 +128,39 @@ fn ms(seconds: f64) -> String {
     format!("{:.3}", seconds * 1e3)
 }
 
+/// Every order of `n` sides (n ≤ 4: 24 orders), else the `n` rotations.
+fn orders(n: usize) -> Vec<Vec<usize>> {
+    if n > 4 {
+        return (0..n).map(|r| (0..n).map(|k| (k + r) % n).collect()).collect();
+    }
+    let mut all = vec![Vec::new()];
+    for _ in 0..n {
+        all = all
+            .into_iter()
+            .flat_map(|prefix: Vec<usize>| {
+                (0..n)
+                    .filter(|k| !prefix.contains(k))
+                    .map(|k| {
+                        let mut next = prefix.clone();
+                        next.push(k);
+                        next
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+    }
+    all
+}
+
 /// Runs the benchmark and prints its table.
 pub fn run(options: Options) -> CliResult<ExitCode> {
     let list = options.devices.clone().or_else(|| std::env::var(sparkle::DEVICES_ENV).ok());
     // The benchmark learns in a cache of its own: what it learns is not the user's history.
     let cache_dir = tempfile::tempdir()?;
     let mut placement = Placement::open(list.as_deref(), &CacheConfig::in_dir(cache_dir.path()))?;
+    let calibrate_start = Instant::now();
     placement.calibrate()?;
+    let calibrate_s = calibrate_start.elapsed().as_secs_f64();
     let labels: Vec<String> = placement.labels().iter().map(|l| (*l).to_owned()).collect();
     let limits =
         placement.runtime(0).map(|r| r.info().limits.clone()).ok_or("the placement holds no device")?;
@@ -94,67 +170,67 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     }
     println!("placement over {} — {} shapes", labels.join(", "), cases.len());
 
-    // Learning passes, then timed ones.
-    let mut wrong = 0;
-    let mut check = |case: &dyn Case, label: &str, got: &[f32], spec: &sparkle::KernelSpec| {
-        let verdict = suite::verify_sampled(case, spec, got, 2_000);
-        if !verdict.passed() {
-            eprintln!("{} on {label}: {verdict}", case.describe());
-            wrong += 1;
-        }
-    };
+    // Learning passes (timed as a whole: what learning costs a stream), then timed ones.
+    let learn_start = Instant::now();
+    let mut learn_passes = 0;
+    let mut learn_runs = vec![0usize; labels.len()];
     for _ in 0..options.learn {
         let settled = cases.iter().all(|case| {
             let decision = placement.explain(&Placement::case_workload(case.as_ref()));
             decision.predictions[decision.device].basis == Basis::Learned
-                && !matches!(decision.reason, sparkle::runtime::Reason::Calibrating)
+                && !matches!(decision.reason, Reason::Calibrating)
         });
         if settled {
             break;
         }
+        learn_passes += 1;
         for case in &cases {
-            let placed = placement.run_case(case.as_ref())?;
-            let spec =
-                suite::chosen_spec(placement.runtime(placed.device).ok_or("no such device")?, case.as_ref());
-            check(case.as_ref(), &placed.label, &placed.value, &spec);
+            let (_, _, label, _) = time_placed(&placement, case.as_ref())?;
+            if let Some(d) = labels.iter().position(|l| *l == label) {
+                learn_runs[d] += 1;
+            }
         }
     }
-    // Each device alone, warmed (compile, the driver's first use), then timed passes that
-    // interleave every device alone and the placement, shape by shape, so that neither side
-    // gets the warmer machine.
-    let repeats = options.repeats.max(1);
+    let learn_s = learn_start.elapsed().as_secs_f64();
+    // Each device alone, warmed (compile, the driver's first use).
     for (d, _) in labels.iter().enumerate() {
         let runtime = placement.runtime(d).ok_or("no such device")?;
         for case in &cases {
             time_alone(runtime, case.as_ref())?;
         }
     }
-    let mut alone_times = vec![vec![Vec::new(); labels.len()]; cases.len()];
-    let mut placed_times = vec![Vec::new(); cases.len()];
-    let mut chosen = vec![String::new(); cases.len()];
-    // The sides (each device alone, then the placement) take turns at going first, so that
-    // none always follows the simulator's long runs.
     let sides = labels.len() + 1;
+    let orders = match options.order {
+        Order::Balanced => orders(sides),
+        Order::Rotate => (0..sides).map(|r| (0..sides).map(|k| (k + r) % sides).collect()).collect(),
+    };
+    let repeats = options.repeats.max(1);
+    // [shape][side] → (whole, work) samples, and per side the seconds of each whole pass; the
+    // placement is the last side.
+    let mut times = vec![vec![Vec::new(); sides]; cases.len()];
+    let mut passes = vec![Vec::new(); sides];
+    let mut chosen = vec![Vec::new(); cases.len()];
+    let mut explored = vec![0usize; cases.len()];
     for repeat in 0..repeats {
-        for (c, case) in cases.iter().enumerate() {
-            for side in (0..sides).map(|k| (k + repeat) % sides) {
+        for &side in &orders[repeat % orders.len()] {
+            let pass = Instant::now();
+            for (c, case) in cases.iter().enumerate() {
                 if let Some(runtime) = placement.runtime(side).filter(|_| side < labels.len()) {
-                    alone_times[c][side].push(time_alone(runtime, case.as_ref())?);
+                    times[c][side].push(time_alone(runtime, case.as_ref())?);
                     continue;
                 }
-                let placed = placement.run_case(case.as_ref())?;
-                let spec = suite::chosen_spec(
-                    placement.runtime(placed.device).ok_or("no such device")?,
-                    case.as_ref(),
-                );
-                check(case.as_ref(), &placed.label, &placed.value, &spec);
-                placed_times[c].push(placed.seconds);
-                chosen[c] = placed.label;
+                let (whole, work, label, reason) = time_placed(&placement, case.as_ref())?;
+                times[c][side].push((whole, work));
+                if reason == Reason::Exploring || reason == Reason::Calibrating {
+                    explored[c] += 1;
+                }
+                chosen[c].push(label);
             }
+            passes[side].push(pass.elapsed().as_secs_f64());
         }
     }
-    let alone: Vec<Vec<f64>> =
-        alone_times.iter_mut().map(|per_device| per_device.iter_mut().map(|t| median(t)).collect()).collect();
+    let whole = |c: usize, side: usize| median(&times[c][side].iter().map(|t| t.0).collect::<Vec<_>>());
+    let placed = labels.len();
 
     // The table.
     print!("{:<28}", "shape (ms to result)");
@@ -162,48 +238,175 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         print!(" {label:>12}");
     }
     println!(" {:>12} {:>12} {:>8}", "placement", "chose", "vs best");
-    let mut totals = vec![0.0; labels.len()];
-    let mut placed_total = 0.0;
     let mut within = 0;
+    let mut differ = false;
     for (c, case) in cases.iter().enumerate() {
         print!("{:<28}", case.describe());
-        for (d, total) in totals.iter_mut().enumerate() {
-            print!(" {:>12}", ms(alone[c][d]));
-            *total += alone[c][d];
+        for d in 0..labels.len() {
+            print!(" {:>12}", ms(whole(c, d)));
         }
-        let time = median(&mut placed_times[c]);
-        placed_total += time;
-        let best = alone[c].iter().copied().fold(f64::INFINITY, f64::min);
-        let best_device = alone[c].iter().position(|&t| t <= best).unwrap_or(0);
-        // The chosen device's own time against the best device's (both measured alone).
-        let chosen_index = labels.iter().position(|l| *l == chosen[c]).unwrap_or(0);
-        let ratio = alone[c][chosen_index] / best;
+        let alone: Vec<f64> = (0..labels.len()).map(|d| whole(c, d)).collect();
+        let best = alone.iter().copied().fold(f64::INFINITY, f64::min);
+        let best_device = alone.iter().position(|&t| t <= best).unwrap_or(0);
+        // The device that ran most of the timed runs, its own time alone against the best's.
+        let mut counts = vec![0usize; labels.len()];
+        for label in &chosen[c] {
+            if let Some(d) = labels.iter().position(|l| l == label) {
+                counts[d] += 1;
+            }
+        }
+        let chosen_index = (0..labels.len()).max_by_key(|&d| counts[d]).unwrap_or(0);
+        let ratio = alone[chosen_index] / best;
         if ratio <= 1.05 {
             within += 1;
         }
+        let mixed = if counts.iter().filter(|&&n| n > 0).count() > 1 { "+" } else { "" };
         println!(
-            " {:>12} {:>12} {:>7.2}x{}",
-            ms(time),
-            chosen[c],
+            " {:>12} {:>12} {:>7.2}x{}{mixed}",
+            ms(whole(c, placed)),
+            labels[chosen_index],
             ratio,
             if chosen_index == best_device { "" } else { " *" }
         );
+        // Devices differ by shape when another device is clearly (5%) faster for some shape.
+        let first = alone.iter().position(|&t| t <= best * 1.05).unwrap_or(0);
+        if alone.iter().any(|&t| t * 1.05 < alone[first]) || best_device != first {
+            differ = true;
+        }
     }
-    print!("{:<28}", "total");
+    let totals: Vec<f64> = passes.iter().map(|p| median(p)).collect();
+    print!("{:<28}", "stream (median pass)");
     for total in &totals {
         print!(" {:>12}", ms(*total));
     }
-    println!(" {:>12}", ms(placed_total));
-    let best_single = totals.iter().copied().fold(f64::INFINITY, f64::min);
+    println!();
+    let best_single = totals[..labels.len()].iter().copied().fold(f64::INFINITY, f64::min);
+    let placed_total = totals[placed];
+    // The ratio pass by pass: each placement pass against the best device's pass of the same
+    // repeat (they ran next to each other).
+    let best_index = totals[..labels.len()].iter().position(|&t| t <= best_single).unwrap_or(0);
+    let ratios: Vec<f64> = passes[placed].iter().zip(&passes[best_index]).map(|(p, b)| p / b).collect();
+    let quartile = |q: f64| {
+        let mut sorted = ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        sorted.get(((sorted.len() - 1) as f64 * q).round() as usize).copied().unwrap_or(f64::NAN)
+    };
     println!(
-        "shapes on a device within 5% of the best: {within} of {}; stream {:.3}x the best single device",
+        "shapes on a device within 5% of the best: {within} of {}; stream {:.3}x the best single device \
+         (medians of the passes), pass by pass {:.3}x (median; quartiles {:.3}-{:.3}x){}",
         cases.len(),
-        placed_total / best_single
+        placed_total / best_single,
+        quartile(0.5),
+        quartile(0.25),
+        quartile(0.75),
+        if differ { "; the best device differs by shape" } else { "" }
     );
+    println!(
+        "(medians of {repeats} passes, each side running the whole stream back to back, sides in turn \
+         ({}); `*`: not the device measured fastest alone, `+`: some timed runs went elsewhere)",
+        match options.order {
+            Order::Balanced => "every order",
+            Order::Rotate => "rotated",
+        }
+    );
+    println!(
+        "learning: {learn_passes} pass(es), {} ms = {:.2}x as many passes of the best device \
+         (runs per device: {}); calibration {} ms",
+        ms(learn_s),
+        learn_s / (learn_passes.max(1) as f64 * best_single),
+        labels.iter().zip(&learn_runs).map(|(l, n)| format!("{l} {n}")).collect::<Vec<_>>().join(", "),
+        ms(calibrate_s)
+    );
+
+    if options.breakdown {
+        breakdown(&placement, &cases, &labels, &times, &chosen, &explored)?;
+    }
     if options.explain {
         for case in &cases {
             println!("{}:\n{}", case.describe(), placement.explain(&Placement::case_workload(case.as_ref())));
         }
     }
-    Ok(if wrong == 0 { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
+    Ok(if WRONG.load(Ordering::Relaxed) == 0 { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
+}
+
+/// Where the placement's time goes: per shape, the placed call beyond its own measured run
+/// against a device alone beyond its run; the placement's own decision and learning per call
+/// (no device); and each device run right after itself and right after each other device.
+fn breakdown(
+    placement: &Placement,
+    cases: &[Box<dyn Case>],
+    labels: &[String],
+    times: &[Vec<Vec<(f64, f64)>>],
+    chosen: &[Vec<String>],
+    explored: &[usize],
+) -> CliResult<()> {
+    let placed = labels.len();
+    println!("breakdown (µs, medians):");
+    println!(
+        "{:<28} {:>14} {:>14} {:>12} {:>10}",
+        "shape", "placed beyond", "its dev beyond", "placed work", "explored"
+    );
+    for (c, case) in cases.iter().enumerate() {
+        let beyond = |side: usize| median(&times[c][side].iter().map(|t| t.0 - t.1).collect::<Vec<_>>());
+        // The device that ran most of the placed runs, beyond its own runs alone.
+        let device = (0..labels.len())
+            .max_by_key(|&d| chosen[c].iter().filter(|l| **l == labels[d]).count())
+            .unwrap_or(0);
+        let alone_beyond = beyond(device);
+        println!(
+            "{:<28} {:>14.1} {:>14.1} {:>12.1} {:>10}",
+            case.describe(),
+            beyond(placed) * 1e6,
+            alone_beyond * 1e6,
+            median(&times[c][placed].iter().map(|t| t.1).collect::<Vec<_>>()) * 1e6,
+            explored[c]
+        );
+    }
+    // The decision and the learning alone, on a workload of the stream.
+    let workload = Placement::case_workload(cases[0].as_ref());
+    let calls = 20_000;
+    let start = Instant::now();
+    for _ in 0..calls {
+        let decision = placement.choose(&workload);
+        let seconds = decision.predictions[decision.device].seconds;
+        placement.record(&workload, decision.device, seconds);
+    }
+    println!(
+        "the placement's own decision + learning: {:.2} µs per call ({calls} calls, no device)",
+        start.elapsed().as_secs_f64() * 1e6 / calls as f64
+    );
+    // What fetching a program costs per call (a memory hit; the same on every side).
+    for (d, label) in labels.iter().enumerate() {
+        let runtime = placement.runtime(d).ok_or("no such device")?;
+        let mut fetch = Vec::new();
+        for case in cases {
+            let calls = 200;
+            let start = Instant::now();
+            for _ in 0..calls {
+                std::hint::black_box(runtime.program(&suite::chosen_spec(runtime, case.as_ref()))?);
+            }
+            fetch.push(format!("{:.1}", start.elapsed().as_secs_f64() * 1e6 / f64::from(calls)));
+        }
+        println!("program fetch (memory hit) on {label}, µs per shape: {}", fetch.join(", "));
+    }
+    // A device after itself, and after each other device, on the same shape.
+    println!("a device's time (µs) right after a run of:");
+    let rounds = 9;
+    for case in cases {
+        for (d, label) in labels.iter().enumerate() {
+            let runtime = placement.runtime(d).ok_or("no such device")?;
+            let mut after = Vec::new();
+            for (p, _) in labels.iter().enumerate() {
+                let previous = placement.runtime(p).ok_or("no such device")?;
+                let mut samples = Vec::new();
+                for _ in 0..rounds {
+                    time_alone(previous, case.as_ref())?;
+                    samples.push(time_alone(runtime, case.as_ref())?.0);
+                }
+                after.push(format!("{} {:.1}", labels[p], median(&samples) * 1e6));
+            }
+            println!("  {:<28} {label:<12} {}", case.describe(), after.join(", "));
+        }
+    }
+    Ok(())
 }

@@ -15,7 +15,12 @@
 //! stays on its current device unless another one was faster by
 //! [`PlacementRules::switch_margin`] in the *worse* of its last two runs (hipfire's 1.03× rule),
 //! and every [`PlacementRules::explore_every`]-th decision re-tries a losing device so that a
-//! change (clocks, load, driver) is noticed. Everything here is deterministic: no clock, no
+//! change (clocks, load, driver) is noticed. What learning and exploring cost a stream is kept
+//! small: a device whose first runs of a workload were clearly slower than another's
+//! ([`PlacementRules::rule_out_factor`]) is not calibrated to the end (exploration may still try
+//! it), and each exploration that finds the losing device still clearly slower doubles the gap
+//! to the next one, up to [`PlacementRules::explore_backoff_max`] doublings; one that finds it
+//! close starts the regular budget again. Everything here is deterministic: no clock, no
 //! random numbers.
 
 use std::collections::BTreeMap;
@@ -110,6 +115,14 @@ pub struct PlacementRules {
     /// Losing devices whose time was within this factor of the current device's are re-tried
     /// by exploration; slower ones are not.
     pub explore_within: f64,
+    /// An untrusted device whose better of its last two runs of a workload was slower than this
+    /// factor times another device's worse of its last two is not calibrated further (infinite:
+    /// every device within [`calibrate_within`](Self::calibrate_within) is calibrated to the
+    /// end).
+    pub rule_out_factor: f64,
+    /// At most this many doublings of the gap between explorations of a workload whose losing
+    /// device keeps losing by the switch margin (0: the gap never grows).
+    pub explore_backoff_max: u32,
 }
 
 impl Default for PlacementRules {
@@ -121,6 +134,8 @@ impl Default for PlacementRules {
             explore_every: 20,
             calibrate_within: 8.0,
             explore_within: 4.0,
+            rule_out_factor: 2.0,
+            explore_backoff_max: 4,
         }
     }
 }
@@ -149,6 +164,11 @@ impl Samples {
     /// The worse of the last two samples (`None` with fewer than two).
     pub fn worst_of_two(&self) -> Option<f64> {
         (self.count >= 2).then(|| self.last_s[0].max(self.last_s[1]))
+    }
+
+    /// The better of the last two samples (`None` with fewer than two).
+    pub fn best_of_two(&self) -> Option<f64> {
+        (self.count >= 2).then(|| self.last_s[0].min(self.last_s[1]))
     }
 
     fn add(&mut self, seconds: f64, alpha: f64, tick: u64) {
@@ -287,6 +307,13 @@ pub struct PlacementModel {
     pub(crate) current: BTreeMap<String, String>,
     /// `kernel|size class` → decisions taken (for exploration).
     pub(crate) decisions: BTreeMap<String, u64>,
+    /// `kernel|size class` → the decision count of its last exploration.
+    #[serde(default)]
+    pub(crate) explored_at: BTreeMap<String, u64>,
+    /// `kernel|size class` → doublings of its exploration gap (explorations in a row that found
+    /// the losing device still losing by the switch margin).
+    #[serde(default)]
+    pub(crate) backoff: BTreeMap<String, u32>,
     /// Device → moving average of ln(measured / heuristic).
     pub(crate) scale: BTreeMap<String, f64>,
     /// Device → its heuristic costs as measured by [`Placement::calibrate`](super::Placement::calibrate).
@@ -423,20 +450,38 @@ impl PlacementModel {
             .and_then(|label| devices.iter().position(|d| &d.label == label))
             .filter(|&i| learned(i).is_some());
         let Some(incumbent) = incumbent else {
-            // Calibration: the untrusted devices worth measuring, fewest samples first.
+            // Calibration: the untrusted devices worth measuring, fewest samples first; one whose
+            // first runs were clearly slower than another device's is left to exploration.
+            let beaten_by = |i: usize| {
+                let mine = predictions[i].samples.and_then(|s| s.best_of_two())?;
+                predictions
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != i)
+                    .filter_map(|(_, p)| p.samples.and_then(|s| s.worst_of_two()))
+                    .find(|&other| mine > other * rules.rule_out_factor)
+            };
             let calibrate = predictions
                 .iter()
                 .enumerate()
                 .filter(|(_, p)| p.basis == Basis::Heuristic && p.seconds <= best * rules.calibrate_within)
+                .filter(|&(i, _)| beaten_by(i).is_none())
                 .min_by_key(|(i, p)| (p.samples.map_or(0, |s| s.count), *i));
             if let Some((i, _)) = calibrate {
                 return decide(i, Reason::Calibrating, predictions);
             }
-            // The best trusted device (there is one: the best prediction is trusted or was
-            // calibrating).
+            // The best trusted device (there is one unless every device left was ruled out or
+            // predicted far slower: then the best measured one, else the best prediction).
+            let measured = |i: usize| predictions[i].samples.map(|s| s.mean_s);
             let candidate = (0..predictions.len())
                 .filter(|&i| learned(i).is_some())
                 .min_by(|&a, &b| predictions[a].seconds.total_cmp(&predictions[b].seconds))
+                .or_else(|| {
+                    (0..predictions.len())
+                        .filter_map(|i| measured(i).map(|m| (i, m)))
+                        .min_by(|a, b| a.1.total_cmp(&b.1))
+                        .map(|(i, _)| i)
+                })
                 .unwrap_or_else(|| predictions.iter().position(|p| p.seconds <= best).unwrap_or(0));
             self.current.insert(key, devices[candidate].label.clone());
             return decide(candidate, Reason::Best, predictions);
@@ -444,7 +489,10 @@ impl PlacementModel {
         // Once a device runs the workload, other devices are tried on the exploration budget
         // only: trusted ones that were close, untrusted ones whose prediction became close
         // (a noisy run of the current device does not start a calibration at once).
-        if rules.explore_every > 0 && count % u64::from(rules.explore_every) == 0 {
+        let backoff = self.backoff.get(&key).copied().unwrap_or(0).min(rules.explore_backoff_max).min(16);
+        let gap = u64::from(rules.explore_every) << backoff;
+        let last = self.explored_at.get(&key).copied().unwrap_or(0);
+        if rules.explore_every > 0 && count >= last + gap {
             let current = predictions[incumbent].seconds;
             let loser = (0..predictions.len())
                 .filter(|&i| {
@@ -456,6 +504,7 @@ impl PlacementModel {
                 })
                 .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
             if let Some(loser) = loser {
+                self.explored_at.insert(key, count);
                 return decide(loser, Reason::Exploring, predictions);
             }
         }
@@ -470,6 +519,7 @@ impl PlacementModel {
             if let Some(worst) = worst {
                 if predictions[incumbent].seconds >= worst * rules.switch_margin {
                     let from = devices[incumbent].label.clone();
+                    self.backoff.remove(&key);
                     self.current.insert(key, devices[candidate].label.clone());
                     return decide(candidate, Reason::Switched { from }, predictions);
                 }
@@ -493,7 +543,26 @@ impl PlacementModel {
         }
         self.tick += 1;
         let tick = self.tick;
-        let key = format!("{}|{device}", workload_key(workload));
+        let workload_key = workload_key(workload);
+        // A run on another device than the one running the workload (an exploration): if it
+        // lost by the switch margin, the next exploration waits twice as long; if not, the
+        // regular budget starts again.
+        let incumbent = self
+            .current
+            .get(&workload_key)
+            .filter(|current| current.as_str() != device)
+            .and_then(|current| self.entries.get(&format!("{workload_key}|{current}")))
+            .filter(|s| s.count >= u64::from(rules.trust_after.max(1)))
+            .map(|s| s.mean_s);
+        if let Some(incumbent) = incumbent {
+            let backoff = self.backoff.entry(workload_key.clone()).or_insert(0);
+            if seconds >= incumbent * rules.switch_margin {
+                *backoff = (*backoff + 1).min(rules.explore_backoff_max).min(16);
+            } else {
+                *backoff = 0;
+            }
+        }
+        let key = format!("{workload_key}|{device}");
         let empty = Samples { mean_s: 0.0, var_s2: 0.0, count: 0, last_s: [0.0; 2], seen: 0 };
         self.entries.entry(key).or_insert(empty).add(seconds, rules.alpha, tick);
         let predicted = costs.predict(workload);
@@ -533,5 +602,7 @@ impl PlacementModel {
             self.entries.keys().filter_map(|k| k.rsplit_once('|').map(|(w, _)| w.to_owned())).collect();
         self.current.retain(|k, _| workloads.contains(k));
         self.decisions.retain(|k, _| workloads.contains(k));
+        self.explored_at.retain(|k, _| workloads.contains(k));
+        self.backoff.retain(|k, _| workloads.contains(k));
     }
 }

@@ -134,8 +134,15 @@ fn placement_exploration_spends_its_budget_on_losers_and_nothing_more() {
         "b" => 1.5e-3,
         _ => 100e-3, // far outside the exploration window
     };
-    let rules =
-        PlacementRules { trust_after: 2, explore_every: 10, calibrate_within: 1000.0, ..Default::default() };
+    // The regular budget: the gap does not grow however often b loses.
+    let rules = PlacementRules {
+        trust_after: 2,
+        explore_every: 10,
+        calibrate_within: 1000.0,
+        explore_backoff_max: 0,
+        rule_out_factor: f64::INFINITY,
+        ..Default::default()
+    };
     let mut model = PlacementModel::new();
     drive(&mut model, &work, &devs, &rules, 6, cost);
     let steps = drive(&mut model, &work, &devs, &rules, 100, cost);
@@ -147,6 +154,70 @@ fn placement_exploration_spends_its_budget_on_losers_and_nothing_more() {
     let off = PlacementRules { explore_every: 0, ..rules };
     let steps = drive(&mut model, &work, &devs, &off, 100, cost);
     assert!(steps.iter().all(|(l, r)| l == "a" && *r == Reason::Kept), "{steps:?}");
+}
+
+/// The decision counts (1-based, from the first of `steps`) at which `label` was explored.
+fn explorations(steps: &[(String, Reason)]) -> Vec<usize> {
+    steps.iter().enumerate().filter(|(_, (_, r))| *r == Reason::Exploring).map(|(i, _)| i + 1).collect()
+}
+
+#[test]
+fn placement_exploration_backs_off_while_the_loser_keeps_losing_and_resumes_when_it_is_close() {
+    let devs = devices(&[("a", FAST), ("b", FAST)]);
+    let work = saxpy(1000.0);
+    let rules = PlacementRules {
+        trust_after: 2,
+        explore_every: 10,
+        explore_backoff_max: 3,
+        rule_out_factor: f64::INFINITY,
+        ..Default::default()
+    };
+    let mut model = PlacementModel::new();
+    // Calibrate both (a 1 ms, b 1.5 ms), a runs it.
+    drive(&mut model, &work, &devs, &rules, 4, |l, _| if l == "a" { 1e-3 } else { 1.5e-3 });
+    // b keeps losing by far more than the margin: each gap doubles, up to 2^3 = 8 budgets.
+    let steps = drive(&mut model, &work, &devs, &rules, 300, |l, _| if l == "a" { 1e-3 } else { 1.5e-3 });
+    let at = explorations(&steps);
+    let gaps: Vec<usize> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.len() >= 4, "{at:?}");
+    assert_eq!(&gaps[..4], &[20, 40, 80, 80], "{at:?}");
+    assert!(steps.iter().all(|(l, r)| l == "a" || *r == Reason::Exploring), "{steps:?}");
+    // Without the back-off the same 300 decisions explore 30 times; with it, far fewer.
+    assert!(at.len() <= 6, "{at:?}");
+
+    // b becomes as fast as a (within the margin): the next exploration finds it close, and the
+    // regular budget starts again.
+    let steps = drive(&mut model, &work, &devs, &rules, 200, |l, _| if l == "a" { 1e-3 } else { 1.01e-3 });
+    let at = explorations(&steps);
+    let gaps: Vec<usize> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.iter().rev().take(3).all(|&g| g == 10), "{at:?}");
+    assert!(steps.iter().all(|(_, r)| !matches!(r, Reason::Switched { .. })), "{steps:?}");
+}
+
+#[test]
+fn placement_stops_calibrating_a_device_whose_first_runs_were_clearly_slower() {
+    // The heuristic cannot tell a from b; measured, b takes 3x as long.
+    let devs = devices(&[("a", FAST), ("b", FAST)]);
+    let work = saxpy(1000.0);
+    let cost = |l: &str, _| if l == "a" { 1e-3 } else { 3e-3 };
+    let rules = PlacementRules { trust_after: 5, explore_every: 0, ..Default::default() };
+    let mut model = PlacementModel::new();
+    let steps = drive(&mut model, &work, &devs, &rules, 12, cost);
+    // Two runs of each, then a alone until trusted, then a for good.
+    assert_eq!(model.samples(&work, "b").map(|s| s.count), Some(2), "{steps:?}");
+    assert_eq!(steps.iter().filter(|(l, _)| l == "b").count(), 2, "{steps:?}");
+    assert!(steps[8..].iter().all(|(l, _)| l == "a"), "{steps:?}");
+    assert!(steps.iter().any(|(l, r)| l == "a" && *r == Reason::Best), "{steps:?}");
+
+    // Within the factor (b 1.5x), both are calibrated to the end; with the rule off, too.
+    for (rules, cost) in [
+        (rules, (|l: &str, _| if l == "a" { 1e-3 } else { 1.5e-3 }) as fn(&str, usize) -> f64),
+        (PlacementRules { rule_out_factor: f64::INFINITY, ..rules }, cost),
+    ] {
+        let mut model = PlacementModel::new();
+        drive(&mut model, &work, &devs, &rules, 12, cost);
+        assert_eq!(model.samples(&work, "b").map(|s| s.count), Some(5));
+    }
 }
 
 #[test]
@@ -282,8 +353,13 @@ fn placement_on_llvmpipe_and_the_simulator_gives_right_results_and_keeps_its_his
     let cache = tempfile::tempdir().unwrap();
     let config = CacheConfig::in_dir(cache.path());
     // Every device is calibrated whatever the heuristic says, so that both run whatever their speed.
-    let rules =
-        PlacementRules { trust_after: 2, explore_every: 3, calibrate_within: 1e9, ..Default::default() };
+    let rules = PlacementRules {
+        trust_after: 2,
+        explore_every: 3,
+        calibrate_within: 1e9,
+        rule_out_factor: f64::INFINITY,
+        ..Default::default()
+    };
     let mut ran_on = std::collections::BTreeSet::new();
     {
         let mut placement = Placement::open(Some("gl,amdgpu-sim"), &config).unwrap().with_rules(rules);
