@@ -52,12 +52,21 @@ impl GlDevice {
     /// driver's own shader cache into it, unless the user placed or switched off that cache
     /// (`driver_cache.rs`).
     pub fn open(cache_dir: Option<&Path>) -> Result<Self> {
+        Self::open_on(cache_dir, None)
+    }
+
+    /// [`open`](Self::open) on EGL device `index` (its index in enumeration order, whatever
+    /// `SPARKLE_EGL_DEVICE` says), with a GL thread of its own; `None`: as `open`.
+    pub fn open_on(cache_dir: Option<&Path>, index: Option<usize>) -> Result<Self> {
         // Before the GL thread, whose display initialization is where drivers read the location.
         let span = crate::trace::phase("gl", "place the driver's shader cache");
         let driver_cache = driver_cache::configure(cache_dir);
         drop(span);
         let span = crate::trace::phase("gl", "start or find the GL thread");
-        let (thread, probe) = GlThread::shared()?;
+        let (thread, probe) = match index {
+            Some(index) => GlThread::shared_on(Some(index))?,
+            None => GlThread::shared()?,
+        };
         drop(span);
         if !probe.persists_programs() {
             tracing::warn!(

@@ -361,7 +361,13 @@ impl GlThread {
     /// first use. Asking for a device by index and by preference gets the same thread when they
     /// resolve to the same device.
     pub fn shared() -> Result<(GlThread, Probe), GlError> {
-        let pinned = discovery::pinned_device_index()?;
+        Self::shared_on(discovery::pinned_device_index()?)
+    }
+
+    /// The GL thread of EGL device `pinned` (its index in enumeration order; `None`: the
+    /// preferred device), started on first use: one thread per device, so that one process
+    /// can hold several devices (a placement over `gl:0` and `gl:1`).
+    pub fn shared_on(pinned: Option<usize>) -> Result<(GlThread, Probe), GlError> {
         let mut threads = THREADS.lock().unwrap_or_else(PoisonError::into_inner);
         let found = match pinned {
             Some(index) => threads.iter().find(|r| r.device_index == Some(index) || r.asked == Some(index)),

@@ -21,7 +21,7 @@ use crate::cache::CacheConfig;
 use crate::suite::{self, Case};
 use crate::{Error, ErrorKind, Result};
 
-/// The environment variable that lists a placement's devices (`gl,amdgpu-sim`, `gl:0`).
+/// The environment variable that lists a placement's devices (`gl,amdgpu-sim`, `gl:0,gl:1`).
 pub const DEVICES_ENV: &str = "SPARKLE_DEVICES";
 
 struct PlacedDevice {
@@ -81,8 +81,10 @@ impl Placement {
     }
 
     /// Opens the devices `list` names (comma-separated backend names, each optionally with a
-    /// device index: `gl:0,amdgpu-sim`); `None` or empty opens every device `auto` would
-    /// consider that opens here, never the simulator. An unknown or unavailable device is an
+    /// device index: `gl:0,gl:1,amdgpu-sim`; `gl:N` is EGL device N in enumeration order, each
+    /// labelled as written, and a plain `gl` the device `SPARKLE_EGL_DEVICE` names or the
+    /// preferred one); `None` or empty opens every backend `auto` would consider that opens
+    /// here (its preferred device), never the simulator. An unknown or unavailable device is an
     /// error naming it and listing the devices found.
     pub fn open(list: Option<&str>, cache: &CacheConfig) -> Result<Placement> {
         let list = list.map(str::trim).filter(|l| !l.is_empty());
@@ -112,17 +114,35 @@ impl Placement {
                         Some((name, index)) => (name, Some(index)),
                         None => (item, None),
                     };
-                    let known = registry::BACKENDS.iter().find(|e| e.name.eq_ignore_ascii_case(name));
-                    let index_ok = index.is_none_or(|i| i.trim() == "0");
-                    let Some(entry) = known.filter(|_| index_ok) else {
+                    let known = registry::BACKENDS.iter().find(|e| e.name.eq_ignore_ascii_case(name.trim()));
+                    let index = match index.map(|i| i.trim().parse::<usize>()) {
+                        None => None,
+                        Some(Ok(index)) => Some(index),
+                        Some(Err(_)) => {
+                            return Err(not_found(item, "the device index is not a number", cache))
+                        }
+                    };
+                    let Some(entry) = known else {
                         return Err(not_found(item, "no such device in this build", cache));
                     };
-                    if devices.iter().any(|(label, _)| label == entry.name) {
+                    // `gl:N` is EGL device N (each with a GL thread of its own); the other
+                    // backends open one device each, `name:0`.
+                    let label = match index {
+                        Some(index) if is_gl(entry.name) => format!("{}:{index}", entry.name),
+                        Some(0) | None => entry.name.to_owned(),
+                        Some(_) => {
+                            return Err(not_found(item, "this backend opens one device, index 0", cache))
+                        }
+                    };
+                    if devices.iter().any(|(known, _)| *known == label) {
                         continue;
                     }
-                    let runtime = Runtime::open_backend(entry.name, cache)
-                        .map_err(|err| not_found(item, &err.to_string(), cache))?;
-                    devices.push((entry.name.to_owned(), runtime));
+                    let runtime = match index {
+                        Some(index) if is_gl(entry.name) => open_gl_device(index, cache),
+                        _ => Runtime::open_backend(entry.name, cache),
+                    }
+                    .map_err(|err| not_found(item, &err.to_string(), cache))?;
+                    devices.push((label, runtime));
                 }
                 if devices.is_empty() {
                     return Err(Error::new(
@@ -463,6 +483,33 @@ impl std::fmt::Debug for Placement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Placement").field("devices", &self.labels()).finish()
     }
+}
+
+/// Whether `backend` is the gl backend, whose devices are told apart by EGL device index.
+fn is_gl(backend: &str) -> bool {
+    #[cfg(feature = "gl")]
+    if backend == <crate::gl::Gl as crate::hal::Api>::NAME {
+        return true;
+    }
+    let _ = backend;
+    false
+}
+
+/// A runtime on EGL device `index` (enumeration order), whatever `SPARKLE_EGL_DEVICE` says.
+#[cfg(feature = "gl")]
+fn open_gl_device(index: usize, cache: &CacheConfig) -> Result<Runtime> {
+    use crate::hal::Api;
+    // As the registry opens gl: a read-only cache is not offered to the driver.
+    let writable_dir = cache.dir.as_deref().filter(|_| !cache.read_only);
+    let device = crate::gl::GlDevice::open_on(writable_dir, Some(index)).map_err(|err| {
+        Error::new(err.kind(), format!("backend `{}` cannot run here: {err}", crate::gl::Gl::NAME))
+    })?;
+    Ok(Runtime::from_device::<crate::gl::Gl>(device, cache))
+}
+
+#[cfg(not(feature = "gl"))]
+fn open_gl_device(_index: usize, _cache: &CacheConfig) -> Result<Runtime> {
+    Err(Error::new(ErrorKind::Unavailable, "this build has no gl backend"))
 }
 
 /// The error for a device of `SPARKLE_DEVICES` that is unknown or does not open, listing the

@@ -337,7 +337,7 @@ fn placement_history_is_bounded() {
 fn placement_devices_from_a_list_name_the_unknown_one_and_those_found() {
     let cache = tempfile::tempdir().unwrap();
     let config = CacheConfig::in_dir(cache.path());
-    for list in ["vulkan", "gl:7"] {
+    for list in ["vulkan", "gl:7", "gl:x", "amdgpu-sim:1"] {
         let err = Placement::open(Some(list), &config).unwrap_err().to_string();
         assert!(err.contains(list) && err.contains("devices found here"), "{err}");
     }
@@ -382,11 +382,16 @@ fn placement_on_llvmpipe_and_the_simulator_gives_right_results_and_keeps_its_his
         placement.save().unwrap();
     }
     assert_eq!(ran_on.len(), 2, "both devices calibrated: {ran_on:?}");
-    let placement = Placement::open(Some("amdgpu-sim, gl:0"), &config).unwrap();
+    let placement = Placement::open(Some("amdgpu-sim, gl"), &config).unwrap();
     // Another order is another device set; the same order reads the history back.
     assert!(!placement.stats().history_loaded);
     drop(placement);
-    let mut placement = Placement::open(Some("gl:0,amdgpu-sim"), &config).unwrap().with_rules(rules);
+    // EGL device 0 named by index is a device of its own label (another set, too).
+    let placement = Placement::open(Some("gl:0,amdgpu-sim"), &config).unwrap();
+    assert_eq!(placement.labels(), ["gl:0", "amdgpu-sim"]);
+    assert!(!placement.stats().history_loaded);
+    drop(placement);
+    let mut placement = Placement::open(Some(" gl ,amdgpu-sim"), &config).unwrap().with_rules(rules);
     assert!(placement.stats().history_loaded, "{:?}", placement.stats());
     // The measured costs were kept with the history.
     assert!(placement.calibrate().unwrap().is_empty());
@@ -467,4 +472,56 @@ fn placement_tries_a_device_left_out_only_on_the_exploration_budget() {
     assert!(b_runs[0] > 0);
     // Once trusted and clearly faster, b takes over.
     assert_eq!(steps.last().map(|(l, _)| l.as_str()), Some("b"), "{steps:?}");
+}
+
+/// Two EGL devices in one placement, each with a GL thread of its own: every placed result is
+/// right on both. Needs a machine whose EGL lists two devices (a GPU and Mesa's llvmpipe);
+/// elsewhere it says why it did not run.
+#[cfg(feature = "gl")]
+#[test]
+fn placement_holds_two_egl_devices_and_both_give_right_results() {
+    use sparkle::suite::{saxpy::Saxpy, verify, Case};
+    use sparkle::ErrorKind;
+    let cache = tempfile::tempdir().unwrap();
+    let config = CacheConfig::in_dir(cache.path());
+    let mut placement = match Placement::open(Some("gl:0,gl:1"), &config) {
+        Ok(placement) => placement,
+        Err(err)
+            if err.kind() == ErrorKind::Unavailable && err.to_string().contains("names no EGL device") =>
+        {
+            println!("skipped: EGL lists one device here ({err})");
+            return;
+        }
+        Err(err) => panic!("{err}"),
+    };
+    assert_eq!(placement.labels(), ["gl:0", "gl:1"]);
+    // Two GL threads: the devices' runtimes are distinct, whatever their GPU ids.
+    let tokens: Vec<String> = (0..2).map(|i| placement.runtime(i).unwrap().info().name.clone()).collect();
+    println!("EGL devices placed over: {tokens:?}");
+    let rules = PlacementRules {
+        trust_after: 2,
+        explore_every: 2,
+        calibrate_within: 1e9,
+        rule_out_factor: f64::INFINITY,
+        ..Default::default()
+    };
+    placement = placement.with_rules(rules);
+    let mut ran_on = std::collections::BTreeSet::new();
+    for round in 0..8 {
+        let case = Saxpy::random(4096, round);
+        let placed = placement.run_case(&case).unwrap();
+        let (want, tolerance) = case.reference(&case.spec());
+        let verdict = verify(&placed.value, &want, &tolerance);
+        assert!(verdict.mismatch.is_none(), "{} on {}: {verdict:?}", case.describe(), placed.label);
+        ran_on.insert(placed.label);
+    }
+    assert_eq!(ran_on.len(), 2, "both devices calibrated: {ran_on:?}");
+    // Each device also runs directly, on its own thread, its result right.
+    for index in 0..2 {
+        let runtime = placement.runtime(index).unwrap();
+        let case = Saxpy::random(1000, 42 + index as u64);
+        let program = runtime.program(&case.spec()).unwrap();
+        let verdict = sparkle::suite::run_and_verify(runtime, &program, &case).unwrap();
+        assert!(verdict.passed(), "gl:{index}: {verdict}");
+    }
 }
