@@ -4,7 +4,9 @@
 //!
 //! Layout: `<root>/<backend>-<gpu hash>/<first 2 hex of key>/<32 hex key>`, plus `gpu.txt` (and
 //! `gpu.json`) describing the GPU in each GPU folder. Names starting with `.tmp-` are files being
-//! written or removed.
+//! written or removed, and the lock files of processes compiling a program
+//! (`<shard>/.tmp-lock-<key>`, see `process_flight.rs`): pruning removes them once stale,
+//! `clear` at once.
 //!
 //! `<root>/drivers/` holds the caches drivers keep for themselves (`driver_dirs.rs`): each is
 //! counted against the size bound, pruned and cleared as a whole, and never verified.
@@ -558,6 +560,11 @@ impl DiskStore {
         for gpu in self.gpu_dirs()? {
             let gpu_path = gpu.path();
             for shard in read_dir(&gpu_path)? {
+                let is_shard = shard.file_name().to_str().is_some_and(is_shard_name)
+                    && type_of(&shard).is_some_and(|t| t.is_dir());
+                if is_shard {
+                    remove_lock_files(&shard.path())?;
+                }
                 let _ = fs::remove_dir(shard.path());
             }
             for file in [
@@ -644,6 +651,19 @@ impl DiskStore {
         }
         Ok(report)
     }
+}
+
+/// Removes the lock files in a shard folder (see `process_flight`): those of holders that died,
+/// and fresh ones too, which costs a process compiling right now at most a second compile of its
+/// program elsewhere, as clearing the cache under it does anyway.
+fn remove_lock_files(shard: &Path) -> Result<(), CacheError> {
+    for file in read_dir(shard)? {
+        let is_lock = file.file_name().to_str().is_some_and(super::process_flight::is_lock_name);
+        if is_lock && type_of(&file).is_some_and(|t| t.is_file()) {
+            let _ = fs::remove_file(file.path());
+        }
+    }
+    Ok(())
 }
 
 /// Records a problem: removed (into `fixed`) when `fix` is set and removal works, else left

@@ -14,6 +14,7 @@ use std::time::Duration;
 use super::disk::{DiskStore, GPU_DESCRIPTION, GPU_DESCRIPTION_JSON};
 use super::entry::{EntryHeader, Expect};
 use super::files::{self, FileIdentity, ReadOutcome};
+use super::process_flight::{self, Turn};
 use super::stats::CacheStats;
 use super::{Blob, CacheConfig, CacheKey, GpuId, READ_ONLY_ENV};
 
@@ -397,6 +398,32 @@ impl DiskTier {
                 tracing::debug!(path = %path.display(), error = %err, "could not remove a cache entry")
             }
         }
+    }
+
+    /// This process's turn at loading or compiling `key` among the processes sharing this GPU
+    /// folder (see `process_flight`), waiting at most `budget` for another one's compile;
+    /// `Unavailable` (compile without a lock) when read-only, switched off, or when the lock
+    /// file cannot be made.
+    pub fn take_turn(&self, key: CacheKey, budget: Duration) -> Turn {
+        use std::os::unix::fs::DirBuilderExt;
+        if !self.enabled() || self.read_only {
+            return Turn::Unavailable;
+        }
+        let path = process_flight::lock_path(&self.gpu_dir, key);
+        if self.leaves_cache(key, &path) {
+            return Turn::Unavailable;
+        }
+        let Some(shard) = path.parent() else { return Turn::Unavailable };
+        // Not recursive: a GPU folder another process cleared is recreated whole by the publish,
+        // with its description files.
+        match fs::DirBuilder::new().mode(0o700).create(shard) {
+            Err(err) if err.kind() != io::ErrorKind::AlreadyExists => {
+                tracing::debug!(path = %shard.display(), error = %err, "cannot create a shard folder for a lock file; compiling without it");
+                return Turn::Unavailable;
+            }
+            _ => {}
+        }
+        process_flight::take_turn(&path, budget)
     }
 
     /// Writes the entry for `key`; returns whether it was written. A problem at the entry's path

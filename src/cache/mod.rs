@@ -17,6 +17,7 @@ mod files;
 mod fleet;
 mod key;
 mod memory;
+mod process_flight;
 mod program_cache;
 pub mod remote;
 mod single_flight;

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use super::disk_tier::{DiskTier, Lookup};
 use super::memory::{Entry, MemoryTier, ProgramHandle};
+use super::process_flight::{ProcessLock, Turn, WaitBudgets};
 #[cfg(feature = "remote")]
 use super::remote::{Claim, LateLookup, Lease, PendingClaim, PendingPeek, RemoteLookup, RemoteTier, Waited};
 use super::single_flight::{Join, Outcome, SingleFlight};
@@ -54,6 +55,8 @@ pub struct ProgramCache<P: Send + Sync + 'static> {
     remote: Option<RemoteTier>,
     /// Why the configured remote tier is not used, when it is not.
     pub(super) remote_problem: Option<String>,
+    /// How long a miss waits for another process's compile of the same program.
+    wait_budgets: WaitBudgets,
     /// Keys whose stored program did not match its request, warned about once.
     mismatched: std::sync::Mutex<std::collections::HashSet<CacheKey>>,
     counters: Counters,
@@ -74,6 +77,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             }
             _ => (None, Vec::new()),
         };
+        let wait_budgets = WaitBudgets::new(&known);
         #[cfg(feature = "remote")]
         let (remote, remote_problem) = match (&config.remote, &config.remote_problem) {
             (_, Some(problem)) => (None, Some(problem.clone())),
@@ -123,6 +127,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             #[cfg(feature = "remote")]
             remote,
             remote_problem,
+            wait_budgets,
             mismatched: std::sync::Mutex::new(std::collections::HashSet::new()),
             counters: Counters::default(),
         }
@@ -230,63 +235,18 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         // connection the driver-cache fetch opened.
         self.before_driver_work();
         let mut over_foreign = false;
+        // Held until this function returns, after the publish: other processes of this machine
+        // that miss the key meanwhile wait for this one's entry instead of compiling it too.
+        let mut _turn = None;
         if let Some(disk) = self.disk() {
-            let start = Instant::now();
-            let mut span = crate::trace::span("cache", "cache disk");
-            let lookup = disk.lookup(key);
-            span.arg_with("result", || lookup_name(&lookup));
-            drop(span);
-            match lookup {
-                Lookup::Missing | Lookup::Unusable => {}
-                Lookup::Foreign => over_foreign = true,
-                Lookup::Rejected => {
-                    stats::add(&self.counters.disk_rejected, 1);
-                    stats::add_duration(&self.counters.load_ns, start.elapsed());
-                }
-                Lookup::Hit(verified) => {
-                    let loaded = traced_load(source, &verified.blob);
-                    stats::add_duration(&self.counters.load_ns, start.elapsed());
-                    let loaded = loaded.map(|program| {
-                        let mismatch = self.mismatch(source, &program);
-                        (program, mismatch)
-                    });
-                    match loaded {
-                        Ok((program, Some(why))) => {
-                            drop(program);
-                            let first =
-                                self.mismatched.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
-                            if first {
-                                tracing::warn!(%key, "a cache entry on disk is not used and is compiled again: {why}");
-                            }
-                            disk.remove(key, verified.identity);
-                        }
-                        Ok((program, None)) => {
-                            disk.record_use(&verified);
-                            self.record_first_use(key, verified.header.compile_time_ns);
-                            stats::add(&self.counters.disk_hits, 1);
-                            stats::add(&self.counters.saved_ns, verified.header.compile_time_ns);
-                            let cost = verified.blob.bytes.len() as u64;
-                            return Ok(self.memory.insert(
-                                key,
-                                program,
-                                cost,
-                                verified.header.compile_time_ns,
-                            ));
-                        }
-                        Err(LoadFailure::Failed(err)) => {
-                            // Out of memory or a lost device says nothing about the entry: keep it.
-                            stats::add(&self.counters.load_errors, 1);
-                            return Err(err);
-                        }
-                        Err(LoadFailure::Refused(reason)) => {
-                            tracing::warn!(
-                                %key, %reason,
-                                "the driver refused a verified cache entry; compiling it again"
-                            );
-                            stats::add(&self.counters.driver_refused, 1);
-                            disk.remove(key, verified.identity);
-                        }
-                    }
+            if let Some(found) = self.look_on_disk(disk, key, source, &mut over_foreign)? {
+                return Ok(found);
+            }
+            let (lock, look_again) = self.take_turn(disk, key);
+            _turn = lock;
+            if look_again {
+                if let Some(found) = self.look_on_disk(disk, key, source, &mut over_foreign)? {
+                    return Ok(found);
                 }
             }
         }
@@ -332,6 +292,105 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             #[cfg(feature = "remote")]
             lease,
         ))
+    }
+
+    /// The disk step of a miss: a verified entry the backend loads (`Some`), else `None` after
+    /// dealing with what was there. `over_foreign` is set when another user's entry is in the way.
+    fn look_on_disk<S: ProgramSource<P>>(
+        &self,
+        disk: &DiskTier,
+        key: CacheKey,
+        source: &S,
+        over_foreign: &mut bool,
+    ) -> Result<Option<ProgramHandle<P>>, S::Error> {
+        let start = Instant::now();
+        let mut span = crate::trace::span("cache", "cache disk");
+        let lookup = disk.lookup(key);
+        span.arg_with("result", || lookup_name(&lookup));
+        drop(span);
+        match lookup {
+            Lookup::Missing | Lookup::Unusable => {}
+            Lookup::Foreign => *over_foreign = true,
+            Lookup::Rejected => {
+                stats::add(&self.counters.disk_rejected, 1);
+                stats::add_duration(&self.counters.load_ns, start.elapsed());
+            }
+            Lookup::Hit(verified) => {
+                let loaded = traced_load(source, &verified.blob);
+                stats::add_duration(&self.counters.load_ns, start.elapsed());
+                let loaded = loaded.map(|program| {
+                    let mismatch = self.mismatch(source, &program);
+                    (program, mismatch)
+                });
+                match loaded {
+                    Ok((program, Some(why))) => {
+                        drop(program);
+                        let first =
+                            self.mismatched.lock().unwrap_or_else(PoisonError::into_inner).insert(key);
+                        if first {
+                            tracing::warn!(%key, "a cache entry on disk is not used and is compiled again: {why}");
+                        }
+                        disk.remove(key, verified.identity);
+                    }
+                    Ok((program, None)) => {
+                        disk.record_use(&verified);
+                        self.record_first_use(key, verified.header.compile_time_ns);
+                        stats::add(&self.counters.disk_hits, 1);
+                        stats::add(&self.counters.saved_ns, verified.header.compile_time_ns);
+                        let cost = verified.blob.bytes.len() as u64;
+                        return Ok(Some(self.memory.insert(
+                            key,
+                            program,
+                            cost,
+                            verified.header.compile_time_ns,
+                        )));
+                    }
+                    Err(LoadFailure::Failed(err)) => {
+                        // Out of memory or a lost device says nothing about the entry: keep it.
+                        stats::add(&self.counters.load_errors, 1);
+                        return Err(err);
+                    }
+                    Err(LoadFailure::Refused(reason)) => {
+                        tracing::warn!(
+                            %key, %reason,
+                            "the driver refused a verified cache entry; compiling it again"
+                        );
+                        stats::add(&self.counters.driver_refused, 1);
+                        disk.remove(key, verified.identity);
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// This process's turn at `key` among the processes of this machine sharing the cache
+    /// folder, waiting (bounded) for one that is compiling it now: the lock to hold while
+    /// compiling, if this process took it, and whether to look on disk again (the lock was
+    /// free or waited for, so another process may have published the entry since the lookup).
+    fn take_turn(&self, disk: &DiskTier, key: CacheKey) -> (Option<ProcessLock>, bool) {
+        let waited = |wait: std::time::Duration| {
+            stats::add(&self.counters.process_waits, 1);
+            stats::add_duration(&self.counters.process_wait_ns, wait);
+        };
+        match disk.take_turn(key, self.wait_budgets.for_key(key)) {
+            Turn::Held(lock, wait) => {
+                if let Some(wait) = wait {
+                    waited(wait);
+                }
+                (Some(lock), true)
+            }
+            Turn::Finished(wait) => {
+                waited(wait);
+                (None, true)
+            }
+            Turn::GaveUp(wait) => {
+                waited(wait);
+                stats::add(&self.counters.process_waits_gave_up, 1);
+                (None, true)
+            }
+            Turn::Unavailable => (None, false),
+        }
     }
 
     /// Counts a compile that failed.
@@ -519,6 +578,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     }
 
     fn record_first_use(&self, key: CacheKey, compile_ns: u64) {
+        self.wait_budgets.record(key, compile_ns);
         if let Some(set) = &self.working_set {
             set.record(key, compile_ns);
         }

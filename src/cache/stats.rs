@@ -44,6 +44,15 @@ pub struct CacheStats {
     pub load_errors: u64,
     /// Disk entries written.
     pub disk_writes: u64,
+    /// Disk misses that waited for another process of this machine loading or compiling the
+    /// same program (its lock in the GPU folder): one per request, however long it waited. The
+    /// request then counts as the disk hit or miss it became.
+    pub process_waits: u64,
+    /// Of those, the waits that ran out of budget (the program was compiled here too).
+    pub process_waits_gave_up: u64,
+    /// The time those waits took, in total (seconds in JSON).
+    #[serde(serialize_with = "secs")]
+    pub process_wait_time: Duration,
     /// Programs dropped from memory to stay within its bounds.
     pub evictions: u64,
     /// Programs in the memory tier now.
@@ -103,7 +112,7 @@ impl fmt::Display for CacheStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let requests = self.memory_hits + self.coalesced + self.disk_hits + self.remote_hits + self.misses;
         let pct = |n: u64| if requests == 0 { 0.0 } else { 100.0 * n as f64 / requests as f64 };
-        let rows: [(&str, String); 15] = [
+        let rows: [(&str, String); 16] = [
             ("requests", requests.to_string()),
             ("memory hits", format!("{} ({:.1}%)", self.memory_hits, pct(self.memory_hits))),
             ("waited on another thread", format!("{} ({:.1}%)", self.coalesced, pct(self.coalesced))),
@@ -122,6 +131,15 @@ impl fmt::Display for CacheStats {
             ),
             ("disk load errors (kept)", self.load_errors.to_string()),
             ("disk writes", self.disk_writes.to_string()),
+            (
+                "waited on another process",
+                format!(
+                    "{} ({:.3} s, {} gave up)",
+                    self.process_waits,
+                    self.process_wait_time.as_secs_f64(),
+                    self.process_waits_gave_up
+                ),
+            ),
             ("evictions", self.evictions.to_string()),
             ("in memory", format!("{} programs, {}", self.memory_entries, human_bytes(self.memory_bytes))),
             ("on disk", format!("{} entries, {}", self.disk_entries, human_bytes(self.disk_bytes))),
@@ -211,6 +229,9 @@ pub(crate) struct Counters {
     pub interface_refused: AtomicU64,
     pub load_errors: AtomicU64,
     pub disk_writes: AtomicU64,
+    pub process_waits: AtomicU64,
+    pub process_waits_gave_up: AtomicU64,
+    pub process_wait_ns: AtomicU64,
 }
 
 pub(crate) fn add(counter: &AtomicU64, n: u64) {
@@ -242,6 +263,9 @@ impl Counters {
         stats.interface_refused = get(&self.interface_refused);
         stats.load_errors = get(&self.load_errors);
         stats.disk_writes = get(&self.disk_writes);
+        stats.process_waits = get(&self.process_waits);
+        stats.process_waits_gave_up = get(&self.process_waits_gave_up);
+        stats.process_wait_time = Duration::from_nanos(get(&self.process_wait_ns));
     }
 }
 

@@ -1,6 +1,7 @@
 //! The program cache on its own, with an in-process test "compiler" (`cache_support`): the
 //! memory tier, the disk tier and its entry files, single flight, read-only and unusable
-//! folders, permissions and links, the driver caches' folders, and processes sharing a folder.
+//! folders, permissions and links, the driver caches' folders, and processes sharing a folder
+//! (and starting together).
 //! One test binary; a module per area.
 
 #[path = "../support/cache/mod.rs"]
@@ -9,6 +10,7 @@ mod cache_support;
 mod isolated;
 
 mod corruption;
+mod cross_process;
 mod disk_store;
 mod driver_dirs;
 mod entry_paths;
