@@ -451,3 +451,35 @@ fn a_read_only_cache_takes_no_lock() {
     drop(cache);
     assert_eq!(snapshot(&root), before, "the read-only cache changed its folder");
 }
+
+#[test]
+fn lock_files_left_by_dead_holders_do_not_pile_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("cache");
+    let cache = ProgramCache::<Vec<u8>>::open(gpu(), &CacheConfig::in_dir(&root));
+    let gpu_dir = cache.gpu_dir().unwrap();
+    let (reused, stale, fresh) = (kernel_key(0), kernel_key(1), kernel_key(2));
+    // What holders killed before they finished leave: files no one holds.
+    for key in [reused, stale, fresh] {
+        drop(hold_lock(&gpu_dir, key));
+    }
+    // The next miss of a key takes its leftover lock at once and removes it when done.
+    cache.get(&reused, &Source::new(reused, Duration::ZERO, false)).unwrap();
+    assert!(!lock_path(&gpu_dir, reused).exists());
+    assert_eq!(cache.stats().process_waits, 0);
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(2 * 3600);
+    std::fs::File::options()
+        .write(true)
+        .open(lock_path(&gpu_dir, stale))
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
+    // Pruning removes a stale one as it does any stale temporary file; a fresh one stays.
+    let pruned = sparkle::cache::DiskStore::open(&root).prune(u64::MAX, None).unwrap();
+    assert_eq!(pruned.removed_temp_files, 1, "{pruned:?}");
+    assert!(!lock_path(&gpu_dir, stale).exists() && lock_path(&gpu_dir, fresh).exists());
+    // Clearing removes every lock file, so the folders go too.
+    let cleared = sparkle::cache::DiskStore::open(&root).clear().unwrap();
+    assert!(cleared.problems.is_empty(), "{cleared:?}");
+    assert!(!gpu_dir.exists(), "clear left {:?}", walk_files(&gpu_dir));
+}
