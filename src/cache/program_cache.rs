@@ -1,5 +1,7 @@
 //! `ProgramCache`: the request flow tying the tiers together — memory hit, else (once per key)
-//! disk hit → verify → backend load, else compile → publish → insert — and its statistics.
+//! disk hit → verify → backend load, else (once per key among the processes sharing the folder,
+//! `process_flight`) disk hit after another process's compile, else compile → publish → insert —
+//! and its statistics.
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
