@@ -375,6 +375,35 @@ fn breakdown(
         "the placement's own decision + learning: {:.2} µs per call ({calls} calls, no device)",
         start.elapsed().as_secs_f64() * 1e6 / calls as f64
     );
+    // The same right after a device ran a shape (caches and branch predictors as a stream
+    // leaves them), on a workload of its own so that the stream's history is left alone.
+    let probe = sparkle::Workload::new("placement-probe", 1.0, 1.0);
+    let mut after_run = Vec::new();
+    for _ in 0..5 {
+        for case in cases {
+            for d in 0..labels.len() {
+                time_alone(placement.runtime(d).ok_or("no such device")?, case.as_ref())?;
+                let start = Instant::now();
+                let decision = placement.choose(&probe);
+                placement.record(&probe, decision.device, 1e-3);
+                after_run.push(start.elapsed().as_secs_f64());
+            }
+        }
+    }
+    println!(
+        "the same right after a device run: {:.2} µs per call (median of {})",
+        median(&after_run) * 1e6,
+        after_run.len()
+    );
+    let mut workload_cost = Vec::new();
+    for case in cases {
+        let start = Instant::now();
+        for _ in 0..200 {
+            std::hint::black_box(Placement::case_workload(case.as_ref()));
+        }
+        workload_cost.push(format!("{:.1}", start.elapsed().as_secs_f64() * 1e6 / 200.0));
+    }
+    println!("a suite problem's workload (kernel, size class), µs per shape: {}", workload_cost.join(", "));
     // What fetching a program costs per call (a memory hit; the same on every side).
     for (d, label) in labels.iter().enumerate() {
         let runtime = placement.runtime(d).ok_or("no such device")?;

@@ -409,9 +409,10 @@ impl Placement {
     }
 
     /// Runs a suite problem on the device chosen for it (with that device's tuned or default
-    /// variant) and returns its output. Fetching the program is not timed, and a run that had
-    /// to compile it is not learned from: the driver's own work on first use would tell
-    /// nothing about where the problem runs fastest.
+    /// variant) and returns its output. The time learned is from the upload to the buffers'
+    /// release; fetching the program is not timed, and a run that had to compile it is not
+    /// learned from: the driver's own work on first use would tell nothing about where the
+    /// problem runs fastest.
     pub fn run_case(&self, case: &dyn Case) -> Result<Placed<Vec<f32>>> {
         let workload = Self::case_workload(case);
         self.run_measured(&workload, |runtime| {
@@ -420,6 +421,8 @@ impl Placement {
             let buffers = case.upload_for(runtime, &program)?;
             case.dispatch(runtime, &program, &buffers)?.wait(suite::DISPATCH_TIMEOUT)?;
             let value = case.download(runtime, &buffers)?;
+            // Releasing the buffers is part of what the run costs the caller's stream.
+            drop(buffers);
             Ok((value, start.elapsed().as_secs_f64()))
         })
     }

@@ -195,6 +195,25 @@ fn placement_exploration_backs_off_while_the_loser_keeps_losing_and_resumes_when
 }
 
 #[test]
+fn placement_keeps_new_workloads_on_the_device_others_run_on_when_devices_are_about_equal() {
+    let devs = devices(&[("a", FAST), ("b", FAST)]);
+    let rules = PlacementRules { trust_after: 2, explore_every: 0, ..Default::default() };
+    let mut model = PlacementModel::new();
+    // Clearly faster on b: b runs it.
+    let first = saxpy(1000.0);
+    let steps = drive(&mut model, &first, &devs, &rules, 6, |l, _| if l == "a" { 1e-3 } else { 0.5e-3 });
+    assert_eq!(steps.last().map(|(l, _)| l.as_str()), Some("b"), "{steps:?}");
+    // a is 1% faster for another workload: within the margin, it joins b.
+    let second = saxpy(1e6);
+    let steps = drive(&mut model, &second, &devs, &rules, 6, |l, _| if l == "a" { 0.99e-3 } else { 1e-3 });
+    assert!(steps[4..].iter().all(|(l, _)| l == "b"), "{steps:?}");
+    // 10% faster is a clear gain: a runs it.
+    let third = saxpy(1e8);
+    let steps = drive(&mut model, &third, &devs, &rules, 6, |l, _| if l == "a" { 0.9e-3 } else { 1e-3 });
+    assert!(steps[4..].iter().all(|(l, _)| l == "a"), "{steps:?}");
+}
+
+#[test]
 fn placement_stops_calibrating_a_device_whose_first_runs_were_clearly_slower() {
     // The heuristic cannot tell a from b; measured, b takes 3x as long.
     let devs = devices(&[("a", FAST), ("b", FAST)]);
