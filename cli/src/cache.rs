@@ -1,4 +1,6 @@
-//! `sparkle cache stats|list|verify|prune|clear`: the on-disk cache, without opening a GPU.
+//! `sparkle cache stats|list|verify|prune|clear`: the on-disk cache, without opening a GPU; and
+//! `sparkle cache rebuild`, which opens the selected backend's device to build, for the driver
+//! installed now, the working set another driver of the same GPU used.
 //! Driver cache folders (`drivers/<name>`, where a driver keeps its own shader cache) show as
 //! rows of their own; they count against the size bound, are pruned and cleared as a whole, and
 //! are never verified (their files are the driver's to check).
@@ -14,6 +16,7 @@ use std::time::Duration;
 use clap::Subcommand;
 use serde::Serialize;
 use sparkle::cache::{parse_age_days, parse_max_size, CacheConfig, DiskStore, MAX_AGE_ENV, MAX_SIZE_ENV};
+use sparkle::runtime::RebuildOutcome;
 
 use super::{table, CliResult};
 
@@ -64,6 +67,21 @@ pub enum Action {
     /// removes. Exit code 1 if something could not be removed.
     #[command(after_help = EXIT_CODES)]
     Clear,
+    /// After a driver update: builds for the driver installed now the programs another driver of
+    /// this GPU used (its working set, in first-use order), from the kernel specs kept with its
+    /// entries, with progress. Opens the selected backend's device. A damaged or foreign spec is
+    /// refused and never compiled from; a program that fails is reported and the rebuild goes
+    /// on. Exit code 1 when some program was refused or failed.
+    #[command(after_help = EXIT_CODES)]
+    Rebuild {
+        /// The GPU folder whose working set to rebuild (its name, e.g. amdgpu-sim-0123456789abcdef,
+        /// or its 16-digit GPU id); default: the most recently used folder of this device under
+        /// another driver.
+        #[arg(long, value_name = "GPU")]
+        from: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// The fleet cache (SPARKLE_CACHE_REMOTE): whether it answers and may be written, its
     /// latency, this GPU's entries there, and this process's remote statistics; `verify` checks
     /// every object. Opens the selected backend's device. Exit code 1 when it does not answer, or
@@ -169,6 +187,9 @@ struct GpuSummary {
     /// GPU folders: what the fleet cache did in past processes on this machine.
     #[serde(skip_serializing_if = "Option::is_none")]
     remote: Option<sparkle::cache::remote::RemoteLedger>,
+    /// GPU folders: what was rebuilt into it after a driver update.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rebuilt: Option<sparkle::cache::recipe::RebuildLedger>,
 }
 
 const DRIVER_CACHE_KIND: &str = "driver cache";
@@ -179,6 +200,9 @@ fn driver_row(name: &str) -> String {
 }
 
 pub fn run(action: Action) -> CliResult<ExitCode> {
+    if let Action::Rebuild { from, json } = &action {
+        return rebuild(from.as_deref(), *json);
+    }
     #[cfg(feature = "remote")]
     match action {
         Action::Remote { action: None, json } => return super::fleet::status(json),
@@ -215,6 +239,7 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
             for (dir, summary) in gpus.iter_mut() {
                 summary.kind = "gpu";
                 summary.remote = sparkle::cache::remote::read_ledger(&root.join(dir));
+                summary.rebuilt = sparkle::cache::recipe::read_ledger(&root.join(dir));
             }
             for driver in store.driver_caches()? {
                 let summary = gpus.entry(driver_row(&driver.name)).or_default();
@@ -271,6 +296,24 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
                         ]
                     })
                     .collect();
+                let rebuilt: Vec<Vec<String>> = gpus
+                    .iter()
+                    .filter_map(|(dir, s)| s.rebuilt.as_ref().map(|r| (dir, r)))
+                    .map(|(dir, r)| {
+                        vec![
+                            dir.clone(),
+                            r.from.clone().unwrap_or_default(),
+                            r.rebuilt.to_string(),
+                            r.failed.to_string(),
+                            r.refused.to_string(),
+                        ]
+                    })
+                    .collect();
+                if !rebuilt.is_empty() {
+                    println!("\nRebuilt after a driver update (from another driver's working set):");
+                    let header = ["gpu", "from", "rebuilt", "failed", "refused"];
+                    print!("{}", table::render(&header, &rebuilt));
+                }
                 if !remote.is_empty() {
                     println!("\nFleet cache, as processes on this machine used it (SPARKLE_CACHE_REMOTE):");
                     let header = [
@@ -362,6 +405,7 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
         Action::Remote { .. } | Action::Pull { .. } | Action::Push { .. } | Action::Keygen { .. } => {
             unreachable!("the fleet actions return before the cache folder is opened")
         }
+        Action::Rebuild { .. } => unreachable!("rebuild returns before the cache folder is opened"),
         Action::Clear => {
             let report = store.clear()?;
             println!(
@@ -378,4 +422,47 @@ pub fn run(action: Action) -> CliResult<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `sparkle cache rebuild`: the foreground rebuild, one progress line per program on stderr.
+fn rebuild(from: Option<&str>, json: bool) -> CliResult<ExitCode> {
+    // This process does the rebuild itself: no background one beside it.
+    std::env::set_var(sparkle::runtime::REBUILD_ENV, "off");
+    let runtime = sparkle::Runtime::from_env()?;
+    let report = runtime.rebuild_working_set(from, &mut |step| {
+        let what = match step.outcome {
+            RebuildOutcome::Rebuilt => "rebuilt".to_owned(),
+            RebuildOutcome::Present => "already there".to_owned(),
+            RebuildOutcome::NoRecipe => "no recipe kept (used before recipes were kept)".to_owned(),
+            RebuildOutcome::Refused(why) => format!("recipe refused, not compiled: {why}"),
+            RebuildOutcome::Failed(why) => format!("failed: {why}"),
+        };
+        eprintln!("[{}/{}] {} ({}): {what}", step.done, step.total, step.kernel.unwrap_or("?"), step.key);
+    })?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "rebuilt {} of {} programs from {} for {} ({} already there, {} without a recipe, {} refused, {} failed)",
+            report.rebuilt,
+            report.planned,
+            report.from,
+            runtime.info().gpu_id.dir_name(),
+            report.present,
+            report.no_recipe,
+            report.refused.len(),
+            report.failed.len()
+        );
+        for refused in &report.refused {
+            println!("  refused {refused}");
+        }
+        for failed in &report.failed {
+            println!("  failed {failed}");
+        }
+    }
+    Ok(if report.refused.is_empty() && report.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -567,6 +567,7 @@ impl DiskStore {
                 }
                 let _ = fs::remove_dir(shard.path());
             }
+            super::recipe::remove_all(&gpu_path);
             for file in [
                 GPU_DESCRIPTION,
                 GPU_DESCRIPTION_JSON,

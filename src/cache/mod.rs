@@ -19,6 +19,7 @@ mod key;
 mod memory;
 mod process_flight;
 mod program_cache;
+pub mod recipe;
 pub mod remote;
 mod single_flight;
 mod stats;
@@ -106,6 +107,12 @@ pub trait ProgramSource<P> {
     /// The kernel's name, for the spans of its compile and load in a trace (`crate::trace`).
     fn kernel_name(&self) -> &str {
         ""
+    }
+
+    /// What is needed to build this program again (`recipe`), kept beside its entry so that a
+    /// driver update can rebuild the working set ahead of time; `None` (the default): nothing.
+    fn recipe(&self) -> Option<Vec<u8>> {
+        None
     }
 }
 

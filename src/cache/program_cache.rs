@@ -214,6 +214,7 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                     return match self.load_or_compile(*key, source, miss_flow) {
                         Ok(handle) => {
                             leader.finish(Ok(handle.entry_arc()));
+                            self.keep_recipe(*key, source);
                             Ok(handle)
                         }
                         Err(err) => {
@@ -765,6 +766,24 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     /// Keys being loaded or compiled right now.
     pub fn in_flight(&self) -> usize {
         self.flights.running()
+    }
+
+    /// Keeps what is needed to build `key` again beside its entry (`recipe`), once: after a
+    /// request this process served from disk, the remote or a compile, with a writable disk.
+    fn keep_recipe<S: ProgramSource<P>>(&self, key: CacheKey, source: &S) {
+        if let Some(disk) = self.disk().filter(|disk| !disk.read_only()) {
+            super::recipe::keep(disk.gpu_dir(), &self.gpu, key, || source.recipe());
+        }
+    }
+
+    /// Whether this GPU folder holds an entry file for `key` (not verified; not a use).
+    pub fn has_entry_on_disk(&self, key: &CacheKey) -> bool {
+        self.disk().is_some_and(|disk| super::files::entry_path(disk.gpu_dir(), *key).is_file())
+    }
+
+    /// Counts a program built again from another driver's recipe (`recipe`).
+    pub fn note_rebuilt(&self) {
+        stats::add(&self.counters.rebuilt, 1);
     }
 }
 

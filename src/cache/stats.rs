@@ -53,6 +53,8 @@ pub struct CacheStats {
     /// The time those waits took, in total (seconds in JSON).
     #[serde(serialize_with = "secs")]
     pub process_wait_time: Duration,
+    /// Programs this process built again from another driver's recipes (after a driver update).
+    pub rebuilt: u64,
     /// Programs dropped from memory to stay within its bounds.
     pub evictions: u64,
     /// Programs in the memory tier now.
@@ -147,6 +149,9 @@ impl fmt::Display for CacheStats {
         for (name, value) in rows {
             writeln!(f, "{name:<26} {value}")?;
         }
+        if self.rebuilt > 0 {
+            writeln!(f, "{:<26} {}", "rebuilt (driver update)", self.rebuilt)?;
+        }
         if let Some(problem) = &self.remote_problem {
             writeln!(f, "{:<26} not used: {problem}", "remote")?;
         }
@@ -232,6 +237,7 @@ pub(crate) struct Counters {
     pub process_waits: AtomicU64,
     pub process_waits_gave_up: AtomicU64,
     pub process_wait_ns: AtomicU64,
+    pub rebuilt: AtomicU64,
 }
 
 pub(crate) fn add(counter: &AtomicU64, n: u64) {
@@ -266,6 +272,7 @@ impl Counters {
         stats.process_waits = get(&self.process_waits);
         stats.process_waits_gave_up = get(&self.process_waits_gave_up);
         stats.process_wait_time = Duration::from_nanos(get(&self.process_wait_ns));
+        stats.rebuilt = get(&self.rebuilt);
     }
 }
 

@@ -75,6 +75,15 @@ pub(crate) trait DynDevice: Send + Sync {
     fn wait(&self, fence: u64, timeout: Duration) -> Result<bool>;
     fn cache_stats(&self) -> CacheStats;
     fn cache_dir(&self) -> Option<PathBuf>;
+    /// Whether the program cache writes entries to disk.
+    fn cache_writable(&self) -> bool;
+    /// Requests loading or compiling right now (the background rebuild waits for them).
+    fn compiles_in_flight(&self) -> usize;
+    /// Builds `kernel` for a rebuild (`rebuild.rs`) through the same path as [`program`]:
+    /// `Ok(false)` when the cache held it already.
+    ///
+    /// [`program`]: DynDevice::program
+    fn rebuild_one(&self, kernel: &KernelSpec) -> Result<bool>;
     #[cfg(feature = "remote")]
     fn fleet(&self) -> &dyn crate::cache::FleetCache;
 }
@@ -219,6 +228,10 @@ impl<A: Api> ProgramSource<A::Program> for Source<'_, A> {
 
     fn kernel_name(&self) -> &str {
         &self.spec.name
+    }
+
+    fn recipe(&self) -> Option<Vec<u8>> {
+        Some(super::rebuild::spec_to_json(self.spec))
     }
 
     fn check_loaded(&self, program: &A::Program) -> std::result::Result<(), String> {
@@ -426,6 +439,26 @@ impl<A: Api> DynDevice for Core<A> {
 
     fn cache_dir(&self) -> Option<PathBuf> {
         self.cache.gpu_dir()
+    }
+
+    fn cache_writable(&self) -> bool {
+        self.cache.is_persistent()
+    }
+
+    fn compiles_in_flight(&self) -> usize {
+        self.cache.in_flight()
+    }
+
+    fn rebuild_one(&self, kernel: &KernelSpec) -> Result<bool> {
+        let (key, input) = self.key_and_input(kernel)?;
+        if self.cache.contains_in_memory(&key) || self.cache.has_entry_on_disk(&key) {
+            return Ok(false);
+        }
+        let handle =
+            self.cache.get(&key, &Source::<A> { device: &self.device, input: &input, spec: kernel })?;
+        self.wrap(kernel, handle)?;
+        self.cache.note_rebuilt();
+        Ok(true)
     }
 }
 

@@ -11,6 +11,7 @@ mod objects;
 mod placement;
 mod placement_history;
 mod placement_model;
+mod rebuild;
 mod registry;
 
 mod validate;
@@ -31,6 +32,7 @@ pub use placement_model::{
     Basis, Decision, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Prediction, Reason, Samples,
     Workload,
 };
+pub use rebuild::{RebuildOutcome, RebuildProgress, RebuildReport, BACKGROUND_BUDGET, REBUILD_ENV};
 pub use registry::{BackendChoice, BackendEntry, BACKENDS, BACKEND_ENV};
 pub use validate::Arg;
 
@@ -131,6 +133,7 @@ impl Runtime {
     }
 
     fn wrap(device: Arc<dyn DynDevice>) -> Runtime {
+        rebuild::start_in_background(&device);
         Runtime { device, host_timeout: DEFAULT_HOST_TIMEOUT, open_timings: Arc::default() }
     }
 
@@ -243,6 +246,19 @@ impl Runtime {
     pub fn download<T: bytemuck::Pod>(&self, buffer: &Buffer) -> Result<Vec<T>> {
         let count = buffer.size() as usize / std::mem::size_of::<T>().max(1);
         self.read_vec(buffer, 0, count)
+    }
+
+    /// Builds, in the foreground, the working set another driver of this device used (the GPU
+    /// folder `from` names — its name or GPU id — else the most recently used one of the same
+    /// device), from the recipes kept with its entries, in first-use order; `progress` is told
+    /// after each program. A recipe that is refused or a program that fails is reported and
+    /// the rebuild goes on. Fails when the cache is not on disk or there is nothing to rebuild.
+    pub fn rebuild_working_set(
+        &self,
+        from: Option<&str>,
+        progress: &mut dyn FnMut(&RebuildProgress<'_>),
+    ) -> Result<RebuildReport> {
+        rebuild::run_foreground(self.device.as_ref(), from, progress)
     }
 
     /// The program for `kernel`: from memory, the disk cache, or compiled — once, however many

@@ -8,4 +8,6 @@ mod executor;
 #[cfg(feature = "gl")]
 mod executor_gl;
 mod placement;
+#[cfg(feature = "amdgpu-sim")]
+mod rebuild;
 mod runtime;

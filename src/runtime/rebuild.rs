@@ -1,0 +1,547 @@
+//! Rebuilding a working set after a driver update, so that the update is not a cold start.
+//!
+//! Every program the cache keeps on disk gets its kernel spec beside it as a recipe
+//! ([`crate::cache::recipe`], the spec as JSON here). When a process opens a GPU id whose folder
+//! has no working set while a folder of the same device under another driver has one, a
+//! background thread builds that working set again for the new driver: in first-use order, one
+//! program at a time, at the lowest priority (nice 19 and `SCHED_IDLE`, which the compiler
+//! processes it starts inherit), waiting whenever a request of the user's own is loading or
+//! compiling, bounded by the working set's size and [`BACKGROUND_BUDGET`], and stopped when the
+//! runtime is dropped (it holds the device only for one program at a time and never delays the
+//! process's exit). Each program goes through the runtime's own path (spec → prepare → key →
+//! cache), so its key is the one the next process asks for, and it reaches the fleet tier when
+//! one is configured. [`Runtime::rebuild_working_set`] does the same in the foreground
+//! (`sparkle cache rebuild`).
+//!
+//! Bad input: a damaged recipe, one of another folder or key, or another user's is refused
+//! (and a damaged one removed) and never compiled from; only the user's own GPU folders are
+//! read. A program whose rebuild fails is logged once and the rebuild goes on; nothing of it
+//! reaches the user's requests.
+//!
+//! [`Runtime::rebuild_working_set`]: super::Runtime::rebuild_working_set
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::device::DynDevice;
+use crate::cache::recipe::{self, RecipeProblem};
+use crate::cache::CacheKey;
+use crate::kernel::{Access, Binding, KernelSource, KernelSpec, ScalarType, TexelFormat};
+use crate::{Error, ErrorKind, Result};
+
+/// The environment variable that turns the background rebuild off (`off`, `0`, `false`, `no`);
+/// on by default. `sparkle cache rebuild` works either way.
+pub const REBUILD_ENV: &str = "SPARKLE_CACHE_REBUILD";
+/// The longest a background rebuild runs before it stops, whatever is left.
+pub const BACKGROUND_BUDGET: Duration = Duration::from_secs(30 * 60);
+/// How long the background rebuild sleeps while the user's own requests are loading or
+/// compiling, before looking again.
+const YIELD_POLL: Duration = Duration::from_millis(20);
+/// The version of the recipe JSON this file writes and reads.
+const SPEC_FORMAT: u32 = 1;
+
+/// What became of one program of a rebuild.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RebuildOutcome {
+    /// Compiled (or fetched from the fleet tier) for this driver and kept.
+    Rebuilt,
+    /// This driver's cache had it already.
+    Present,
+    /// The program has no recipe (used before recipes were kept, or its recipe was pruned).
+    NoRecipe,
+    /// The recipe was refused and never compiled from; the reason.
+    Refused(String),
+    /// The recipe was fine but building it failed; the error.
+    Failed(String),
+}
+
+/// One step of a rebuild, for a progress display.
+#[derive(Debug)]
+pub struct RebuildProgress<'a> {
+    /// Programs done so far, this one included.
+    pub done: usize,
+    /// Programs in the working set being rebuilt.
+    pub total: usize,
+    /// The program's key in the old folder.
+    pub key: CacheKey,
+    /// The kernel's name, when its recipe could be read.
+    pub kernel: Option<&'a str>,
+    /// What became of it.
+    pub outcome: &'a RebuildOutcome,
+}
+
+/// What a rebuild did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RebuildReport {
+    /// The GPU folder whose working set was rebuilt (its name).
+    pub from: String,
+    /// Programs in that working set.
+    pub planned: usize,
+    /// Programs built for this driver now.
+    pub rebuilt: usize,
+    /// Programs this driver's cache held already.
+    pub present: usize,
+    /// Programs without a recipe.
+    pub no_recipe: usize,
+    /// Recipes refused: `<key>: <why>`.
+    pub refused: Vec<String>,
+    /// Programs whose rebuild failed: `<kernel>: <error>`.
+    pub failed: Vec<String>,
+    /// Whether the rebuild stopped before the end (the runtime closed, or the time budget).
+    pub stopped: bool,
+}
+
+impl RebuildReport {
+    fn count(&mut self, key: CacheKey, kernel: Option<&str>, outcome: &RebuildOutcome) {
+        match outcome {
+            RebuildOutcome::Rebuilt => self.rebuilt += 1,
+            RebuildOutcome::Present => self.present += 1,
+            RebuildOutcome::NoRecipe => self.no_recipe += 1,
+            RebuildOutcome::Refused(why) => self.refused.push(format!("{key}: {why}")),
+            RebuildOutcome::Failed(why) => self.failed.push(format!("{}: {why}", kernel.unwrap_or("?"))),
+        }
+    }
+}
+
+/// The working set to rebuild: the old folder and its programs in first-use order.
+struct Plan {
+    from: PathBuf,
+    keys: Vec<CacheKey>,
+    /// This driver's GPU folder.
+    into: PathBuf,
+}
+
+impl Plan {
+    fn source_name(&self) -> String {
+        self.from.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    }
+
+    /// Records the figures in the new folder's ledger (`sparkle cache stats`).
+    fn record(&self, report: &RebuildReport) {
+        let refused = report.refused.len() as u64;
+        if report.rebuilt > 0 || refused > 0 || !report.failed.is_empty() {
+            recipe::record_rebuild(
+                &self.into,
+                &report.from,
+                report.rebuilt as u64,
+                report.failed.len() as u64,
+                refused,
+            );
+        }
+    }
+}
+
+/// Whether `SPARKLE_CACHE_REBUILD` leaves the background rebuild on.
+fn background_enabled() -> bool {
+    match std::env::var(REBUILD_ENV) {
+        Ok(value) => !matches!(value.trim().to_ascii_lowercase().as_str(), "off" | "0" | "false" | "no"),
+        Err(_) => true,
+    }
+}
+
+/// What there is to rebuild for `device`: `from` names the old GPU folder (its name, or the
+/// 16 hex digits of its GPU id); `None` takes the most recently used folder of the same device
+/// under another driver.
+fn plan(device: &dyn DynDevice, from: Option<&str>) -> Result<Option<Plan>> {
+    let gpu = &device.info().gpu_id;
+    let into = match device.cache_dir() {
+        Some(dir) if device.cache_writable() => dir,
+        _ => {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "the {} backend's program cache is not written to disk here (memory only or read-only), \
+                     so there is nothing to rebuild into",
+                    gpu.backend()
+                ),
+            ))
+        }
+    };
+    let Some(root) = into.parent() else { return Ok(None) };
+    let from = match from {
+        None => match recipe::earlier_drivers(root, gpu).into_iter().next() {
+            Some(dir) => dir,
+            None => return Ok(None),
+        },
+        Some(name) => {
+            let name = name.trim();
+            let folder = if name.len() == 16 {
+                format!("{}-{}", gpu.backend(), name.to_ascii_lowercase())
+            } else {
+                name.into()
+            };
+            let dir = root.join(&folder);
+            let is_dir = std::fs::symlink_metadata(&dir).is_ok_and(|meta| meta.is_dir());
+            let ours = folder.rsplit_once('-').is_some_and(|(backend, _)| backend == gpu.backend());
+            if !is_dir || !ours || dir == into {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "--from {name}: no other GPU folder of the {} backend of that name in {} \
+                         (`sparkle cache stats` lists them)",
+                        gpu.backend(),
+                        root.display()
+                    ),
+                ));
+            }
+            dir
+        }
+    };
+    let keys = recipe::working_set(&from);
+    Ok(Some(Plan { from, keys, into }))
+}
+
+/// Rebuilds one program of `plan` on `device`.
+fn step(device: &dyn DynDevice, from: &Path, key: CacheKey) -> (Option<String>, RebuildOutcome) {
+    let payload = match recipe::read(from, key) {
+        Ok(Some(payload)) => payload,
+        Ok(None) => return (None, RebuildOutcome::NoRecipe),
+        Err(problem) => {
+            if !matches!(problem, RecipeProblem::Foreign(_) | RecipeProblem::NotAFile) {
+                // A damaged recipe goes, as a damaged entry does; another user's file or a link
+                // is left to `sparkle cache verify`.
+                let _ = std::fs::remove_file(recipe::recipe_path(from, key));
+            }
+            return (None, RebuildOutcome::Refused(problem.to_string()));
+        }
+    };
+    let spec = match spec_from_json(&payload) {
+        Ok(spec) => spec,
+        Err(why) => return (None, RebuildOutcome::Refused(why)),
+    };
+    let outcome = match device.rebuild_one(&spec) {
+        Ok(true) => RebuildOutcome::Rebuilt,
+        Ok(false) => RebuildOutcome::Present,
+        Err(err) => RebuildOutcome::Failed(err.to_string()),
+    };
+    (Some(spec.name), outcome)
+}
+
+/// Logs a program the rebuild could not build, once (each program is visited once).
+fn log_problem(from: &str, key: CacheKey, kernel: Option<&str>, outcome: &RebuildOutcome) {
+    match outcome {
+        RebuildOutcome::Refused(why) => tracing::warn!(
+            %key, from, "a recipe kept with a cache entry is refused and not built: {why}"
+        ),
+        RebuildOutcome::Failed(why) => tracing::warn!(
+            %key, from, kernel = kernel.unwrap_or("?"),
+            "rebuilding a program for the new driver failed; going on with the others: {why}"
+        ),
+        _ => {}
+    }
+}
+
+/// The foreground rebuild: every program of the working set, `progress` told after each.
+pub(crate) fn run_foreground(
+    device: &dyn DynDevice,
+    from: Option<&str>,
+    progress: &mut dyn FnMut(&RebuildProgress<'_>),
+) -> Result<RebuildReport> {
+    let Some(plan) = plan(device, from)? else {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "no GPU folder of this device under another driver has a working set to rebuild ({} `{}`); \
+                 name one with --from",
+                device.info().backend,
+                device.info().gpu_id
+            ),
+        ));
+    };
+    let mut report =
+        RebuildReport { from: plan.source_name(), planned: plan.keys.len(), ..Default::default() };
+    for (index, key) in plan.keys.iter().enumerate() {
+        let (kernel, outcome) = step(device, &plan.from, *key);
+        log_problem(&report.from, *key, kernel.as_deref(), &outcome);
+        report.count(*key, kernel.as_deref(), &outcome);
+        progress(&RebuildProgress {
+            done: index + 1,
+            total: plan.keys.len(),
+            key: *key,
+            kernel: kernel.as_deref(),
+            outcome: &outcome,
+        });
+    }
+    plan.record(&report);
+    Ok(report)
+}
+
+/// Starts the background rebuild for a device just opened, when its GPU folder has no working
+/// set and another driver's folder of the same device has one (and `SPARKLE_CACHE_REBUILD` is
+/// not off). Returns at once.
+pub(crate) fn start_in_background(device: &Arc<dyn DynDevice>) {
+    if !device.cache_writable() || !background_enabled() {
+        return;
+    }
+    let Some(dir) = device.cache_dir() else { return };
+    if !recipe::working_set(&dir).is_empty() {
+        return;
+    }
+    let plan = match plan(device.as_ref(), None) {
+        Ok(Some(plan)) if !plan.keys.is_empty() => plan,
+        _ => return,
+    };
+    tracing::info!(
+        from = %plan.from.display(),
+        programs = plan.keys.len(),
+        "a new driver for this GPU: rebuilding the old driver's working set in the background"
+    );
+    let weak = Arc::downgrade(device);
+    let spawned = std::thread::Builder::new().name("sparkle-rebuild".into()).spawn(move || {
+        lower_priority();
+        run_background(&weak, &plan);
+    });
+    if let Err(err) = spawned {
+        tracing::debug!(error = %err, "the background rebuild could not start");
+    }
+}
+
+/// The background rebuild's loop: holds the device for one program at a time.
+fn run_background(weak: &Weak<dyn DynDevice>, plan: &Plan) {
+    let started = Instant::now();
+    let mut report =
+        RebuildReport { from: plan.source_name(), planned: plan.keys.len(), ..Default::default() };
+    for key in &plan.keys {
+        // The user's own loads and compiles go first.
+        let device = loop {
+            let Some(device) = weak.upgrade() else { break None };
+            if device.compiles_in_flight() == 0 || started.elapsed() > BACKGROUND_BUDGET {
+                break Some(device);
+            }
+            drop(device);
+            std::thread::sleep(YIELD_POLL);
+        };
+        let Some(device) = device.filter(|_| started.elapsed() <= BACKGROUND_BUDGET) else {
+            report.stopped = true;
+            break;
+        };
+        let (kernel, outcome) = step(device.as_ref(), &plan.from, *key);
+        drop(device);
+        log_problem(&report.from, *key, kernel.as_deref(), &outcome);
+        report.count(*key, kernel.as_deref(), &outcome);
+    }
+    plan.record(&report);
+    tracing::info!(
+        from = %report.from,
+        rebuilt = report.rebuilt,
+        present = report.present,
+        failed = report.failed.len(),
+        refused = report.refused.len(),
+        stopped = report.stopped,
+        "background rebuild after a driver update finished"
+    );
+}
+
+/// Lowers this thread (and the compiler processes it starts) to the lowest priority.
+fn lower_priority() {
+    // SAFETY: gettid takes no arguments and touches no memory.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    // SAFETY: setpriority with PRIO_PROCESS and a thread id changes that thread's nice value
+    // only; no memory is passed.
+    let niced = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param that outlives the call.
+    let idled = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if niced != 0 || idled != 0 {
+        tracing::debug!("the background rebuild could not lower its priority fully");
+    }
+}
+
+// ---- The spec as JSON ----
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecJson {
+    format: u32,
+    name: String,
+    sources: Vec<SourceJson>,
+    defines: Vec<(String, String)>,
+    bindings: Vec<BindingJson>,
+    workgroup_size: [u32; 3],
+    pinned: Vec<(String, u32)>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "language", rename_all = "kebab-case", deny_unknown_fields)]
+enum SourceJson {
+    Glsl { source: String },
+    OpenCl { source: String, entry_point: String, options: Vec<String> },
+    CodeObjects { entry_point: String, objects: Vec<(String, String)> },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+enum BindingJson {
+    Storage { name: String, access: String },
+    Scalar { name: String, ty: String },
+}
+
+fn access_name(access: Access) -> String {
+    match access {
+        Access::ReadOnly => "read-only".into(),
+        Access::ReadWrite => "read-write".into(),
+        Access::Texels(format) => format!("texels:{}", format.name()),
+    }
+}
+
+fn access_from(name: &str) -> Option<Access> {
+    const FORMATS: [TexelFormat; 6] = [
+        TexelFormat::R32F,
+        TexelFormat::Rgba32F,
+        TexelFormat::R32Ui,
+        TexelFormat::Rgba32Ui,
+        TexelFormat::R32I,
+        TexelFormat::Rgba32I,
+    ];
+    match name {
+        "read-only" => Some(Access::ReadOnly),
+        "read-write" => Some(Access::ReadWrite),
+        _ => {
+            let format = name.strip_prefix("texels:")?;
+            FORMATS.into_iter().find(|f| f.name() == format).map(Access::Texels)
+        }
+    }
+}
+
+fn scalar_from(name: &str) -> Option<ScalarType> {
+    [ScalarType::U32, ScalarType::I32, ScalarType::F32].into_iter().find(|t| t.name() == name)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok()).collect()
+}
+
+/// A kernel spec as the JSON of its recipe.
+pub(crate) fn spec_to_json(spec: &KernelSpec) -> Vec<u8> {
+    let json = SpecJson {
+        format: SPEC_FORMAT,
+        name: spec.name.clone(),
+        sources: spec
+            .sources
+            .iter()
+            .map(|source| match source {
+                KernelSource::Glsl(source) => SourceJson::Glsl { source: source.clone() },
+                KernelSource::OpenCl { source, entry_point, options } => SourceJson::OpenCl {
+                    source: source.clone(),
+                    entry_point: entry_point.clone(),
+                    options: options.clone(),
+                },
+                KernelSource::CodeObjects { entry_point, objects } => SourceJson::CodeObjects {
+                    entry_point: entry_point.clone(),
+                    objects: objects.iter().map(|o| (o.target.clone(), hex(&o.bytes))).collect(),
+                },
+            })
+            .collect(),
+        defines: spec.defines.clone(),
+        bindings: spec
+            .bindings
+            .iter()
+            .map(|binding| match binding {
+                Binding::Storage { name, access } => {
+                    BindingJson::Storage { name: name.clone(), access: access_name(*access) }
+                }
+                Binding::Scalar { name, ty } => {
+                    BindingJson::Scalar { name: name.clone(), ty: ty.name().into() }
+                }
+            })
+            .collect(),
+        workgroup_size: spec.workgroup_size,
+        pinned: spec.pinned.clone(),
+    };
+    // Serializing plain strings, numbers and arrays cannot fail.
+    serde_json::to_vec(&json).unwrap_or_default()
+}
+
+/// The kernel spec a recipe's JSON holds, checked as any spec is; why not otherwise.
+pub(crate) fn spec_from_json(bytes: &[u8]) -> std::result::Result<KernelSpec, String> {
+    let json: SpecJson = serde_json::from_slice(bytes)
+        .map_err(|err| format!("the recipe's kernel spec does not parse: {err}"))?;
+    if json.format != SPEC_FORMAT {
+        return Err(format!("the recipe's kernel spec is in format {}, expected {SPEC_FORMAT}", json.format));
+    }
+    let mut spec = KernelSpec::new(json.name, json.workgroup_size);
+    for source in json.sources {
+        spec = spec.with_source(match source {
+            SourceJson::Glsl { source } => KernelSource::Glsl(source),
+            SourceJson::OpenCl { source, entry_point, options } => {
+                KernelSource::OpenCl { source, entry_point, options }
+            }
+            SourceJson::CodeObjects { entry_point, objects } => KernelSource::CodeObjects {
+                entry_point,
+                objects: objects
+                    .into_iter()
+                    .map(|(target, bytes)| {
+                        unhex(&bytes)
+                            .map(|bytes| crate::kernel::CodeObject { target, bytes: bytes.into() })
+                            .ok_or_else(|| "the recipe holds a code object that is not hex".to_owned())
+                    })
+                    .collect::<std::result::Result<_, _>>()?,
+            },
+        });
+    }
+    spec.defines = json.defines;
+    for binding in json.bindings {
+        spec.bindings.push(match binding {
+            BindingJson::Storage { name, access } => Binding::Storage {
+                access: access_from(&access)
+                    .ok_or_else(|| format!("the recipe names an unknown access {access:?}"))?,
+                name,
+            },
+            BindingJson::Scalar { name, ty } => Binding::Scalar {
+                ty: scalar_from(&ty)
+                    .ok_or_else(|| format!("the recipe names an unknown scalar type {ty:?}"))?,
+                name,
+            },
+        });
+    }
+    spec.pinned = json.pinned;
+    spec.check().map_err(|err| format!("the recipe's kernel spec is not valid: {err}"))?;
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_round_trips_through_its_recipe() {
+        let spec = KernelSpec::new("k", [64, 2, 1])
+            .glsl("void main() {}")
+            .opencl("k", "__kernel void k() {}")
+            .opencl_option("-cl-fast-relaxed-math")
+            .code_object("k", "gfx1100", &[0, 1, 0xfe])
+            .define("N", 4)
+            .storage("a", Access::ReadOnly)
+            .storage("t", Access::Texels(TexelFormat::Rgba32Ui))
+            .storage("b", Access::ReadWrite)
+            .scalar("n", ScalarType::U32)
+            .scalar("x", ScalarType::F32)
+            .pin("n", 7);
+        assert_eq!(spec_from_json(&spec_to_json(&spec)), Ok(spec));
+    }
+
+    #[test]
+    fn a_bad_recipe_spec_is_refused() {
+        let spec = KernelSpec::new("k", [1, 1, 1]).glsl("void main() {}");
+        let json = String::from_utf8(spec_to_json(&spec)).unwrap();
+        for (bad, why) in [
+            (json.replace("\"format\":1", "\"format\":9"), "format"),
+            (json.replace("[1,1,1]", "[0,1,1]"), "not valid"),
+            (json.replace("\"name\"", "\"extra\":1,\"name\""), "does not parse"),
+            ("{".to_owned(), "does not parse"),
+        ] {
+            let err = spec_from_json(bad.as_bytes()).unwrap_err();
+            assert!(err.contains(why), "{why}: {err}");
+        }
+    }
+}
