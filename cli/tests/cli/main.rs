@@ -35,6 +35,8 @@ mod gl_cache;
 #[cfg(all(feature = "gl", feature = "amdgpu-sim"))]
 mod placement;
 #[cfg(feature = "amdgpu-sim")]
+mod rebuild;
+#[cfg(feature = "amdgpu-sim")]
 mod sim;
 #[cfg(feature = "gl")]
 mod trace;
