@@ -56,15 +56,24 @@ impl Build {
         Build { target_dir: above, triple: None, profile_dir }
     }
 
-    /// `cargo build --examples` with this test's profile, target and features.
+    /// `cargo build --examples` with this test's profile, target and features. Built by
+    /// `cargo test --workspace` (the README's command), the test has every feature the
+    /// workspace's packages give the library, and `cargo test` has built the examples already:
+    /// the same selection (`--workspace`, no feature flags) resolves every crate's features as
+    /// that run did, so this build finds them fresh instead of building the library, its
+    /// dependencies whose features differ and every example a second time.
     fn command(&self) -> Command {
         let mut cargo = Command::new(env!("CARGO"));
         cargo
             .args(["build", "--examples", "--quiet", "--manifest-path"])
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
             .arg("--target-dir")
-            .arg(&self.target_dir)
-            .args(["--no-default-features", "--features", &features().join(",")]);
+            .arg(&self.target_dir);
+        if built_by_the_workspace() {
+            cargo.arg("--workspace");
+        } else {
+            cargo.args(["--no-default-features", "--features", &features().join(",")]);
+        }
         match self.profile_dir.file_name().and_then(|name| name.to_str()) {
             Some("debug") => cargo.args(["--profile", "dev"]),
             Some(profile) => cargo.args(["--profile", profile]),
@@ -77,9 +86,14 @@ impl Build {
     }
 }
 
-/// The package's features this test was built with (the examples get the same).
+/// The package's features this test was built with (the examples get the same). `default`
+/// counts: it is part of what cargo keys a build by, so naming it lets `cargo test -p
+/// sparkle-gpu` find the examples it built already.
 fn features() -> Vec<&'static str> {
     let mut features = Vec::new();
+    if cfg!(feature = "default") {
+        features.push("default");
+    }
     if cfg!(feature = "gl") {
         features.push("gl");
     }
@@ -93,6 +107,19 @@ fn features() -> Vec<&'static str> {
         features.push("remote");
     }
     features
+}
+
+/// Whether this test has what a build of the whole workspace gives the library: its default
+/// features and those the command turns on (`remote`, `amdgpu-sim`). A build of the workspace
+/// then gives the examples exactly this test's features.
+fn built_by_the_workspace() -> bool {
+    cfg!(all(
+        feature = "default",
+        feature = "gl",
+        feature = "amdgpu",
+        feature = "amdgpu-sim",
+        feature = "remote"
+    ))
 }
 
 /// Builds the examples once for every test of this file; the folder holding them.

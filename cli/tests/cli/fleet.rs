@@ -78,7 +78,7 @@ fn a_second_machine_runs_from_the_remote_and_is_correct() {
             assert!(second.contains("result: correct"), "{second}");
         }
         // B's first process took the driver's cache from the remote too.
-        let first_b = ok(&["run", "saxpy"], tempfile::tempdir().unwrap().path(), &env);
+        let first_b = ok(&["run", "saxpy", "4096"], tempfile::tempdir().unwrap().path(), &env);
         assert!(first_b.contains("driver cache fetched from the remote cache"), "{first_b}");
         // `cache stats` (no GPU, no remote opened) reports what the fleet tier did on B.
         let output = sparkle(&["cache", "stats", "--json"], b.path(), &[]);
@@ -90,7 +90,7 @@ fn a_second_machine_runs_from_the_remote_and_is_correct() {
         let table = ok(&["cache", "stats"], b.path(), &[]);
         assert!(table.contains("Fleet cache, as processes on this machine used it"), "{table}");
         // And B keeps what it fetched: without the remote it loads from its own disk.
-        let local = ok(&["run", "sgemm"], b.path(), &[]);
+        let local = ok(&["run", "sgemm", "64"], b.path(), &[]);
         assert!(local.contains("(loaded from the disk cache)"), "{local}");
     }
 }
@@ -101,8 +101,8 @@ fn push_pull_and_status_from_the_command_line() {
         let env = server.env(&format!("push-{index}"));
         let (c, d) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         // C compiled before it knew the remote; it pushes afterwards.
-        ok(&["run", "saxpy"], c.path(), &[]);
-        ok(&["run", "conv2d"], c.path(), &[]);
+        ok(&["run", "saxpy", "4096"], c.path(), &[]);
+        ok(&["run", "conv2d", "1", "4", "16", "16", "8"], c.path(), &[]);
         let status = ok(&["cache", "remote"], c.path(), &env);
         assert!(status.contains("Reachable: yes") && status.contains("Entries for this GPU: 0"), "{status}");
         let pushed = ok(&["cache", "push"], c.path(), &env);
@@ -115,7 +115,7 @@ fn push_pull_and_status_from_the_command_line() {
 
         let pulled = ok(&["cache", "pull", "--working-set"], d.path(), &env);
         assert!(pulled.contains("pulled 2 of 2 entries"), "{pulled}");
-        let run = ok(&["run", "conv2d"], d.path(), &[]);
+        let run = ok(&["run", "conv2d", "1", "4", "16", "16", "8"], d.path(), &[]);
         assert!(run.contains("(loaded from the disk cache)") && run.contains("result: correct"), "{run}");
         let again = ok(&["cache", "pull"], d.path(), &env);
         assert!(again.contains("2 already here"), "{again}");
@@ -143,13 +143,13 @@ fn only_trusted_signatures_are_loaded() {
         vec![remote.clone(), budget.clone(), ("SPARKLE_CACHE_TRUSTED_KEYS".into(), our_public.clone())];
 
     // Signed by a key nobody trusts: refused, compiled, said once with the reason.
-    ok(&["run", "saxpy"], tempfile::tempdir().unwrap().path(), &signed_by(&theirs));
-    let refused = ok(&["run", "saxpy"], tempfile::tempdir().unwrap().path(), &trusting);
+    ok(&["run", "saxpy", "4096"], tempfile::tempdir().unwrap().path(), &signed_by(&theirs));
+    let refused = ok(&["run", "saxpy", "4096"], tempfile::tempdir().unwrap().path(), &trusting);
     assert!(refused.contains("(compiled)") && refused.contains("not a trusted key"), "{refused}");
 
     // Signed by ours: loaded.
-    ok(&["run", "sgemm"], tempfile::tempdir().unwrap().path(), &signed_by(&ours));
-    let accepted = ok(&["run", "sgemm"], tempfile::tempdir().unwrap().path(), &trusting);
+    ok(&["run", "sgemm", "64"], tempfile::tempdir().unwrap().path(), &signed_by(&ours));
+    let accepted = ok(&["run", "sgemm", "64"], tempfile::tempdir().unwrap().path(), &trusting);
     assert!(accepted.contains("(loaded from the remote cache)"), "{accepted}");
 }
 
@@ -201,9 +201,9 @@ fn a_remote_that_cannot_be_configured_never_stops_a_program_and_info_names_it() 
     // a warm run that finds everything locally is silent about it.
     let dead = vec![var("SPARKLE_CACHE_REMOTE", &redis), var("SPARKLE_CACHE_REMOTE_UNSIGNED", "1")];
     let fresh = tempfile::tempdir().unwrap();
-    let cold = ok(&["run", "saxpy"], fresh.path(), &dead);
+    let cold = ok(&["run", "saxpy", "4096"], fresh.path(), &dead);
     assert!(cold.contains("result: correct") && cold.contains("skipped"), "{cold}");
-    let warm = ok(&["run", "saxpy"], fresh.path(), &dead);
+    let warm = ok(&["run", "saxpy", "4096"], fresh.path(), &dead);
     assert!(!warm.contains("WARN"), "a warm run warns again:\n{warm}");
 }
 
@@ -386,8 +386,8 @@ fn a_signed_fleet_refuses_an_altered_driver_archive() {
     let builder =
         vec![remote.clone(), budget.clone(), ("SPARKLE_CACHE_SIGNING_KEY".into(), key.display().to_string())];
     let reader = vec![remote, budget, ("SPARKLE_CACHE_TRUSTED_KEYS".into(), public)];
-    ok(&["run", "saxpy"], tempfile::tempdir().unwrap().path(), &builder);
-    let first = ok(&["run", "saxpy"], tempfile::tempdir().unwrap().path(), &reader);
+    ok(&["run", "saxpy", "4096"], tempfile::tempdir().unwrap().path(), &builder);
+    let first = ok(&["run", "saxpy", "4096"], tempfile::tempdir().unwrap().path(), &reader);
     assert!(first.contains("driver cache fetched from the remote cache"), "{first}");
     // One byte of the archive changed (a file of the driver's cache swapped, say).
     let archive = redis.keys("sparkle:*/driver-gl.tar.gz").unwrap().pop().expect("the archive was published");
@@ -395,7 +395,7 @@ fn a_signed_fleet_refuses_an_altered_driver_archive() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0x20;
     redis.set(&archive, &bytes).unwrap();
-    let refused = ok(&["run", "saxpy"], tempfile::tempdir().unwrap().path(), &reader);
+    let refused = ok(&["run", "saxpy", "4096"], tempfile::tempdir().unwrap().path(), &reader);
     assert!(
         !refused.contains("driver cache fetched")
             && refused.contains("driver cache from the remote cache is not used"),
