@@ -23,8 +23,12 @@
 //! close starts the regular budget again. When several trusted devices are within the switch
 //! margin of the best for a new workload, it goes to the one most other workloads run on: moving
 //! a stream between devices for no clear gain costs the wake-up of the other device's threads
-//! (measured: 15-20 µs per move between two H200s). Everything here is deterministic: no clock,
-//! no random numbers.
+//! (measured: 15-20 µs per move between two H200s). That cost is also learned per device — how
+//! much its runs right after a run elsewhere exceed those right after its own
+//! ([`Moves`]) — and a workload runs away from the device most workloads run on only when its
+//! time there plus the moves there and back still wins by the margin (on llvmpipe beside the
+//! simulator, sharing two cores, a move costs about 0.1 ms). Everything here is deterministic:
+//! no clock, no random numbers.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -156,6 +160,12 @@ pub struct Samples {
     pub last_s: [f64; 2],
     /// The model's decision counter when it was last sampled (older entries go first).
     pub seen: u64,
+    /// Moving average of the runs right after a run on another device, and their count.
+    #[serde(default)]
+    pub moved_s: (f64, u64),
+    /// Moving average of the runs right after a run on the same device, and their count.
+    #[serde(default)]
+    pub stayed_s: (f64, u64),
 }
 
 impl Samples {
@@ -325,8 +335,50 @@ pub struct PlacementModel {
     /// Kernel → the device it is pinned to (not kept across processes).
     #[serde(skip)]
     pub(crate) pins: BTreeMap<String, String>,
+    /// Device → how its runs right after a run on another device and right after one on itself
+    /// differ from their learned means (what moving the stream to it costs).
+    #[serde(default)]
+    pub(crate) moves: BTreeMap<String, Moves>,
+    /// The device of the latest run recorded (not kept across processes).
+    #[serde(skip)]
+    pub(crate) last_device: Option<String>,
     /// Decisions and samples taken, for ordering entries by age.
     pub(crate) tick: u64,
+}
+
+/// What a run on one device costs more right after a run on another device than right after one
+/// on itself: a moving average over its workloads of the difference of the two kinds of run's
+/// averages, in seconds, with the number of samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Moves {
+    /// Moving average of the difference.
+    pub cost_s: f64,
+    /// Samples of it.
+    pub samples: u64,
+}
+
+/// Samples before a device's move cost is believed.
+const MOVE_SAMPLES: u64 = 3;
+
+impl Moves {
+    /// What moving the stream to the device costs its next run (0 until [`MOVE_SAMPLES`]
+    /// samples were taken).
+    pub fn cost_s(&self) -> f64 {
+        if self.samples < MOVE_SAMPLES {
+            return 0.0;
+        }
+        self.cost_s.max(0.0)
+    }
+}
+
+/// Adds `value` to the moving average `average` of `count` samples.
+fn average_in(average: &mut (f64, u64), value: f64, alpha: f64) {
+    if average.1 == 0 {
+        average.0 = value;
+    } else {
+        average.0 += alpha * (value - average.0);
+    }
+    average.1 += 1;
 }
 
 /// A device as the model sees it: its label and heuristic costs.
@@ -366,6 +418,11 @@ impl PlacementModel {
     /// Keeps `costs` as the measured heuristic costs of `device`.
     pub fn set_measured_costs(&mut self, device: &str, costs: DeviceCosts) {
         self.costs.insert(device.to_owned(), costs);
+    }
+
+    /// What moving the stream to `device` costs its next run, as measured (0 while unknown).
+    pub fn move_cost(&self, device: &str) -> f64 {
+        self.moves.get(device).map_or(0.0, Moves::cost_s)
     }
 
     /// How many (kernel, size class, device) histories are kept.
@@ -452,6 +509,26 @@ impl PlacementModel {
             .get(&key)
             .and_then(|label| devices.iter().position(|d| &d.label == label))
             .filter(|&i| learned(i).is_some());
+        // The device most workloads run on (then the first), and what running this workload
+        // elsewhere costs besides its own time: moving the stream there and back.
+        let home_count = |i: usize| self.current.values().filter(|label| **label == devices[i].label).count();
+        let home = (0..devices.len()).min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i)).unwrap_or(0);
+        let away: Vec<f64> = (0..devices.len())
+            .map(|i| {
+                if i == home || home_count(home) == 0 {
+                    0.0
+                } else {
+                    self.move_cost(&devices[i].label) + self.move_cost(&devices[home].label)
+                }
+            })
+            .collect();
+        // A device's time for this workload with the stream staying on it: the runs right after
+        // one of its own where there were some (the mean mixes in what moves cost), else the
+        // prediction.
+        let settled = |i: usize| match predictions[i].samples {
+            Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= 2 => s.stayed_s.0,
+            _ => predictions[i].seconds,
+        };
         let Some(incumbent) = incumbent else {
             // Calibration: the untrusted devices worth measuring, fewest samples first; one whose
             // first runs were clearly slower than another device's is left to exploration.
@@ -481,14 +558,13 @@ impl PlacementModel {
             let measured = |i: usize| predictions[i].samples.map(|s| s.mean_s);
             let best_learned = (0..predictions.len())
                 .filter(|&i| learned(i).is_some())
-                .map(|i| predictions[i].seconds)
+                .map(|i| settled(i) + away[i])
                 .fold(f64::INFINITY, f64::min);
-            let home = |i: usize| self.current.values().filter(|label| **label == devices[i].label).count();
             let candidate = (0..predictions.len())
                 .filter(|&i| {
-                    learned(i).is_some() && predictions[i].seconds <= best_learned * rules.switch_margin
+                    learned(i).is_some() && settled(i) + away[i] <= best_learned * rules.switch_margin
                 })
-                .min_by_key(|&i| (std::cmp::Reverse(home(i)), i))
+                .min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i))
                 .or_else(|| {
                     (0..predictions.len())
                         .filter_map(|i| measured(i).map(|m| (i, m)))
@@ -523,14 +599,22 @@ impl PlacementModel {
         }
         let Some(candidate) = (0..predictions.len())
             .filter(|&i| learned(i).is_some())
-            .min_by(|&a, &b| predictions[a].seconds.total_cmp(&predictions[b].seconds))
+            .min_by(|&a, &b| (settled(a) + away[a]).total_cmp(&(settled(b) + away[b])))
         else {
             return decide(incumbent, Reason::Kept, predictions);
         };
         if candidate != incumbent {
+            // Without moves to weigh, the candidate must win in the worse of its last two runs;
+            // with them, on its settled time plus the moves.
             let worst = learned(candidate).and_then(|s| s.worst_of_two());
-            if let Some(worst) = worst {
-                if predictions[incumbent].seconds >= worst * rules.switch_margin {
+            let moving = if away[candidate] > 0.0 || away[incumbent] > 0.0 {
+                Some(settled(candidate) + away[candidate])
+            } else {
+                worst
+            };
+            if let Some(moving) = moving {
+                let staying = settled(incumbent) + away[incumbent];
+                if staying >= moving * rules.switch_margin {
                     let from = devices[incumbent].label.clone();
                     self.backoff.remove(&key);
                     self.current.insert(key, devices[candidate].label.clone());
@@ -576,8 +660,37 @@ impl PlacementModel {
             }
         }
         let key = format!("{workload_key}|{device}");
-        let empty = Samples { mean_s: 0.0, var_s2: 0.0, count: 0, last_s: [0.0; 2], seen: 0 };
-        self.entries.entry(key).or_insert(empty).add(seconds, rules.alpha, tick);
+        let moved = self.last_device.as_deref().map(|last| last != device);
+        self.last_device = Some(device.to_owned());
+        let empty = Samples {
+            mean_s: 0.0,
+            var_s2: 0.0,
+            count: 0,
+            last_s: [0.0; 2],
+            seen: 0,
+            moved_s: (0.0, 0),
+            stayed_s: (0.0, 0),
+        };
+        let samples = self.entries.entry(key).or_insert(empty);
+        // One run far off (another process took the machine) counts as twice the mean.
+        let bounded = if samples.count > 0 { seconds.min(2.0 * samples.mean_s) } else { seconds };
+        samples.add(seconds, rules.alpha, tick);
+        // The same workload on the same device, right after a run elsewhere against right after
+        // one here: the difference is what moving the stream to this device costs. (Calibration
+        // runs count: they move between devices, so they show the contrast that a settled
+        // stream, always moving or never, does not.)
+        match moved {
+            Some(true) => average_in(&mut samples.moved_s, bounded, rules.alpha),
+            Some(false) => average_in(&mut samples.stayed_s, bounded, rules.alpha),
+            None => {}
+        }
+        if samples.moved_s.1 > 0 && samples.stayed_s.1 > 0 && moved.is_some() {
+            let contrast = samples.moved_s.0 - samples.stayed_s.0;
+            let moves = self.moves.entry(device.to_owned()).or_default();
+            let mut average = (moves.cost_s, moves.samples);
+            average_in(&mut average, contrast, rules.alpha);
+            (moves.cost_s, moves.samples) = average;
+        }
         let predicted = costs.predict(workload);
         if predicted > 0.0 && seconds > 0.0 {
             let ratio = (seconds / predicted).ln();

@@ -213,6 +213,73 @@ fn placement_keeps_new_workloads_on_the_device_others_run_on_when_devices_are_ab
     assert!(steps[4..].iter().all(|(l, _)| l == "a"), "{steps:?}");
 }
 
+/// Runs `passes` passes of a stream of `workloads` in order, each run costing `cost(workload
+/// index, device, device of the run before)`; returns the devices of each pass.
+fn stream(
+    model: &mut PlacementModel,
+    workloads: &[Workload],
+    devices: &[ModelDevice],
+    rules: &PlacementRules,
+    passes: usize,
+    cost: impl Fn(usize, &str, Option<&str>) -> f64,
+) -> Vec<Vec<String>> {
+    let mut previous: Option<String> = None;
+    (0..passes)
+        .map(|_| {
+            workloads
+                .iter()
+                .enumerate()
+                .map(|(w, workload)| {
+                    let decision = model.choose(workload, devices, rules);
+                    let device = &devices[decision.device];
+                    let seconds = cost(w, &device.label, previous.as_deref());
+                    model.record(workload, &device.label, &device.costs, seconds, rules);
+                    previous = Some(device.label.clone());
+                    device.label.clone()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// How many of the last `n` passes ran workload `w` on `label`.
+fn runs_on(passes: &[Vec<String>], n: usize, w: usize, label: &str) -> usize {
+    passes[passes.len() - n..].iter().filter(|pass| pass[w] == label).count()
+}
+
+#[test]
+fn placement_learns_what_moving_the_stream_costs_and_keeps_a_small_workload_home() {
+    let devs = devices(&[("a", FAST), ("b", FAST)]);
+    let rules = PlacementRules { trust_after: 3, explore_every: 10, ..Default::default() };
+    let workloads = [saxpy(100.0), saxpy(1e6)];
+    // The small workload is a little faster on b; the large one far faster on a, but a run on
+    // a right after one on b pays `penalty` (the devices share the host's cores and caches).
+    let cost = |penalty: f64| {
+        move |w: usize, device: &str, previous: Option<&str>| {
+            let moved = if previous.is_some_and(|p| p != device) { penalty } else { 0.0 };
+            let own = match (w, device) {
+                (0, "a") => 1.0e-3,
+                (0, _) => 0.8e-3,
+                (_, "a") => 1.0e-3,
+                _ => 5.0e-3,
+            };
+            own + if device == "a" { moved } else { 0.0 }
+        }
+    };
+    // Moving costs 0.5 ms: 0.8 ms on b plus 0.5 ms back on a loses to 1.0 ms on a. (b still
+    // runs it on the exploration budget now and then.)
+    let mut model = PlacementModel::new();
+    let passes = stream(&mut model, &workloads, &devs, &rules, 80, cost(0.5e-3));
+    assert!((model.move_cost("a") - 0.5e-3).abs() < 0.1e-3, "{}", model.move_cost("a"));
+    assert!(runs_on(&passes, 20, 0, "a") >= 18, "{passes:?}");
+    assert_eq!(runs_on(&passes, 20, 1, "a"), 20, "{passes:?}");
+    // Moving costs 0.05 ms: b still wins the small workload.
+    let mut model = PlacementModel::new();
+    let passes = stream(&mut model, &workloads, &devs, &rules, 80, cost(0.05e-3));
+    assert!(runs_on(&passes, 20, 0, "b") >= 18, "{passes:?}");
+    assert_eq!(runs_on(&passes, 20, 1, "a"), 20, "{passes:?}");
+}
+
 #[test]
 fn placement_stops_calibrating_a_device_whose_first_runs_were_clearly_slower() {
     // The heuristic cannot tell a from b; measured, b takes 3x as long.

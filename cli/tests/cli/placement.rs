@@ -1,7 +1,8 @@
 //! `sparkle run … --explain` on llvmpipe and the simulator (`SPARKLE_DEVICES=gl,amdgpu-sim`):
 //! it says each device's prediction and the choice, runs the problem where it chose with a
 //! right result, keeps what it measured for the next process, and `sparkle cache clear`
-//! forgets it. An unknown device is named with the devices found.
+//! forgets it. An unknown device is named with the devices found; EGL devices are named by
+//! index (`gl:0`, `gl:1`).
 
 use std::process::{Command, Output};
 
@@ -61,4 +62,22 @@ fn run_explain_names_an_unknown_device_and_those_found() {
     let out = text(&output);
     assert!(!output.status.success(), "{out}");
     assert!(out.contains("`vulkan`") && out.contains("devices found here") && out.contains("gl"), "{out}");
+}
+
+#[test]
+fn run_explain_places_over_egl_devices_named_by_index() {
+    let cache = tempfile::tempdir().unwrap();
+    let output = sparkle(&["run", "saxpy", "1000", "--explain"], cache.path(), "gl:0,amdgpu-sim");
+    let out = text(&output);
+    assert!(output.status.success(), "{out}");
+    assert!(out.contains("placed among gl:0, amdgpu-sim") && out.contains("result: correct"), "{out}");
+    // A second EGL device: placed over where EGL lists one, named with the devices found where
+    // it does not.
+    let output = sparkle(&["run", "saxpy", "1000", "--explain"], cache.path(), "gl:0,gl:1");
+    let out = text(&output);
+    if output.status.success() {
+        assert!(out.contains("placed among gl:0, gl:1") && out.contains("result: correct"), "{out}");
+    } else {
+        assert!(out.contains("`gl:1`") && out.contains("names no EGL device"), "{out}");
+    }
 }
