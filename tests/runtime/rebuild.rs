@@ -221,3 +221,47 @@ fn rebuild_from_names_a_folder_of_the_backend_or_fails() {
     let own_name = own.file_name().unwrap().to_str().unwrap();
     assert!(b.rebuild_working_set(Some(own_name), &mut |_| {}).is_err(), "its own folder is no source");
 }
+
+#[test]
+fn another_users_recipe_or_a_link_is_never_built_nor_removed() {
+    if isolated::ran_in_own_process(
+        module_path!(),
+        "another_users_recipe_or_a_link_is_never_built_nor_removed",
+        &[(REBUILD_ENV, Some("off"))],
+    ) {
+        return;
+    }
+    let tools = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let old = first_driver_uses_the_suite(tools.path(), cache.path());
+    let [saxpy, sgemm, conv2d]: [CacheKey; 3] = recipe::working_set(&old).try_into().unwrap();
+    // sgemm's recipe, whole and valid, reached through a link: links are not followed.
+    let elsewhere = tools.path().join("sgemm.recipe");
+    fs::rename(recipe::recipe_path(&old, sgemm), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, recipe::recipe_path(&old, sgemm)).unwrap();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        // saxpy's recipe, whole and valid, owned by another user.
+        std::os::unix::fs::chown(recipe::recipe_path(&old, saxpy), Some(65534), Some(65534)).unwrap();
+    } else {
+        eprintln!("the foreign-owner part is skipped: changing a file's owner needs root");
+    }
+
+    let b = open(tools.path(), cache.path(), "driver-b");
+    let mut outcomes = Vec::new();
+    b.rebuild_working_set(None, &mut |step| outcomes.push((step.key, step.outcome.clone()))).unwrap();
+    let outcome = |key: CacheKey| outcomes.iter().find(|(k, _)| *k == key).map(|(_, o)| o.clone()).unwrap();
+    assert_eq!(outcome(sgemm), RebuildOutcome::Refused(RecipeProblem::NotAFile.to_string()));
+    assert_eq!(outcome(conv2d), RebuildOutcome::Rebuilt);
+    let stats = b.cache_stats();
+    if root {
+        assert_eq!(outcome(saxpy), RebuildOutcome::Refused(RecipeProblem::Foreign(65534).to_string()));
+        assert_eq!((stats.compiles, stats.rebuilt), (1, 1), "{stats}");
+        assert!(recipe::recipe_path(&old, saxpy).exists(), "another user's file is not removed");
+    } else {
+        assert_eq!((stats.compiles, stats.rebuilt), (2, 2), "{stats}");
+    }
+    assert!(fs::symlink_metadata(recipe::recipe_path(&old, sgemm)).unwrap().file_type().is_symlink());
+    assert!(elsewhere.exists(), "a link's target is never touched");
+}
