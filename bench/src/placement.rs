@@ -362,8 +362,9 @@ fn breakdown(
             explored[c]
         );
     }
-    // The decision and the learning alone, on a workload of the stream.
-    let workload = Placement::case_workload(cases[0].as_ref());
+    // The decision and the learning alone, on a workload of their own (the stream's history is
+    // left as it was).
+    let workload = sparkle::Workload::new("placement-probe", 1.0, 1.0);
     let calls = 20_000;
     let start = Instant::now();
     for _ in 0..calls {
@@ -377,7 +378,7 @@ fn breakdown(
     );
     // The same right after a device ran a shape (caches and branch predictors as a stream
     // leaves them), on a workload of its own so that the stream's history is left alone.
-    let probe = sparkle::Workload::new("placement-probe", 1.0, 1.0);
+    let probe = workload;
     let mut after_run = Vec::new();
     for _ in 0..5 {
         for case in cases {
