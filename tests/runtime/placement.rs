@@ -611,3 +611,23 @@ fn placement_holds_two_egl_devices_and_both_give_right_results() {
         assert!(verdict.passed(), "gl:{index}: {verdict}");
     }
 }
+
+/// A suite problem is placed under its kernel's name, whatever its shape.
+#[test]
+fn placement_names_a_suite_problem_by_its_kernel() {
+    let (runtime, _) = fake::runtime(1, Duration::from_secs(5));
+    let limits = runtime.info().limits.clone();
+    for (kernel, sizes) in [
+        ("saxpy", vec![256]),
+        ("sgemm", vec![16]),
+        ("sgemm", vec![17, 33, 9]),
+        ("conv2d", vec![1, 4, 8, 8, 4]),
+    ] {
+        let case = sparkle::suite::case(kernel, &sizes, 1, &limits).unwrap();
+        let workload = Placement::case_workload(case.as_ref());
+        assert_eq!(workload.kernel, case.spec().name, "{}", case.describe());
+        assert_eq!(workload.kernel, kernel);
+        let work = case.work();
+        assert_eq!((workload.flops, workload.bytes), (work.flops, work.bytes));
+    }
+}
