@@ -303,9 +303,12 @@ pub struct RebuildLedger {
     pub from: Option<String>,
 }
 
-/// Appends one rebuild's figures to `gpu_dir`'s ledger (one line, best effort).
-pub fn record_rebuild(gpu_dir: &Path, from: &str, rebuilt: u64, failed: u64, refused: u64) {
-    let line = format!("{from} {rebuilt} {failed} {refused}\n");
+/// Appends one rebuild's figures to `gpu_dir`'s ledger (one line, best effort); `complete`:
+/// it went through the whole working set of `from` (a stopped one is taken up by a later
+/// process).
+pub fn record_rebuild(gpu_dir: &Path, from: &str, rebuilt: u64, failed: u64, refused: u64, complete: bool) {
+    let state = if complete { "complete" } else { "stopped" };
+    let line = format!("{from} {rebuilt} {failed} {refused} {state}\n");
     let written = OpenOptions::new()
         .create(true)
         .append(true)
@@ -318,6 +321,13 @@ pub fn record_rebuild(gpu_dir: &Path, from: &str, rebuilt: u64, failed: u64, ref
     }
 }
 
+/// Whether a rebuild of `from`'s working set into `gpu_dir` went through to its end.
+pub fn rebuild_completed(gpu_dir: &Path, from: &str) -> bool {
+    fs::read_to_string(gpu_dir.join(REBUILD_LEDGER_FILE)).is_ok_and(|text| {
+        text.lines().any(|line| line.split(' ').next() == Some(from) && line.ends_with(" complete"))
+    })
+}
+
 /// Reads `gpu_dir`'s rebuild ledger; `None` when nothing was ever rebuilt into it. Damaged lines
 /// are skipped: it is a report, never trusted for anything else.
 pub fn read_ledger(gpu_dir: &Path) -> Option<RebuildLedger> {
@@ -326,7 +336,7 @@ pub fn read_ledger(gpu_dir: &Path) -> Option<RebuildLedger> {
     let mut any = false;
     for line in text.lines() {
         let parts: Vec<&str> = line.split(' ').collect();
-        let [from, rebuilt, failed, refused] = parts[..] else { continue };
+        let [from, rebuilt, failed, refused, _state] = parts[..] else { continue };
         let (Ok(rebuilt), Ok(failed), Ok(refused)) =
             (rebuilt.parse::<u64>(), failed.parse::<u64>(), refused.parse::<u64>())
         else {

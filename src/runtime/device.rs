@@ -80,7 +80,8 @@ pub(crate) trait DynDevice: Send + Sync {
     /// Requests loading or compiling right now (the background rebuild waits for them).
     fn compiles_in_flight(&self) -> usize;
     /// Builds `kernel` for a rebuild (`rebuild.rs`) through the same path as [`program`]:
-    /// `Ok(false)` when the cache held it already.
+    /// `Ok(false)` when it was not compiled here (the cache held it, or another thread, process
+    /// or the fleet tier provided it).
     ///
     /// [`program`]: DynDevice::program
     fn rebuild_one(&self, kernel: &KernelSpec) -> Result<bool>;
@@ -454,11 +455,14 @@ impl<A: Api> DynDevice for Core<A> {
         if self.cache.contains_in_memory(&key) || self.cache.has_entry_on_disk(&key) {
             return Ok(false);
         }
-        let handle =
-            self.cache.get(&key, &Source::<A> { device: &self.device, input: &input, spec: kernel })?;
+        let source =
+            super::rebuild::Noting::new(Source::<A> { device: &self.device, input: &input, spec: kernel });
+        let handle = self.cache.get(&key, &source)?;
         self.wrap(kernel, handle)?;
-        self.cache.note_rebuilt();
-        Ok(true)
+        if source.compiled() {
+            self.cache.note_rebuilt();
+        }
+        Ok(source.compiled())
     }
 }
 

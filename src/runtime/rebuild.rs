@@ -1,9 +1,11 @@
 //! Rebuilding a working set after a driver update, so that the update is not a cold start.
 //!
 //! Every program the cache keeps on disk gets its kernel spec beside it as a recipe
-//! ([`crate::cache::recipe`], the spec as JSON here). When a process opens a GPU id whose folder
-//! has no working set while a folder of the same device under another driver has one, a
-//! background thread builds that working set again for the new driver: in first-use order, one
+//! ([`crate::cache::recipe`], the spec as JSON here). When a process opens a GPU id while a
+//! folder of the same device under another driver has a working set that no rebuild into this
+//! GPU id's folder went through yet (the first process after the update, or the next one after a
+//! process that exited part-way), a background thread builds that working set again for the new
+//! driver: in first-use order, one
 //! program at a time, at the lowest priority (nice 19 and `SCHED_IDLE`, which the compiler
 //! processes it starts inherit), waiting whenever a request of the user's own is loading or
 //! compiling, bounded by the working set's size and [`BACKGROUND_BUDGET`], and stopped when the
@@ -21,6 +23,7 @@
 //! [`Runtime::rebuild_working_set`]: super::Runtime::rebuild_working_set
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -28,7 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::device::DynDevice;
 use crate::cache::recipe::{self, RecipeProblem};
-use crate::cache::CacheKey;
+use crate::cache::{Blob, Built, CacheKey, LoadFailure, ProgramSource};
 use crate::kernel::{Access, Binding, KernelSource, KernelSpec, ScalarType, TexelFormat};
 use crate::{Error, ErrorKind, Result};
 
@@ -121,16 +124,14 @@ impl Plan {
 
     /// Records the figures in the new folder's ledger (`sparkle cache stats`).
     fn record(&self, report: &RebuildReport) {
-        let refused = report.refused.len() as u64;
-        if report.rebuilt > 0 || refused > 0 || !report.failed.is_empty() {
-            recipe::record_rebuild(
-                &self.into,
-                &report.from,
-                report.rebuilt as u64,
-                report.failed.len() as u64,
-                refused,
-            );
-        }
+        recipe::record_rebuild(
+            &self.into,
+            &report.from,
+            report.rebuilt as u64,
+            report.failed.len() as u64,
+            report.refused.len() as u64,
+            !report.stopped,
+        );
     }
 }
 
@@ -269,21 +270,21 @@ pub(crate) fn run_foreground(
     Ok(report)
 }
 
-/// Starts the background rebuild for a device just opened, when its GPU folder has no working
-/// set and another driver's folder of the same device has one (and `SPARKLE_CACHE_REBUILD` is
-/// not off). Returns at once.
+/// Starts the background rebuild for a device just opened, when another driver's folder of the
+/// same device has a working set that no earlier rebuild into this folder went through (a
+/// process that exits part-way leaves the rest to the next one), and `SPARKLE_CACHE_REBUILD` is
+/// not off. Returns at once.
 pub(crate) fn start_in_background(device: &Arc<dyn DynDevice>) {
     if !device.cache_writable() || !background_enabled() {
-        return;
-    }
-    let Some(dir) = device.cache_dir() else { return };
-    if !recipe::working_set(&dir).is_empty() {
         return;
     }
     let plan = match plan(device.as_ref(), None) {
         Ok(Some(plan)) if !plan.keys.is_empty() => plan,
         _ => return,
     };
+    if recipe::rebuild_completed(&plan.into, &plan.source_name()) {
+        return;
+    }
     tracing::info!(
         from = %plan.from.display(),
         programs = plan.keys.len(),
@@ -347,6 +348,62 @@ fn lower_priority() {
     let idled = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
     if niced != 0 || idled != 0 {
         tracing::debug!("the background rebuild could not lower its priority fully");
+    }
+}
+
+/// A rebuild's request: `source` as it is, noting whether its compile ran and succeeded here
+/// (not served by another thread's or process's work, nor by the fleet tier), which is what
+/// counts as rebuilt.
+pub(crate) struct Noting<S> {
+    source: S,
+    compiled: AtomicBool,
+}
+
+impl<S> Noting<S> {
+    pub fn new(source: S) -> Self {
+        Self { source, compiled: AtomicBool::new(false) }
+    }
+
+    /// Whether the program was compiled through this request.
+    pub fn compiled(&self) -> bool {
+        self.compiled.load(Ordering::Relaxed)
+    }
+}
+
+impl<P, S: ProgramSource<P>> ProgramSource<P> for Noting<S> {
+    type Error = S::Error;
+
+    fn compile(&self) -> std::result::Result<Built<P>, S::Error> {
+        let built = self.source.compile()?;
+        self.compiled.store(true, Ordering::Relaxed);
+        Ok(built)
+    }
+
+    fn compile_racing(
+        &self,
+        give_up: &mut dyn FnMut() -> bool,
+    ) -> std::result::Result<Option<Built<P>>, S::Error> {
+        let built = self.source.compile_racing(give_up)?;
+        if built.is_some() {
+            self.compiled.store(true, Ordering::Relaxed);
+        }
+        Ok(built)
+    }
+
+    fn load(&self, blob: &Blob) -> std::result::Result<P, LoadFailure<S::Error>> {
+        self.source.load(blob)
+    }
+
+    fn check_loaded(&self, program: &P) -> std::result::Result<(), String> {
+        self.source.check_loaded(program)
+    }
+
+    fn kernel_name(&self) -> &str {
+        self.source.kernel_name()
+    }
+
+    fn recipe(&self) -> Option<Vec<u8>> {
+        self.source.recipe()
     }
 }
 

@@ -265,3 +265,33 @@ fn another_users_recipe_or_a_link_is_never_built_nor_removed() {
     assert!(fs::symlink_metadata(recipe::recipe_path(&old, sgemm)).unwrap().file_type().is_symlink());
     assert!(elsewhere.exists(), "a link's target is never touched");
 }
+
+#[test]
+fn a_rebuild_cut_short_is_taken_up_by_the_next_process() {
+    let tools = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let old = first_driver_uses_the_suite(tools.path(), cache.path());
+    let from = old.file_name().unwrap().to_str().unwrap().to_owned();
+
+    // Process B closes at once: its rebuild stops wherever it is (perhaps before any program).
+    let b = open(tools.path(), cache.path(), "driver-b");
+    let new = gpu_dir(&b);
+    drop(b);
+    // Process B2 takes it up and goes through to the end.
+    let b2 = open(tools.path(), cache.path(), "driver-b");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !recipe::rebuild_completed(&new, &from) {
+        assert!(Instant::now() < deadline, "no process finished the rebuild: {}", b2.cache_stats());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(b2);
+
+    let c = open(tools.path(), cache.path(), "driver-b");
+    for spec in sparkle::suite::kernels() {
+        c.program(&spec).unwrap();
+    }
+    let stats = c.cache_stats();
+    assert_eq!((stats.compiles, stats.disk_hits), (0, 3), "{stats}");
+    // Between them, B and B2 built each program once.
+    assert_eq!(recipe::read_ledger(&new).unwrap().rebuilt, 3);
+}
