@@ -76,8 +76,9 @@ fn a_gpu_folder_owned_by_another_user_is_not_loaded_from() {
     );
 }
 
-/// Every path under `root` is `<gpu folder>/<2 hex>/<32 hex>` or a file the cache keeps beside
-/// them (descriptions, the working set); nothing else was created anywhere.
+/// Every path under `root` is `<gpu folder>/<2 hex>/<32 hex>`, a recipe
+/// `<gpu folder>/recipes/<32 hex>.recipe`, or a file the cache keeps beside them (descriptions,
+/// the working set); nothing else was created anywhere.
 #[cfg(any(feature = "gl", feature = "amdgpu-sim"))]
 fn only_cache_files(root: &Path) -> usize {
     let mut entries = 0;
@@ -96,6 +97,14 @@ fn only_cache_files(root: &Path) -> usize {
                         || name == sparkle::cache::WORKING_SET_FILE,
                     "{name}"
                 );
+                continue;
+            }
+            if name == sparkle::cache::recipe::RECIPES_DIR {
+                for recipe in std::fs::read_dir(item.path()).unwrap().flatten() {
+                    let recipe = recipe.file_name().into_string().unwrap();
+                    let key = recipe.strip_suffix(".recipe").unwrap_or("");
+                    assert!(sparkle::cache::CacheKey::from_hex(key).is_some(), "{recipe}");
+                }
                 continue;
             }
             assert!(name.len() == 2 && name.bytes().all(|b| b.is_ascii_hexdigit()), "{name}");
