@@ -18,7 +18,7 @@ fn bench_placement_runs_the_stream_on_each_device_and_on_the_placement() {
         "saxpy n=256",
         "sgemm 64x64x64",
         "conv2d",
-        "total",
+        "stream (median pass)",
         "within 5% of the best",
     ] {
         assert!(out.contains(part), "`{part}` missing:\n{out}");
