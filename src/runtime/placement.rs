@@ -83,9 +83,10 @@ impl Placement {
     /// Opens the devices `list` names (comma-separated backend names, each optionally with a
     /// device index: `gl:0,gl:1,amdgpu-sim`; `gl:N` is EGL device N in enumeration order, each
     /// labelled as written, and a plain `gl` the device `SPARKLE_EGL_DEVICE` names or the
-    /// preferred one); `None` or empty opens every backend `auto` would consider that opens
-    /// here (its preferred device), never the simulator. An unknown or unavailable device is an
-    /// error naming it and listing the devices found.
+    /// preferred one); `None` or empty opens every device of the backends `auto` would consider
+    /// that opens here — every EGL device (`gl:0`, `gl:1`, … or `gl` where EGL lists one) —
+    /// never the simulator. An unknown or unavailable device is an error naming it and listing
+    /// the devices found.
     pub fn open(list: Option<&str>, cache: &CacheConfig) -> Result<Placement> {
         let list = list.map(str::trim).filter(|l| !l.is_empty());
         let mut devices = Vec::new();
@@ -93,6 +94,13 @@ impl Placement {
             None => {
                 let mut reasons = Vec::new();
                 for entry in registry::BACKENDS.iter().filter(|e| e.in_auto) {
+                    if is_gl(entry.name) {
+                        let egl = every_egl_device(cache);
+                        if !egl.is_empty() {
+                            devices.extend(egl);
+                            continue;
+                        }
+                    }
                     match Runtime::open_backend(entry.name, cache) {
                         Ok(runtime) => devices.push((entry.name.to_owned(), runtime)),
                         Err(err) => {
@@ -503,6 +511,30 @@ fn is_gl(backend: &str) -> bool {
     }
     let _ = backend;
     false
+}
+
+/// At most this many EGL devices are tried when a placement opens every device.
+const MOST_EGL_DEVICES: usize = 16;
+
+/// Every EGL device that opens, in enumeration order, labelled `gl:N` — or, where there is one,
+/// labelled `gl`. Empty where EGL lists no device (the plain `gl` open then takes the default
+/// display). A listed device that does not open is passed over with a message.
+fn every_egl_device(cache: &CacheConfig) -> Vec<(String, Runtime)> {
+    let mut opened = Vec::new();
+    for index in 0..MOST_EGL_DEVICES {
+        match open_gl_device(index, cache) {
+            Ok(runtime) => opened.push((format!("gl:{index}"), runtime)),
+            // Past the last listed device.
+            Err(err) if err.to_string().contains("names no EGL device") => break,
+            Err(err) => {
+                tracing::info!(device = index, error = %err, "placement: EGL device not available");
+            }
+        }
+    }
+    if let [(label, _)] = opened.as_mut_slice() {
+        "gl".clone_into(label);
+    }
+    opened
 }
 
 /// A runtime on EGL device `index` (enumeration order), whatever `SPARKLE_EGL_DEVICE` says.

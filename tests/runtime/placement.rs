@@ -631,3 +631,24 @@ fn placement_names_a_suite_problem_by_its_kernel() {
         assert_eq!((workload.flops, workload.bytes), (work.flops, work.bytes));
     }
 }
+
+/// With no list, the placement opens every EGL device (one label each, `gl` where EGL lists
+/// one), never the simulator.
+#[cfg(feature = "gl")]
+#[test]
+fn placement_by_default_opens_every_egl_device_and_never_the_simulator() {
+    let cache = tempfile::tempdir().unwrap();
+    let placement = Placement::open(None, &CacheConfig::in_dir(cache.path())).unwrap();
+    let labels = placement.labels();
+    println!("default placement: {labels:?}");
+    assert!(!labels.contains(&"amdgpu-sim"), "{labels:?}");
+    let gl: Vec<&&str> = labels.iter().filter(|l| l.starts_with("gl")).collect();
+    match gl.len() {
+        0 => panic!("no GL device in {labels:?}"),
+        1 => assert_eq!(*gl[0], "gl"),
+        n => {
+            let want: Vec<String> = (0..n).map(|i| format!("gl:{i}")).collect();
+            assert_eq!(gl.iter().map(|l| l.to_string()).collect::<Vec<_>>(), want);
+        }
+    }
+}
