@@ -56,8 +56,10 @@ pub struct Options {
     /// Programs compiling at once in extra cold runs (SPARKLE_PARALLEL_COMPILES), e.g. 1,2,4,8.
     #[arg(long, value_delimiter = ',')]
     compile_threads: Vec<usize>,
-    /// Also run CuPy's RawKernel with its disk cache, cold and warm, through
-    /// `python3 bench/scripts/startup_peers.py` (or SPARKLE_STARTUP_PEERS_SCRIPT).
+    /// Also run the peers, cold and warm, timed the same way: CuPy's RawKernel with its disk
+    /// cache through `python3 bench/scripts/startup_peers.py` (or
+    /// SPARKLE_STARTUP_PEERS_SCRIPT), and wgpu on Vulkan with its PipelineCache kept in a file
+    /// when SPARKLE_WGPU_PEER names the binary of `bench/peers/wgpu-startup`.
     #[arg(long)]
     peers: bool,
     /// Skip the fleet scenario.
@@ -232,7 +234,10 @@ const LANES: usize = 64;
 /// The steps a generated kernel chains; kernel i takes the digits of i in base 8. Each keeps
 /// |x| <= 2 (so that sin and cos stay where every driver is accurate) and none jumps (a fused
 /// multiply-add on the GPU must not land on the other side of a step).
-const STEPS: [(&str, fn(f32) -> f32); 8] = [
+/// A step's GLSL and the same on the CPU.
+type Step = (&'static str, fn(f32) -> f32);
+
+const STEPS: [Step; 8] = [
     ("x = x * 0.75 + 0.25;", |x| x * 0.75 + 0.25),
     ("x = sin(x);", f32::sin),
     ("x = sqrt(abs(x) + 1.0);", |x| (x.abs() + 1.0).sqrt()),
@@ -352,17 +357,23 @@ struct PeerReport {
 fn peer(name: &str, kernels: usize, dir: &Path) -> CliResult<Option<(ChildReport, f64)>> {
     let script = std::env::var("SPARKLE_STARTUP_PEERS_SCRIPT")
         .unwrap_or_else(|_| "bench/scripts/startup_peers.py".to_owned());
+    let mut command = Command::new("python3");
+    command.args([script.as_str(), name, "--kernels", &kernels.to_string()]).env("CUPY_CACHE_DIR", dir);
+    run_peer(name, command)
+}
+
+/// Runs one peer process and reads its report.
+fn run_peer(name: &str, mut command: Command) -> CliResult<Option<(ChildReport, f64)>> {
     let started = Instant::now();
-    let output = Command::new("python3")
-        .args([script.as_str(), name, "--kernels", &kernels.to_string()])
-        .env("CUPY_CACHE_DIR", dir)
+    let output = command
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|err| format!("cannot run python3 {script}: {err}"))?;
+        .map_err(|err| format!("cannot run the {name} peer: {err}"))?;
     let process_ms = started.elapsed().as_secs_f64() * 1e3;
-    let report: PeerReport = serde_json::from_slice(&output.stdout)
-        .map_err(|err| format!("{script} printed no report ({err}); it exited with {}", output.status))?;
+    let report: PeerReport = serde_json::from_slice(&output.stdout).map_err(|err| {
+        format!("the {name} peer printed no report ({err}); it exited with {}", output.status)
+    })?;
     if let Some(why) = report.skipped {
         static SAID: std::sync::Once = std::sync::Once::new();
         SAID.call_once(|| progress(&format!("{name} skipped: {why}")));
@@ -427,8 +438,25 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
                 let dir = scratch.path().join(format!("r{repeat}-n{kernels}-cupy"));
                 std::fs::create_dir_all(&dir)?;
                 for name in ["CuPy cold", "CuPy warm"] {
-                    if let Some(run) = peer("cupy", kernels, &dir)? {
-                        record(name.into(), kernels, run);
+                    match peer("cupy", kernels, &dir) {
+                        Ok(Some(run)) => record(name.into(), kernels, run),
+                        Ok(None) => {}
+                        Err(err) => progress(&format!("{name} skipped: {err}")),
+                    }
+                }
+                if let Some(binary) = std::env::var_os("SPARKLE_WGPU_PEER") {
+                    let cache = dir.join("wgpu-pipeline.cache");
+                    for name in ["wgpu cold", "wgpu warm"] {
+                        let mut command = Command::new(&binary);
+                        command.args(["--kernels", &kernels.to_string(), "--cache"]).arg(&cache);
+                        // The driver's own cache in the same folder, empty at first as for the others.
+                        command.env("__GL_SHADER_DISK_CACHE_PATH", &dir);
+                        match run_peer("wgpu", command) {
+                            Ok(Some(run)) => record(name.into(), kernels, run),
+                            Ok(None) => {}
+                            // A peer that cannot run here is said, not a failed benchmark.
+                            Err(err) => progress(&format!("{name} skipped: {err}")),
+                        }
                     }
                 }
             }
@@ -453,7 +481,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let device = scenarios
         .iter()
         .flat_map(|s| &s.runs)
-        .find(|r| !r.device.is_empty() && r.phases.len() > 0)
+        .find(|r| !r.device.is_empty() && !r.phases.is_empty())
         .map_or_else(String::new, |r| r.device.clone());
     let report = Report { device, scenarios };
     if let Some(path) = &options.json_out {

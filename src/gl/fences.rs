@@ -101,6 +101,13 @@ impl Fences {
         Fences { starting: Some((sender, ready)), ..Fences::polled_only() }
     }
 
+    /// Takes on the fence thread `started` (just started, holding no fences), keeping the
+    /// fences this thread polls.
+    pub fn adopt(&mut self, started: Fences) {
+        self.thread = started.thread;
+        self.starting = started.starting;
+    }
+
     /// Takes the fence thread into use once it is ready; drops it if it could not start.
     fn settle_start(&mut self) {
         let Some((_, ready)) = &self.starting else { return };

@@ -111,6 +111,7 @@ pub(crate) fn start_build(
     kernel: &str,
     glsl: &str,
 ) -> Result<(glow::NativeProgram, glow::NativeShader), GlError> {
+    let _span = crate::trace::span("gl", "start a program build (compile, link)");
     // SAFETY: the context is current on this thread; every name used is created right here.
     unsafe {
         let shader = gl.create_shader(glow::COMPUTE_SHADER).map_err(|log| GlError::Compile {
@@ -147,9 +148,11 @@ pub(crate) fn finish_build(
     blocks: &[BlockDecl],
     persist: bool,
 ) -> Result<(Linked, Option<Blob>), GlError> {
+    let _span = crate::trace::span("gl", "finish a program build (status, interface)");
     // SAFETY: the context is current on this thread; `program` and `shader` were created on it
     // by `start_build` and are deleted here on every failure path.
     unsafe {
+        let statuses = crate::trace::span("gl", "ask the compile and link status");
         let compiled = gl.get_shader_compile_status(shader);
         let shader_log = gl.get_shader_info_log(shader);
         gl.detach_shader(program, shader);
@@ -169,10 +172,14 @@ pub(crate) fn finish_build(
             gl.delete_program(program);
             return Err(GlError::Link { kernel: kernel.to_owned(), log });
         }
+        drop(statuses);
+        let reading = crate::trace::span("gl", "read the program's interface");
         let (interface, locations) = super::interface::read(gl, introspection, program, blocks);
+        drop(reading);
         let blob = if persist {
             // glow reports `None` when any GL error is pending, so clear stale ones first.
             super::error::take_gl_error(gl);
+            let _span = crate::trace::span("gl", "get the program binary");
             match gl.get_program_binary(program) {
                 Some(binary) if !binary.buffer.is_empty() => {
                     Some(Blob { format: binary.format, bytes: binary.buffer })

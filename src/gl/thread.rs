@@ -94,6 +94,11 @@ pub(crate) struct GlState {
     pub context: EglContext,
     /// Where fences of submitted work go to be waited for.
     pub fences: Fences,
+    /// Starts the fence thread the first time fences would be handed to it (`None` once
+    /// started, or where the GL thread polls them all): opening the device and a program's
+    /// first results do not wait for its context, and a driver busy making that context
+    /// current does not slow them.
+    fence_starter: Option<FenceStarter>,
     /// Submissions handed to `fences` and not settled yet (shared with the fence thread).
     unsettled: Arc<AtomicUsize>,
     /// Jobs waiting behind the one running (shared with the queue).
@@ -118,6 +123,23 @@ pub(crate) struct GlState {
     pub(crate) unfenced_stamps: Vec<Stamps>,
     /// GPU stamps of fences the fence thread saw, for this thread to read.
     pub(crate) settled_stamps: Arc<Settled>,
+}
+
+/// Starts a GL thread's fence thread on a context sharing the thread's own.
+type FenceStarter = Box<dyn FnOnce(&EglContext) -> Fences + Send>;
+
+impl GlState {
+    /// Fences are pending and would go to a fence thread: starts it if it is not yet (it takes
+    /// them once its context is current; until then this thread polls them).
+    fn fence_thread_wanted(&mut self) {
+        if self.fences.polls_pending() {
+            if let Some(start) = self.fence_starter.take() {
+                let _span = crate::trace::span("gl", "start the fence thread (a second context)");
+                let started = start(&self.context);
+                self.fences.adopt(started);
+            }
+        }
+    }
 }
 
 /// Successful submissions run since the last fence.
@@ -447,14 +469,15 @@ impl GlThread {
                 let windows =
                     super::polling::windows_for(probe.is_cpu_renderer(), crate::hal::spin::host_cores());
                 thread_shared.timeline.set_spin_windows(windows.idle, windows.wait);
-                // Before `spawn` returns, so the first submission already has its waiter.
+                // The fence thread starts when fences would first go to it (`GlState::
+                // fence_thread_wanted`); until then this thread polls them.
                 let waits = FenceWaits::from_env().unwrap_or(waits);
-                let fences = match waits {
+                let fence_starter: Option<FenceStarter> = match waits {
                     FenceWaits::OwnThread => {
-                        let _span = crate::trace::phase("gl", "start the fence thread (a second context)");
-                        start_fence_thread(&thread_shared, &context)
+                        let shared = thread_shared.clone();
+                        Some(Box::new(move |context: &EglContext| start_fence_thread(&shared, context)))
                     }
-                    FenceWaits::Polled => Fences::polled_only(),
+                    FenceWaits::Polled => None,
                 };
                 let track = crate::trace::GpuTrack::new(
                     format!("GPU {}: {} (GL timestamps)", thread_shared.token, probe.renderer),
@@ -463,7 +486,8 @@ impl GlThread {
                 let _ = ready_tx.send(Ok((probe, context.device_index)));
                 let state = GlState {
                     context,
-                    fences,
+                    fences: Fences::polled_only(),
+                    fence_starter,
                     unsettled: thread_shared.unsettled.clone(),
                     queued: thread_shared.queued.clone(),
                     spun_for: None,
@@ -686,6 +710,7 @@ fn serve(shared: &Shared, mut state: GlState) {
         match job {
             Some(Queued { job, label, keeps_fences, quick, .. }) => {
                 if !keeps_fences && !quick {
+                    state.fence_thread_wanted();
                     state.fences.hand_off();
                 }
                 let mut span = crate::trace::span("gl", "gl job");
@@ -699,6 +724,10 @@ fn serve(shared: &Shared, mut state: GlState) {
                 // up late: poll (no waiting) first, once per oldest fence — for as long as the
                 // wait window while a caller waits for a result, who then sees it at once.
                 let oldest = state.fences.oldest_polled();
+                if oldest == state.spun_for {
+                    // Pending past the polling window: work for the fence thread.
+                    state.fence_thread_wanted();
+                }
                 if oldest != state.spun_for {
                     state.spun_for = oldest;
                     let (idle, wait) = (shared.timeline.idle_window(), shared.timeline.wait_window());
@@ -1046,9 +1075,16 @@ mod tests {
         // when this one checks that nothing is.
         let (thread, _, _) =
             GlThread::spawn(None, FenceWaits::OwnThread).expect("a GL context (Mesa's llvmpipe is enough)");
+        // The fence thread starts when first wanted (a long job with fences pending); here at
+        // once, and once its context is current, fences go to it.
+        thread
+            .call(|state| {
+                let start = state.fence_starter.take().expect("a fence thread not yet started");
+                let started = start(&state.context);
+                state.fences.adopt(started);
+            })
+            .unwrap();
         assert!(thread.shared.fence_thread.get().is_some(), "this driver gives a second context");
-        // The fence thread makes its context current after the device opened; once it has,
-        // fences go to it.
         let deadline = Instant::now() + Duration::from_secs(30);
         while !thread.call(|state| state.fences.has_thread()).unwrap() {
             assert!(Instant::now() < deadline, "the fence thread never became ready");

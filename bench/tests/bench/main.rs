@@ -26,6 +26,8 @@ mod fleet;
 mod pipeline;
 #[cfg(all(feature = "gl", feature = "amdgpu-sim"))]
 mod placement;
+#[cfg(feature = "gl")]
+mod startup;
 
 /// Runs `sparkle-bench args` on the gl backend with its program cache in `cache`.
 fn sparkle_bench(args: &[&str], cache: &Path) -> Output {

@@ -138,3 +138,43 @@ fn holding_the_gpu_clocks_is_done_or_refused_in_words_never_ignored() {
     assert_eq!(misspelt.status.code(), Some(1), "{}", text(&misspelt));
     assert!(text(&misspelt).contains(r#"SPARKLE_HOLD_CLOCKS="max" is neither"#), "{}", text(&misspelt));
 }
+
+#[test]
+fn info_timings_reports_the_open_and_its_steps_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = sparkle(&["info", "--timings", "--json"], dir.path(), &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+    assert_eq!(report["backend"], "gl");
+    let open_ms = report["open_ms"].as_f64().unwrap();
+    assert!(open_ms > 0.0 && report["since_start_ms"].as_f64().unwrap() >= open_ms);
+    let phases = report["phases"].as_array().unwrap();
+    let named = |name: &str| {
+        phases
+            .iter()
+            .find(|p| p["name"].as_str().is_some_and(|n| n.starts_with(name)))
+            .unwrap_or_else(|| panic!("no step {name:?} in {phases:?}"))
+    };
+    // The context's steps, on the GL thread, inside the open and in the order they happen.
+    let steps = [
+        "list the EGL devices",
+        "initialize the EGL display",
+        "create the GL context",
+        "make the context current",
+        "probe the device",
+    ];
+    let mut last_start = 0.0;
+    for step in steps {
+        let phase = named(step);
+        assert_eq!(phase["thread"], "sparkle-gl", "{step}");
+        let (start, ms) = (phase["start_ms"].as_f64().unwrap(), phase["ms"].as_f64().unwrap());
+        assert!(start >= last_start && start + ms <= open_ms + 0.01, "{step}: {phase}");
+        last_start = start;
+    }
+    assert_eq!(named("open the program cache")["thread"], "main");
+    assert!(named("open backend (gl)")["ms"].as_f64().unwrap() <= open_ms);
+    // Not part of opening: the fence thread starts when first needed.
+    assert!(phases.iter().all(|p| !p["name"].as_str().unwrap().contains("fence thread")));
+    let text = sparkle(&["info", "--timings"], dir.path(), &[]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("make the context current"));
+}
