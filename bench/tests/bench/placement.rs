@@ -1,13 +1,14 @@
 //! `sparkle-bench bench-placement` on llvmpipe and the simulator: every device alone and the
 //! placement over both run the whole stream with right results, and the table says each
-//! shape's choice and the totals. (Its figures are not asserted: they are timings.)
+//! shape's choice, the stream's passes, what learning cost and, with `--breakdown`, where the
+//! placement's time goes. (Its figures are not asserted: they are timings.)
 
 use std::process::Command;
 
 #[test]
 fn bench_placement_runs_the_stream_on_each_device_and_on_the_placement() {
     let output = Command::new(env!("CARGO_BIN_EXE_sparkle-bench"))
-        .args(["bench-placement", "--devices", "gl,amdgpu-sim", "--repeats", "1"])
+        .args(["bench-placement", "--devices", "gl,amdgpu-sim", "--repeats", "1", "--breakdown"])
         .output()
         .unwrap();
     let out =
@@ -20,6 +21,10 @@ fn bench_placement_runs_the_stream_on_each_device_and_on_the_placement() {
         "conv2d",
         "stream (median pass)",
         "within 5% of the best",
+        "pass by pass",
+        "learning:",
+        "the placement's own decision + learning",
+        "right after a run of",
     ] {
         assert!(out.contains(part), "`{part}` missing:\n{out}");
     }
