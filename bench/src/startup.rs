@@ -62,6 +62,10 @@ pub struct Options {
     /// when SPARKLE_WGPU_PEER names the binary of `bench/peers/wgpu-startup`.
     #[arg(long)]
     peers: bool,
+    /// Also start this many processes at once, on one shared cache folder and then on a
+    /// folder each (cold, N kernels each): compiles between them and each one's first results.
+    #[arg(long, default_value_t = 0)]
+    together: usize,
     /// Skip the fleet scenario.
     #[arg(long)]
     no_fleet: bool,
@@ -314,6 +318,32 @@ struct Report {
     scenarios: Vec<Scenario>,
 }
 
+/// `count` cold processes started at once, with their cache in `dirs(i)`: each one's report and
+/// whole time.
+fn spawn_together(
+    count: usize,
+    kernels: usize,
+    dirs: impl Fn(usize) -> std::path::PathBuf,
+) -> CliResult<Vec<(ChildReport, f64)>> {
+    let children: Vec<_> = (0..count)
+        .map(|i| {
+            let dir = dirs(i);
+            std::fs::create_dir_all(&dir)?;
+            let env = cache_env(&dir);
+            Ok(std::thread::spawn(move || {
+                spawn("sparkle", kernels, false, &env).map_err(|err| err.to_string())
+            }))
+        })
+        .collect::<CliResult<_>>()?;
+    children
+        .into_iter()
+        .map(|child| match child.join() {
+            Ok(result) => result.map_err(Into::into),
+            Err(_) => Err("a thread running a startup process panicked".into()),
+        })
+        .collect()
+}
+
 fn spawn(
     mode: &str,
     kernels: usize,
@@ -460,6 +490,16 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
                     }
                 }
             }
+            if options.together > 1 {
+                let shared = scratch.path().join(format!("r{repeat}-n{kernels}-together"));
+                let runs = spawn_together(options.together, kernels, |_| shared.clone())?;
+                let name = format!("{} together, one folder", options.together);
+                runs.into_iter().for_each(|run| record(name.clone(), kernels, run));
+                let own = |i: usize| scratch.path().join(format!("r{repeat}-n{kernels}-own-{i}"));
+                let runs = spawn_together(options.together, kernels, own)?;
+                let name = format!("{} together, a folder each", options.together);
+                runs.into_iter().for_each(|run| record(name.clone(), kernels, run));
+            }
             #[cfg(feature = "remote")]
             if let Some(fleet) = &fleet {
                 // The remote is filled by a first process (its publishes end before it exits),
@@ -555,6 +595,23 @@ fn print_report(report: &Report) {
             &rows
         )
     );
+    // Processes started together: what they compiled between them, per round.
+    for scenario in report.scenarios.iter().filter(|s| s.name.contains("together")) {
+        let per_round: usize = scenario.name.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(1);
+        let rounds = scenario.runs.chunks(per_round);
+        let compiles: Vec<String> =
+            rounds.clone().map(|r| r.iter().map(|x| x.compiles).sum::<u64>().to_string()).collect();
+        let slowest: Vec<String> = rounds
+            .map(|r| format!("{:.0}", r.iter().map(|x| x.done_since_main_ms).fold(0.0, f64::max)))
+            .collect();
+        println!(
+            "{}, N = {} (+ the suite's 3): compiles per round {}; slowest process's results, ms since main: {}",
+            scenario.name,
+            scenario.kernels,
+            compiles.join(", "),
+            slowest.join(", ")
+        );
+    }
     // The open's steps, warm N = first, median per step.
     if let Some(warm) = report.scenarios.iter().find(|s| s.name == "warm") {
         let mut names: Vec<&str> = Vec::new();

@@ -15,6 +15,8 @@ fn bench_startup_times_fresh_processes_and_compiles_only_when_cold() {
             "--no-fleet",
             "--compile-threads",
             "2",
+            "--together",
+            "3",
             "--json-out",
             report.to_str().unwrap(),
         ],
@@ -47,5 +49,19 @@ fn bench_startup_times_fresh_processes_and_compiles_only_when_cold() {
     assert_eq!(run("cold, 2 at once")["compiles"], 6);
     assert_eq!(run("warm")["compiles"], 0);
     assert!(run("plain EGL open")["open_ms"].as_f64().unwrap() > 0.0);
+    // Three processes on one folder compile each program once between them; on a folder each,
+    // each compiles all six.
+    let compiles = |name: &str| -> Vec<u64> {
+        scenario(name)["runs"].as_array().unwrap().iter().map(|r| r["compiles"].as_u64().unwrap()).collect()
+    };
+    // (At most 1.2 times: a process may give up waiting on a machine under heavy load.)
+    assert!((6..=7).contains(&compiles("3 together, one folder").iter().sum::<u64>()));
+    assert_eq!(compiles("3 together, a folder each"), [6, 6, 6]);
+    assert!(scenario("3 together, one folder")["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["correct"] == true));
+    assert!(text.contains("3 together, one folder, N = 3 (+ the suite's 3): compiles per round"), "{text}");
     assert!(run("warm")["phases"].as_array().unwrap().iter().any(|p| p[0] == "make the context current"));
 }
