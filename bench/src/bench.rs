@@ -37,7 +37,7 @@ use sparkle_cli::{chart, table, CliResult};
 
 /// Inputs of the time-to-first-result runs: small, so that compiling dominates as it does for a
 /// user's first call.
-fn first_result_cases() -> Vec<Box<dyn Case>> {
+pub(super) fn first_result_cases() -> Vec<Box<dyn Case>> {
     vec![
         Box::new(suite::saxpy::Saxpy::random(1 << 16, 7)),
         Box::new(suite::sgemm::Sgemm::random(128, 128, 128, 7)),

@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use sparkle::suite::{self, Case};
+use sparkle::suite;
 use sparkle::{Access, Arg, BufferUsage, KernelSpec, Runtime, ScalarType};
 use sparkle_cli::{table, CliResult, WRONG_RESULT};
 
@@ -145,7 +145,7 @@ fn sparkle_child(kernels: usize, one_by_one: bool) -> CliResult<ChildReport> {
     let mut problems = Vec::new();
 
     // The suite's three kernels, as a program's first work.
-    let cases = first_result_cases();
+    let cases = crate::bench::first_result_cases();
     let specs: Vec<KernelSpec> = cases.iter().map(|case| case.spec()).collect();
     let programs = runtime.warm_up(&specs)?;
     let mut results = Vec::with_capacity(cases.len());
@@ -221,15 +221,6 @@ fn sparkle_child(kernels: usize, one_by_one: bool) -> CliResult<ChildReport> {
         correct: problems.is_empty(),
         problems,
     })
-}
-
-/// The suite's first-result problems (as `bench`'s startup scenarios have them).
-fn first_result_cases() -> Vec<Box<dyn Case>> {
-    vec![
-        Box::new(suite::saxpy::Saxpy::random(1 << 16, 7)),
-        Box::new(suite::sgemm::Sgemm::random(128, 128, 128, 7)),
-        Box::new(suite::conv2d::Conv2d::random(suite::conv2d::Shape { n: 1, c: 8, h: 32, w: 32, k: 8 }, 7)),
-    ]
 }
 
 /// Work-items (and results) per generated kernel.

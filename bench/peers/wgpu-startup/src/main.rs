@@ -11,9 +11,12 @@ use std::time::Instant;
 
 const LANES: usize = 64;
 
+/// A step's WGSL and the same on the CPU.
+type Step = (&'static str, fn(f32) -> f32);
+
 /// The steps of `bench/src/startup.rs`, in WGSL: kept identical by hand, since this crate is
 /// built apart from the workspace.
-const STEPS: [(&str, fn(f32) -> f32); 8] = [
+const STEPS: [Step; 8] = [
     ("x = x * 0.75 + 0.25;", |x| x * 0.75 + 0.25),
     ("x = sin(x);", f32::sin),
     ("x = sqrt(abs(x) + 1.0);", |x| (x.abs() + 1.0).sqrt()),
@@ -70,17 +73,20 @@ fn main() {
     let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
     descriptor.backends = wgpu::Backends::VULKAN;
     let instance = wgpu::Instance::new(descriptor);
-    let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+    let adapter = match pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
         power_preference: wgpu::PowerPreference::HighPerformance,
         ..Default::default()
-    }))
-    .expect("a Vulkan adapter");
+    })) {
+        Ok(adapter) => adapter,
+        Err(err) => return skipped(&format!("no Vulkan adapter ({err})")),
+    };
     let features = adapter.features() & wgpu::Features::PIPELINE_CACHE;
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-        required_features: features,
-        ..Default::default()
-    }))
-    .expect("a device");
+    let (device, queue) = match pollster::block_on(
+        adapter.request_device(&wgpu::DeviceDescriptor { required_features: features, ..Default::default() }),
+    ) {
+        Ok(opened) => opened,
+        Err(err) => return skipped(&format!("the Vulkan adapter gave no device ({err})")),
+    };
     let open_since_main_ms = ms(started);
 
     let programs_started = Instant::now();
@@ -161,10 +167,20 @@ fn main() {
     encoder.copy_buffer_to_buffer(&ys, 0, &readback, 0, out_size);
     queue.submit([encoder.finish()]);
     let slice = readback.slice(..);
-    slice.map_async(wgpu::MapMode::Read, |result| result.expect("the read-back maps"));
-    device.poll(wgpu::PollType::wait_indefinitely()).expect("the device finishes");
-    let got: Vec<f32> =
-        slice.get_mapped_range().expect("the mapped read-back").chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let (mapped_tx, mapped_rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |result| {
+        let _ = mapped_tx.send(result);
+    });
+    let mapped = device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|err| err.to_string())
+        .and_then(|_| mapped_rx.recv().map_err(|err| err.to_string()))
+        .and_then(|result| result.map_err(|err| err.to_string()))
+        .and_then(|()| slice.get_mapped_range().map_err(|err| err.to_string()));
+    let got: Vec<f32> = match mapped {
+        Ok(view) => view.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+        Err(err) => return failed(&format!("the read-back failed: {err}")),
+    };
     let done_since_main_ms = ms(started);
 
     let mut problems = Vec::new();
@@ -196,4 +212,15 @@ fn main() {
             "problems": problems,
         })
     );
+}
+
+/// The report of a run that could not happen on this machine (`bench-startup` skips the peer).
+fn skipped(why: &str) {
+    println!("{}", serde_json::json!({ "skipped": why }));
+}
+
+/// The report of a run that went wrong: counted as a wrong result.
+fn failed(why: &str) {
+    println!("{}", serde_json::json!({ "correct": false, "problems": [why] }));
+    std::process::exit(3);
 }
