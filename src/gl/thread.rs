@@ -133,11 +133,16 @@ impl GlState {
     /// them once its context is current; until then this thread polls them).
     fn fence_thread_wanted(&mut self) {
         if self.fences.polls_pending() {
-            if let Some(start) = self.fence_starter.take() {
-                let _span = crate::trace::span("gl", "start the fence thread (a second context)");
-                let started = start(&self.context);
-                self.fences.adopt(started);
-            }
+            self.start_fence_thread();
+        }
+    }
+
+    /// Starts the fence thread, unless it was started or this thread polls every fence.
+    fn start_fence_thread(&mut self) {
+        if let Some(start) = self.fence_starter.take() {
+            let _span = crate::trace::span("gl", "start the fence thread (a second context)");
+            let started = start(&self.context);
+            self.fences.adopt(started);
         }
     }
 }
@@ -724,10 +729,6 @@ fn serve(shared: &Shared, mut state: GlState) {
                 // up late: poll (no waiting) first, once per oldest fence — for as long as the
                 // wait window while a caller waits for a result, who then sees it at once.
                 let oldest = state.fences.oldest_polled();
-                if oldest == state.spun_for {
-                    // Pending past the polling window: work for the fence thread.
-                    state.fence_thread_wanted();
-                }
                 if oldest != state.spun_for {
                     state.spun_for = oldest;
                     let (idle, wait) = (shared.timeline.idle_window(), shared.timeline.wait_window());
@@ -738,18 +739,23 @@ fn serve(shared: &Shared, mut state: GlState) {
                             || shared.queued.load(Ordering::Acquire) > 0
                             || (started.elapsed() >= idle && !shared.timeline.has_waiters())
                     });
-                } else if state.fences.has_thread() {
-                    // Longer work: the fence thread waits for it in the driver, while this
-                    // thread sleeps until the next job.
-                    state.fences.hand_off();
                 } else {
-                    // Longer work: check again after a while, or as soon as a job arrives; the
-                    // thread never blocks in the driver, so a job never waits for a fence.
-                    super::submit::poll(&mut state, Duration::ZERO);
-                    if state.fences.polls_pending() {
-                        let queue = shared.lock();
-                        if queue.jobs.is_empty() && !queue.stopped {
-                            drop(shared.sleep(queue, Some(FENCE_RECHECK)));
+                    // Pending past the polling window: work for the fence thread.
+                    state.fence_thread_wanted();
+                    if state.fences.has_thread() {
+                        // Longer work: the fence thread waits for it in the driver, while this
+                        // thread sleeps until the next job.
+                        state.fences.hand_off();
+                    } else {
+                        // Longer work: check again after a while, or as soon as a job arrives;
+                        // the thread never blocks in the driver, so a job never waits for a
+                        // fence.
+                        super::submit::poll(&mut state, Duration::ZERO);
+                        if state.fences.polls_pending() {
+                            let queue = shared.lock();
+                            if queue.jobs.is_empty() && !queue.stopped {
+                                drop(shared.sleep(queue, Some(FENCE_RECHECK)));
+                            }
                         }
                     }
                 }
@@ -1077,13 +1083,7 @@ mod tests {
             GlThread::spawn(None, FenceWaits::OwnThread).expect("a GL context (Mesa's llvmpipe is enough)");
         // The fence thread starts when first wanted (a long job with fences pending); here at
         // once, and once its context is current, fences go to it.
-        thread
-            .call(|state| {
-                let start = state.fence_starter.take().expect("a fence thread not yet started");
-                let started = start(&state.context);
-                state.fences.adopt(started);
-            })
-            .unwrap();
+        thread.call(GlState::start_fence_thread).unwrap();
         assert!(thread.shared.fence_thread.get().is_some(), "this driver gives a second context");
         let deadline = Instant::now() + Duration::from_secs(30);
         while !thread.call(|state| state.fences.has_thread()).unwrap() {
