@@ -10,6 +10,10 @@ use super::GlError;
 use crate::cache::GpuId;
 use crate::hal::Limits;
 
+/// Test hook: a suffix for the driver version in the GPU id, standing for a driver update
+/// (`docs/guide/environment.md`, Tests). Never for users: it only moves the cache to a new folder.
+pub(crate) const TEST_DRIVER_ENV: &str = "SPARKLE_TEST_GL_DRIVER";
+
 /// Facts read from the driver when the context was created.
 #[derive(Debug, Clone)]
 pub(crate) struct Probe {
@@ -33,12 +37,18 @@ impl Probe {
     /// Identity of blobs: a driver update changes `GL_VERSION`, a new GPU `GL_RENDERER`.
     pub fn gpu_id(&self) -> GpuId {
         let formats: Vec<String> = self.binary_formats.iter().map(|f| format!("0x{f:04x}")).collect();
+        // Test hook: a driver update cannot be installed by a test, so the version may be given
+        // a suffix that stands for one (the GPU id, and with it the cache folder, changes).
+        let version = match std::env::var(TEST_DRIVER_ENV) {
+            Ok(driver) if !driver.is_empty() => format!("{} [test driver {driver}]", self.version),
+            _ => self.version.clone(),
+        };
         GpuId::new(
             super::Gl::NAME,
             vec![
                 ("vendor".into(), self.vendor.clone()),
                 ("renderer".into(), self.renderer.clone()),
-                ("version".into(), self.version.clone()),
+                ("version".into(), version),
                 ("binary formats".into(), formats.join(",")),
             ],
         )

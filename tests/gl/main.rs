@@ -13,6 +13,7 @@ mod isolated;
 mod cache;
 mod devices;
 mod driver_cache;
+mod driver_change;
 mod seam;
 mod suite;
 mod texels;
