@@ -8,8 +8,10 @@
 //! is timed from the outside, the placement's own work included: a device alone from fetching
 //! its program (a memory hit) to having the result; the placement from the call to
 //! `run_case` to its return (choosing, the program, the run, learning from it). Every result
-//! is checked. `--breakdown` adds where the placement's time goes: its own cost per call, the
-//! cost of a device running right after another one, and what learning cost.
+//! is checked, after its pass: a pass times the calls alone, the same way on every side.
+//! `--breakdown` adds where the placement's time goes: its own cost per call, the cost of a
+//! device running right after another one, what learning cost per device and what exploring
+//! took in the timed passes.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,7 +20,7 @@ use std::time::Instant;
 use sparkle::cache::CacheConfig;
 use sparkle::runtime::{Basis, Reason};
 use sparkle::suite::{self, Case};
-use sparkle::{Placement, Runtime};
+use sparkle::{Placed, Placement, Program, Runtime};
 use sparkle_cli::{CliResult, WRONG_RESULT};
 
 /// What to run.
@@ -59,6 +61,15 @@ pub enum Order {
     Rotate,
 }
 
+/// What the learning passes ran on one device.
+#[derive(Debug, Clone, Copy, Default)]
+struct Learning {
+    runs: usize,
+    seconds: f64,
+    compiling_runs: usize,
+    compiling_s: f64,
+}
+
 /// Wrong results seen (each is printed): the command then exits with `WRONG_RESULT`.
 static WRONG: AtomicUsize = AtomicUsize::new(0);
 
@@ -82,8 +93,9 @@ fn stream(large: bool) -> Vec<(&'static str, Vec<usize>)> {
 }
 
 /// One timed run of a device alone: (seconds from fetching the program to the result, seconds
-/// of the upload, dispatch and read-back alone); a wrong result is printed and counted.
-fn time_alone(runtime: &Runtime, case: &dyn Case) -> CliResult<(f64, f64)> {
+/// of the upload, dispatch and read-back alone), with the result and the program to check it by
+/// after the pass.
+fn time_alone(runtime: &Runtime, case: &dyn Case) -> CliResult<(f64, f64, Vec<f32>, Program)> {
     let start = Instant::now();
     let program = runtime.program(&suite::chosen_spec(runtime, case))?;
     let work = Instant::now();
@@ -94,20 +106,36 @@ fn time_alone(runtime: &Runtime, case: &dyn Case) -> CliResult<(f64, f64)> {
     // inside its call).
     drop(buffers);
     let end = Instant::now();
-    let verdict = suite::verify_sampled(case, program.spec(), &got, 2_000);
+    Ok(((end - start).as_secs_f64(), (end - work).as_secs_f64(), got, program))
+}
+
+/// Checks a device's result against the CPU; a wrong one is printed and counted.
+fn check_alone(runtime: &Runtime, case: &dyn Case, program: &Program, got: &[f32]) {
+    let verdict = suite::verify_sampled(case, program.spec(), got, 2_000);
     if !verdict.passed() {
         eprintln!("{} on {}: {verdict}", case.describe(), runtime.backend());
         WRONG.fetch_add(1, Ordering::Relaxed);
     }
-    Ok(((end - start).as_secs_f64(), (end - work).as_secs_f64()))
 }
 
-/// One timed placed run: (seconds of the whole call, seconds of the run it measured itself,
-/// the device's label, the reason); a wrong result is printed and counted.
-fn time_placed(placement: &Placement, case: &dyn Case) -> CliResult<(f64, f64, String, Reason)> {
+/// [`time_alone`], checked at once (outside the timed passes).
+fn run_alone(runtime: &Runtime, case: &dyn Case) -> CliResult<f64> {
+    let (whole, _, got, program) = time_alone(runtime, case)?;
+    check_alone(runtime, case, &program, &got);
+    Ok(whole)
+}
+
+/// One timed placed run: (seconds of the whole call, the run as the placement measured it).
+fn time_placed(placement: &Placement, case: &dyn Case) -> CliResult<(f64, Placed<Vec<f32>>)> {
     let start = Instant::now();
     let placed = placement.run_case(case)?;
-    let seconds = start.elapsed().as_secs_f64();
+    Ok((start.elapsed().as_secs_f64(), placed))
+}
+
+/// Checks a placed result against the CPU; a wrong one is printed and counted. (Finding the
+/// spec its device ran costs up to 0.2 ms for sgemm and conv2d on llvmpipe: it is done after
+/// the pass, as for the devices alone, never inside the time of a pass.)
+fn check_placed(placement: &Placement, case: &dyn Case, placed: &Placed<Vec<f32>>) -> CliResult<()> {
     let runtime = placement.runtime(placed.device).ok_or("no such device")?;
     let spec = suite::chosen_spec(runtime, case);
     let verdict = suite::verify_sampled(case, &spec, &placed.value, 2_000);
@@ -115,7 +143,7 @@ fn time_placed(placement: &Placement, case: &dyn Case) -> CliResult<(f64, f64, S
         eprintln!("{} on {} (placed): {verdict}", case.describe(), placed.label);
         WRONG.fetch_add(1, Ordering::Relaxed);
     }
-    Ok((seconds, placed.seconds, placed.label, placed.decision.reason))
+    Ok(())
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -170,10 +198,11 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     }
     println!("placement over {} — {} shapes", labels.join(", "), cases.len());
 
-    // Learning passes (timed as a whole: what learning costs a stream), then timed ones.
+    // Learning passes (timed as a whole: what learning costs a stream), then timed ones. Per
+    // device: the runs, their seconds, and those of the runs that compiled a program.
     let learn_start = Instant::now();
     let mut learn_passes = 0;
-    let mut learn_runs = vec![0usize; labels.len()];
+    let mut learning = vec![Learning::default(); labels.len()];
     for _ in 0..options.learn {
         let settled = cases.iter().all(|case| {
             let decision = placement.explain(&Placement::case_workload(case.as_ref()));
@@ -185,18 +214,30 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         }
         learn_passes += 1;
         for case in &cases {
-            let (_, _, label, _) = time_placed(&placement, case.as_ref())?;
-            if let Some(d) = labels.iter().position(|l| *l == label) {
-                learn_runs[d] += 1;
+            let compiles: Vec<u64> = (0..labels.len())
+                .map(|d| placement.runtime(d).map_or(0, |r| r.cache_stats().compiles))
+                .collect();
+            let (seconds, placed) = time_placed(&placement, case.as_ref())?;
+            check_placed(&placement, case.as_ref(), &placed)?;
+            let d = placed.device;
+            let compiled = placement.runtime(d).map_or(0, |r| r.cache_stats().compiles) > compiles[d];
+            if let Some(learning) = learning.get_mut(d) {
+                learning.runs += 1;
+                learning.seconds += seconds;
+                if compiled {
+                    learning.compiling_runs += 1;
+                    learning.compiling_s += seconds;
+                }
             }
         }
     }
     let learn_s = learn_start.elapsed().as_secs_f64();
+    let spent_learning = placement.spent();
     // Each device alone, warmed (compile, the driver's first use).
     for (d, _) in labels.iter().enumerate() {
         let runtime = placement.runtime(d).ok_or("no such device")?;
         for case in &cases {
-            time_alone(runtime, case.as_ref())?;
+            run_alone(runtime, case.as_ref())?;
         }
     }
     let sides = labels.len() + 1;
@@ -206,27 +247,40 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     };
     let repeats = options.repeats.max(1);
     // [shape][side] → (whole, work) samples, and per side the seconds of each whole pass; the
-    // placement is the last side.
+    // placement is the last side. The results are checked after each pass: a pass times the
+    // calls alone, the same way on every side.
     let mut times = vec![vec![Vec::new(); sides]; cases.len()];
     let mut passes = vec![Vec::new(); sides];
     let mut chosen = vec![Vec::new(); cases.len()];
-    let mut explored = vec![0usize; cases.len()];
+    let mut explored = vec![Vec::new(); cases.len()];
     for repeat in 0..repeats {
         for &side in &orders[repeat % orders.len()] {
+            let mut alone_results = Vec::with_capacity(cases.len());
+            let mut placed_results = Vec::with_capacity(cases.len());
             let pass = Instant::now();
             for (c, case) in cases.iter().enumerate() {
                 if let Some(runtime) = placement.runtime(side).filter(|_| side < labels.len()) {
-                    times[c][side].push(time_alone(runtime, case.as_ref())?);
+                    let (whole, work, got, program) = time_alone(runtime, case.as_ref())?;
+                    times[c][side].push((whole, work));
+                    alone_results.push((c, got, program));
                     continue;
                 }
-                let (whole, work, label, reason) = time_placed(&placement, case.as_ref())?;
-                times[c][side].push((whole, work));
-                if reason == Reason::Exploring || reason == Reason::Calibrating {
-                    explored[c] += 1;
-                }
-                chosen[c].push(label);
+                let (whole, placed) = time_placed(&placement, case.as_ref())?;
+                times[c][side].push((whole, placed.seconds));
+                placed_results.push((c, placed));
             }
             passes[side].push(pass.elapsed().as_secs_f64());
+            for (c, got, program) in alone_results {
+                let runtime = placement.runtime(side).ok_or("no such device")?;
+                check_alone(runtime, cases[c].as_ref(), &program, &got);
+            }
+            for (c, placed) in placed_results {
+                check_placed(&placement, cases[c].as_ref(), &placed)?;
+                if matches!(placed.decision.reason, Reason::Exploring | Reason::Calibrating) {
+                    explored[c].push((placed.label.clone(), times[c][side].last().map_or(0.0, |t| t.0)));
+                }
+                chosen[c].push(placed.label);
+            }
         }
     }
     let whole = |c: usize, side: usize| median(&times[c][side].iter().map(|t| t.0).collect::<Vec<_>>());
@@ -293,12 +347,14 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     };
     println!(
         "shapes on a device within 5% of the best: {within} of {}; stream {:.3}x the best single device \
-         (medians of the passes), pass by pass {:.3}x (median; quartiles {:.3}-{:.3}x){}",
+         (medians of the passes), pass by pass {:.3}x (median; quartiles {:.3}-{:.3}x), all passes \
+         together {:.3}x (explorations included){}",
         cases.len(),
         placed_total / best_single,
         quartile(0.5),
         quartile(0.25),
         quartile(0.75),
+        passes[placed].iter().sum::<f64>() / passes[best_index].iter().sum::<f64>(),
         if differ { "; the best device differs by shape" } else { "" }
     );
     println!(
@@ -314,11 +370,41 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
          (runs per device: {}); calibration {} ms",
         ms(learn_s),
         learn_s / (learn_passes.max(1) as f64 * best_single),
-        labels.iter().zip(&learn_runs).map(|(l, n)| format!("{l} {n}")).collect::<Vec<_>>().join(", "),
+        labels.iter().zip(&learning).map(|(l, n)| format!("{l} {}", n.runs)).collect::<Vec<_>>().join(", "),
         ms(calibrate_s)
     );
 
     if options.breakdown {
+        println!(
+            "learning by device (ms): {}",
+            labels
+                .iter()
+                .zip(&learning)
+                .map(|(l, n)| format!(
+                    "{l} {} runs {} (of which {} compiling {})",
+                    n.runs,
+                    ms(n.seconds),
+                    n.compiling_runs,
+                    ms(n.compiling_s)
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        let spent = placement.spent();
+        let timed_runs = spent.runs_s - spent_learning.runs_s;
+        let timed_exploring = spent.exploring_s - spent_learning.exploring_s;
+        let share = |part: f64, whole: f64| 100.0 * part / whole.max(f64::MIN_POSITIVE);
+        println!(
+            "exploring: {} of the {} ms learned from ({:.2}%; the budget is {:.0}% of the time so far); \
+             in the timed passes {} of {} ms ({:.2}%)",
+            ms(spent.exploring_s),
+            ms(spent.runs_s),
+            share(spent.exploring_s, spent.runs_s),
+            100.0 * placement.rules().explore_share,
+            ms(timed_exploring),
+            ms(timed_runs),
+            share(timed_exploring, timed_runs)
+        );
         breakdown(&placement, &cases, &labels, &times, &chosen, &explored)?;
     }
     if options.explain {
@@ -329,39 +415,63 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     Ok(if WRONG.load(Ordering::Relaxed) == 0 { ExitCode::SUCCESS } else { ExitCode::from(WRONG_RESULT) })
 }
 
-/// Where the placement's time goes: per shape, the placed call beyond its own measured run
-/// against a device alone beyond its run; the placement's own decision and learning per call
-/// (no device); and each device run right after itself and right after each other device.
+/// Where the placement's time goes: per shape, the placed call against the device that ran
+/// most of its runs alone — the excess split into the call beyond its own measured run (the
+/// placement's choosing and learning) and the run itself (a device right after another, and
+/// the runs explored elsewhere); the placement's own decision and learning per call (no
+/// device); and each device run right after itself and right after each other device.
 fn breakdown(
     placement: &Placement,
     cases: &[Box<dyn Case>],
     labels: &[String],
     times: &[Vec<Vec<(f64, f64)>>],
     chosen: &[Vec<String>],
-    explored: &[usize],
+    explored: &[Vec<(String, f64)>],
 ) -> CliResult<()> {
     let placed = labels.len();
-    println!("breakdown (µs, medians):");
+    println!("breakdown (µs, medians; excess = placed call - its device alone):");
     println!(
-        "{:<28} {:>14} {:>14} {:>12} {:>10}",
-        "shape", "placed beyond", "its dev beyond", "placed work", "explored"
+        "{:<28} {:>10} {:>10} {:>10} {:>12} {:>12} {:>12}",
+        "shape", "excess", "of it: own", "its run", "placed work", "explored", "explored ms"
     );
+    let mut excess_total = 0.0;
+    let mut own_total = 0.0;
     for (c, case) in cases.iter().enumerate() {
-        let beyond = |side: usize| median(&times[c][side].iter().map(|t| t.0 - t.1).collect::<Vec<_>>());
-        // The device that ran most of the placed runs, beyond its own runs alone.
+        let med = |side: usize, f: &dyn Fn(&(f64, f64)) -> f64| {
+            median(&times[c][side].iter().map(f).collect::<Vec<_>>())
+        };
+        // The device that ran most of the placed runs, against its own runs alone.
         let device = (0..labels.len())
             .max_by_key(|&d| chosen[c].iter().filter(|l| **l == labels[d]).count())
             .unwrap_or(0);
-        let alone_beyond = beyond(device);
+        let excess = med(placed, &|t| t.0) - med(device, &|t| t.0);
+        let own = med(placed, &|t| t.0 - t.1) - med(device, &|t| t.0 - t.1);
+        let run = med(placed, &|t| t.1) - med(device, &|t| t.1);
+        excess_total += excess;
+        own_total += own;
+        let elsewhere: Vec<String> = labels
+            .iter()
+            .filter_map(|l| {
+                let n = explored[c].iter().filter(|(e, _)| e == l).count();
+                (n > 0).then(|| format!("{l} {n}"))
+            })
+            .collect();
         println!(
-            "{:<28} {:>14.1} {:>14.1} {:>12.1} {:>10}",
+            "{:<28} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>12} {:>12}",
             case.describe(),
-            beyond(placed) * 1e6,
-            alone_beyond * 1e6,
-            median(&times[c][placed].iter().map(|t| t.1).collect::<Vec<_>>()) * 1e6,
-            explored[c]
+            excess * 1e6,
+            own * 1e6,
+            run * 1e6,
+            med(placed, &|t| t.1) * 1e6,
+            if elsewhere.is_empty() { "-".to_owned() } else { elsewhere.join(" ") },
+            ms(explored[c].iter().map(|(_, t)| t).sum::<f64>())
         );
     }
+    println!(
+        "per pass: the shapes' median excess {:.1} µs, of which the placement's own calls {:.1} µs",
+        excess_total * 1e6,
+        own_total * 1e6
+    );
     // The decision and the learning alone, on a workload of their own (the stream's history is
     // left as it was).
     let workload = sparkle::Workload::new("placement-probe", 1.0, 1.0);
@@ -383,7 +493,7 @@ fn breakdown(
     for _ in 0..5 {
         for case in cases {
             for d in 0..labels.len() {
-                time_alone(placement.runtime(d).ok_or("no such device")?, case.as_ref())?;
+                run_alone(placement.runtime(d).ok_or("no such device")?, case.as_ref())?;
                 let start = Instant::now();
                 let decision = placement.choose(&probe);
                 placement.record(&probe, decision.device, 1e-3);
@@ -430,8 +540,8 @@ fn breakdown(
                 let previous = placement.runtime(p).ok_or("no such device")?;
                 let mut samples = Vec::new();
                 for _ in 0..rounds {
-                    time_alone(previous, case.as_ref())?;
-                    samples.push(time_alone(runtime, case.as_ref())?.0);
+                    run_alone(previous, case.as_ref())?;
+                    samples.push(run_alone(runtime, case.as_ref())?);
                 }
                 after.push(format!("{} {:.1}", labels[p], median(&samples) * 1e6));
             }

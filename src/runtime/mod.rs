@@ -30,7 +30,7 @@ pub use placement::{Placed, Placement, PlacementStats, DEVICES_ENV};
 pub use placement_history::{clear_histories, HISTORY_DIR, HISTORY_FORMAT_VERSION, MAX_HISTORIES};
 pub use placement_model::{
     Basis, Decision, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Prediction, Reason, Samples,
-    Workload,
+    Spent, Workload,
 };
 pub use rebuild::{RebuildOutcome, RebuildProgress, RebuildReport, BACKGROUND_BUDGET, REBUILD_ENV};
 pub use registry::{BackendChoice, BackendEntry, BACKENDS, BACKEND_ENV};
@@ -77,6 +77,10 @@ impl Runtime {
 
     fn open_choice(choice: BackendChoice, cache: &CacheConfig) -> Result<Runtime> {
         crate::trace::init_from_env();
+        // The fleet cache connects while the backend opens: its first requests then cost the
+        // first compile nothing, or less.
+        #[cfg(feature = "remote")]
+        crate::cache::remote::preconnect(cache.remote.as_ref());
         match choice {
             BackendChoice::Only(name) => Self::open_backend(name, cache),
             BackendChoice::Auto => {
@@ -112,6 +116,8 @@ impl Runtime {
     pub fn open_backend(name: &str, cache: &CacheConfig) -> Result<Runtime> {
         let recorder = crate::trace::OpenRecorder::start();
         crate::trace::init_from_env();
+        #[cfg(feature = "remote")]
+        crate::cache::remote::preconnect(cache.remote.as_ref());
         let mut span = crate::trace::phase("runtime", "open backend");
         span.detail("backend", name);
         let entry = registry::entry(name).ok_or_else(|| {

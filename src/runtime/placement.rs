@@ -15,7 +15,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use super::placement_history::{self, Miss};
-use super::placement_model::{Decision, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Workload};
+use super::placement_model::{
+    Decision, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Spent, Workload,
+};
 use super::{registry, Runtime};
 use crate::cache::CacheConfig;
 use crate::suite::{self, Case};
@@ -457,6 +459,12 @@ impl Placement {
         })?;
         self.dirty.store(false, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The time of the runs learned from, and of the explorations among them (the budget
+    /// [`PlacementRules::explore_share`] keeps).
+    pub fn spent(&self) -> Spent {
+        self.lock().spent()
     }
 
     /// What the history did in this process.

@@ -130,6 +130,12 @@ pub struct PlacementRules {
     /// At most this many doublings of the gap between explorations of a workload whose losing
     /// device keeps losing by the switch margin (0: the gap never grows).
     pub explore_backoff_max: u32,
+    /// Explorations of all workloads together take at most this share of the time of every run
+    /// recorded so far: one is taken only when the time explorations took, plus the explored
+    /// device's prediction, stays within it (1.0 or more: no cap beyond the counts). Counting
+    /// decisions alone would let a device 100× slower cost a stream 5× its time at one
+    /// exploration in 20.
+    pub explore_share: f64,
 }
 
 impl Default for PlacementRules {
@@ -143,6 +149,7 @@ impl Default for PlacementRules {
             explore_within: 4.0,
             rule_out_factor: 2.0,
             explore_backoff_max: 4,
+            explore_share: 0.02,
         }
     }
 }
@@ -344,6 +351,27 @@ pub struct PlacementModel {
     pub(crate) last_device: Option<String>,
     /// Decisions and samples taken, for ordering entries by age.
     pub(crate) tick: u64,
+    /// Seconds of every run recorded, and of those that were explorations (a run of a workload
+    /// on another device than the trusted one running it): the time budget of exploration.
+    #[serde(default)]
+    pub(crate) spent: Spent,
+}
+
+/// The time of the runs a model learned from, and how much of it exploring took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spent {
+    /// Seconds of every run recorded.
+    pub runs_s: f64,
+    /// Seconds of the runs that were explorations.
+    pub exploring_s: f64,
+}
+
+impl Spent {
+    /// Whether an exploration predicted to take `seconds` keeps explorations within `share`
+    /// of all the time spent.
+    pub fn allows(&self, seconds: f64, share: f64) -> bool {
+        share >= 1.0 || self.exploring_s + seconds <= share * self.runs_s
+    }
 }
 
 /// What a run on one device costs more right after a run on another device than right after one
@@ -418,6 +446,11 @@ impl PlacementModel {
     /// Keeps `costs` as the measured heuristic costs of `device`.
     pub fn set_measured_costs(&mut self, device: &str, costs: DeviceCosts) {
         self.costs.insert(device.to_owned(), costs);
+    }
+
+    /// The time of the runs recorded, and of the explorations among them.
+    pub fn spent(&self) -> Spent {
+        self.spent
     }
 
     /// What moving the stream to `device` costs its next run, as measured (0 while unknown).
@@ -497,10 +530,17 @@ impl PlacementModel {
         }
         self.tick += 1;
         let key = workload_key(workload);
-        let count = {
-            let count = self.decisions.entry(key.clone()).or_insert(0);
-            *count += 1;
-            *count
+        // Looked up before inserting: a decision is taken on every placed run, and cloning the
+        // key each time is an allocation the stream pays for.
+        let count = match self.decisions.get_mut(&key) {
+            Some(count) => {
+                *count += 1;
+                *count
+            }
+            None => {
+                self.decisions.insert(key.clone(), 1);
+                1
+            }
         };
         let best = predictions.iter().map(|p| p.seconds).fold(f64::INFINITY, f64::min);
         let learned = |i: usize| predictions[i].samples.filter(|_| predictions[i].basis == Basis::Learned);
@@ -592,6 +632,9 @@ impl PlacementModel {
                         }
                 })
                 .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
+            // Due by the count, but taken only within the time budget: otherwise the next
+            // decision asks again.
+            let loser = loser.filter(|&i| self.spent.allows(predictions[i].seconds, rules.explore_share));
             if let Some(loser) = loser {
                 self.explored_at.insert(key, count);
                 return decide(loser, Reason::Exploring, predictions);
@@ -651,6 +694,10 @@ impl PlacementModel {
             .and_then(|current| self.entries.get(&format!("{workload_key}|{current}")))
             .filter(|s| s.count >= u64::from(rules.trust_after.max(1)))
             .map(|s| s.mean_s);
+        self.spent.runs_s += seconds;
+        if incumbent.is_some() {
+            self.spent.exploring_s += seconds;
+        }
         if let Some(incumbent) = incumbent {
             let backoff = self.backoff.entry(workload_key.clone()).or_insert(0);
             if seconds >= incumbent * rules.switch_margin {
@@ -661,7 +708,9 @@ impl PlacementModel {
         }
         let key = format!("{workload_key}|{device}");
         let moved = self.last_device.as_deref().map(|last| last != device);
-        self.last_device = Some(device.to_owned());
+        if moved != Some(false) {
+            self.last_device = Some(device.to_owned());
+        }
         let empty = Samples {
             mean_s: 0.0,
             var_s2: 0.0,
@@ -686,16 +735,25 @@ impl PlacementModel {
         }
         if samples.moved_s.1 > 0 && samples.stayed_s.1 > 0 && moved.is_some() {
             let contrast = samples.moved_s.0 - samples.stayed_s.0;
-            let moves = self.moves.entry(device.to_owned()).or_default();
-            let mut average = (moves.cost_s, moves.samples);
+            let mut average = self.moves.get(device).map_or((0.0, 0), |m| (m.cost_s, m.samples));
             average_in(&mut average, contrast, rules.alpha);
-            (moves.cost_s, moves.samples) = average;
+            let moves = Moves { cost_s: average.0, samples: average.1 };
+            match self.moves.get_mut(device) {
+                Some(known) => *known = moves,
+                None => {
+                    self.moves.insert(device.to_owned(), moves);
+                }
+            }
         }
         let predicted = costs.predict(workload);
         if predicted > 0.0 && seconds > 0.0 {
             let ratio = (seconds / predicted).ln();
-            let scale = self.scale.entry(device.to_owned()).or_insert(ratio);
-            *scale += rules.alpha * (ratio - *scale);
+            match self.scale.get_mut(device) {
+                Some(scale) => *scale += rules.alpha * (ratio - *scale),
+                None => {
+                    self.scale.insert(device.to_owned(), ratio);
+                }
+            }
         }
     }
 

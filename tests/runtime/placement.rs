@@ -91,7 +91,9 @@ fn placement_never_calibrates_a_device_predicted_far_slower() {
 
 #[test]
 fn placement_switches_only_for_the_margin_in_the_worse_of_two_runs() {
-    let rules = PlacementRules { trust_after: 2, explore_every: 5, ..PlacementRules::default() };
+    // The exploration counts alone (their time share is tested on its own).
+    let rules =
+        PlacementRules { trust_after: 2, explore_every: 5, explore_share: 1.0, ..PlacementRules::default() };
     let devs = devices(&[("a", FAST), ("b", FAST)]);
     let work = saxpy(1000.0);
     // Learn: a 1.00 ms, b 1.20 ms.
@@ -134,13 +136,15 @@ fn placement_exploration_spends_its_budget_on_losers_and_nothing_more() {
         "b" => 1.5e-3,
         _ => 100e-3, // far outside the exploration window
     };
-    // The regular budget: the gap does not grow however often b loses.
+    // The regular budget: the gap does not grow however often b loses (the counts alone: their
+    // time share is tested on its own).
     let rules = PlacementRules {
         trust_after: 2,
         explore_every: 10,
         calibrate_within: 1000.0,
         explore_backoff_max: 0,
         rule_out_factor: f64::INFINITY,
+        explore_share: 1.0,
         ..Default::default()
     };
     let mut model = PlacementModel::new();
@@ -165,11 +169,13 @@ fn explorations(steps: &[(String, Reason)]) -> Vec<usize> {
 fn placement_exploration_backs_off_while_the_loser_keeps_losing_and_resumes_when_it_is_close() {
     let devs = devices(&[("a", FAST), ("b", FAST)]);
     let work = saxpy(1000.0);
+    // The counts alone (their time share is tested on its own).
     let rules = PlacementRules {
         trust_after: 2,
         explore_every: 10,
         explore_backoff_max: 3,
         rule_out_factor: f64::INFINITY,
+        explore_share: 1.0,
         ..Default::default()
     };
     let mut model = PlacementModel::new();
@@ -192,6 +198,52 @@ fn placement_exploration_backs_off_while_the_loser_keeps_losing_and_resumes_when
     let gaps: Vec<usize> = at.windows(2).map(|w| w[1] - w[0]).collect();
     assert!(gaps.iter().rev().take(3).all(|&g| g == 10), "{at:?}");
     assert!(steps.iter().all(|(_, r)| !matches!(r, Reason::Switched { .. })), "{steps:?}");
+}
+
+#[test]
+fn placement_exploration_takes_at_most_its_share_of_the_time() {
+    let devs = devices(&[("a", FAST), ("b", FAST)]);
+    let work = saxpy(1000.0);
+    // b is 3x slower: inside the exploration window, so the counts alone re-try it at every
+    // 10th decision (3 ms of every 12 ms, 25%).
+    let cost = |l: &str, _| if l == "a" { 1e-3 } else { 3e-3 };
+    let counts_only = PlacementRules {
+        trust_after: 2,
+        explore_every: 10,
+        explore_backoff_max: 0,
+        rule_out_factor: f64::INFINITY,
+        explore_share: 1.0,
+        ..Default::default()
+    };
+    let capped = PlacementRules { explore_share: 0.02, ..counts_only };
+    let mut learned = PlacementModel::new();
+    drive(&mut learned, &work, &devs, &counts_only, 4, cost);
+    let share = |model: &PlacementModel| model.spent().exploring_s / model.spent().runs_s;
+
+    let mut uncapped = learned.clone();
+    let steps = drive(&mut uncapped, &work, &devs, &counts_only, 1000, cost);
+    assert!(explorations(&steps).len() >= 90, "{steps:?}");
+    assert!(share(&uncapped) > 0.2, "{:?}", uncapped.spent());
+
+    // With the cap, explorations take at most 2% of the time at every step (each run costs
+    // what was predicted), and they still happen: a change would still be noticed.
+    let mut model = learned.clone();
+    let mut at = Vec::new();
+    for step in 0..1000 {
+        let decision = model.choose(&work, &devs, &capped);
+        let label = devs[decision.device].label.clone();
+        model.record(&work, &label, &FAST, cost(&label, step), &capped);
+        if decision.reason == Reason::Exploring {
+            at.push(step);
+        }
+        let spent = model.spent();
+        assert!(spent.exploring_s <= 0.02 * spent.runs_s + 1e-12, "step {step}: {spent:?}");
+    }
+    assert!((3..=9).contains(&at.len()), "{at:?}");
+    assert!(share(&model) > 0.01, "{:?}", model.spent());
+    // A calibration (before any device runs the workload) is not an exploration.
+    assert_eq!(learned.spent().exploring_s, 0.0);
+    assert!((learned.spent().runs_s - 8e-3).abs() < 1e-12, "{:?}", learned.spent());
 }
 
 #[test]
@@ -530,8 +582,14 @@ fn placement_takes_a_failed_device_out_and_retries_once_elsewhere() {
 
 #[test]
 fn placement_tries_a_device_left_out_only_on_the_exploration_budget() {
-    let rules =
-        PlacementRules { trust_after: 2, explore_every: 10, calibrate_within: 4.0, ..Default::default() };
+    // The counts alone (their time share is tested on its own).
+    let rules = PlacementRules {
+        trust_after: 2,
+        explore_every: 10,
+        calibrate_within: 4.0,
+        explore_share: 1.0,
+        ..Default::default()
+    };
     // b's heuristic is 5x a's measured time: left out of the calibration.
     let b_costs = DeviceCosts { launch_s: 5e-3, flops_per_s: 1e12, bytes_per_s: 1e12 };
     let gpu = DeviceCosts { launch_s: 1e-3, flops_per_s: 1e12, bytes_per_s: 1e12 };
