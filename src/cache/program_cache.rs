@@ -772,7 +772,12 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     /// request this process served from disk, the remote or a compile, with a writable disk.
     fn keep_recipe<S: ProgramSource<P>>(&self, key: CacheKey, source: &S) {
         if let Some(disk) = self.disk().filter(|disk| !disk.read_only()) {
-            super::recipe::keep(disk.gpu_dir(), &self.gpu, key, || source.recipe());
+            let _kept = super::recipe::keep(disk.gpu_dir(), &self.gpu, key, || source.recipe());
+            // The fleet gets it too, so that its machines rebuild after a driver update.
+            #[cfg(feature = "remote")]
+            if let (Some(sealed), Some(remote)) = (_kept, self.remote()) {
+                super::remote::publish_recipe(remote, key, sealed);
+            }
         }
     }
 

@@ -170,29 +170,43 @@ pub fn open<'a>(
 
 /// Writes the recipe of `key` into `gpu_dir` for `gpu` unless one is there, from `payload()`
 /// (asked only then). Best effort: a recipe that cannot be written costs a rebuild later, never
-/// the program asked for now, so failures are logged at debug level.
-pub(crate) fn keep(gpu_dir: &Path, gpu: &GpuId, key: CacheKey, payload: impl FnOnce() -> Option<Vec<u8>>) {
+/// the program asked for now, so failures are logged at debug level. Returns the sealed recipe
+/// when it was written now (the fleet tier publishes it beside the entry).
+pub(crate) fn keep(
+    gpu_dir: &Path,
+    gpu: &GpuId,
+    key: CacheKey,
+    payload: impl FnOnce() -> Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
     let path = recipe_path(gpu_dir, key);
     if fs::symlink_metadata(&path).is_ok() {
-        return;
+        return None;
     }
-    let Some(payload) = payload() else { return };
+    let payload = payload()?;
     if payload.len() as u64 > MAX_RECIPE_BYTES {
         tracing::debug!(%key, bytes = payload.len(), "a kernel's recipe is too large to keep");
-        return;
+        return None;
     }
-    let written = write(gpu_dir, gpu.backend(), gpu.hash(), key, &payload);
-    if let Err(err) = written {
-        tracing::debug!(path = %path.display(), error = %err, "could not keep a program's recipe");
+    let sealed = seal(gpu.backend(), gpu.hash(), key, &payload);
+    match write_sealed(gpu_dir, key, &sealed) {
+        Ok(()) => Some(sealed),
+        Err(err) => {
+            tracing::debug!(path = %path.display(), error = %err, "could not keep a program's recipe");
+            None
+        }
     }
 }
 
 /// Writes a sealed recipe (0600, temp file then rename, in a 0700 `recipes` folder).
 pub fn write(gpu_dir: &Path, backend: &str, gpu_hash: u64, key: CacheKey, payload: &[u8]) -> io::Result<()> {
+    write_sealed(gpu_dir, key, &seal(backend, gpu_hash, key, payload))
+}
+
+fn write_sealed(gpu_dir: &Path, key: CacheKey, sealed: &[u8]) -> io::Result<()> {
     let dir = gpu_dir.join(RECIPES_DIR);
     files::create_private_dir(&dir)?;
     let mut temp = tempfile::Builder::new().prefix(files::TEMP_PREFIX).tempfile_in(&dir)?;
-    temp.as_file_mut().write_all(&seal(backend, gpu_hash, key, payload))?;
+    temp.as_file_mut().write_all(sealed)?;
     temp.persist(recipe_path(gpu_dir, key)).map_err(|err| err.error)?;
     Ok(())
 }
@@ -256,11 +270,15 @@ fn device_fields(gpu_dir: &Path) -> Option<(String, Vec<(String, String)>)> {
     Some((backend, fields))
 }
 
+/// The fields of an identity that name the device, without the driver's ([`DRIVER_FIELDS`]).
+pub(crate) fn device_only(fields: &[(String, String)]) -> Vec<(String, String)> {
+    fields.iter().filter(|(name, _)| !DRIVER_FIELDS.contains(&name.as_str())).cloned().collect()
+}
+
 /// Whether `gpu` and the GPU folder `other` hold the same device (same backend, equal fields
 /// but the driver's) under another driver.
 fn same_device(gpu: &GpuId, other: &Path) -> bool {
-    let mine: Vec<(String, String)> =
-        gpu.fields().iter().filter(|(name, _)| !DRIVER_FIELDS.contains(&name.as_str())).cloned().collect();
+    let mine = device_only(gpu.fields());
     device_fields(other).is_some_and(|(backend, fields)| backend == gpu.backend() && fields == mine)
 }
 
@@ -326,6 +344,12 @@ pub fn rebuild_completed(gpu_dir: &Path, from: &str) -> bool {
     fs::read_to_string(gpu_dir.join(REBUILD_LEDGER_FILE)).is_ok_and(|text| {
         text.lines().any(|line| line.split(' ').next() == Some(from) && line.ends_with(" complete"))
     })
+}
+
+/// Whether any rebuild into `gpu_dir` went through to its end.
+pub fn any_rebuild_completed(gpu_dir: &Path) -> bool {
+    fs::read_to_string(gpu_dir.join(REBUILD_LEDGER_FILE))
+        .is_ok_and(|text| text.lines().any(|line| line.ends_with(" complete")))
 }
 
 /// Reads `gpu_dir`'s rebuild ledger; `None` when nothing was ever rebuilt into it. Damaged lines

@@ -87,6 +87,9 @@ pub(crate) trait DynDevice: Send + Sync {
     fn rebuild_one(&self, kernel: &KernelSpec) -> Result<bool>;
     #[cfg(feature = "remote")]
     fn fleet(&self) -> &dyn crate::cache::FleetCache;
+    /// The fleet's recipes, when a remote tier is configured (`rebuild.rs`).
+    #[cfg(feature = "remote")]
+    fn fleet_recipes(&self) -> Option<crate::cache::remote::FleetRecipes>;
 }
 
 /// Refuses a read the backend reported done without marking its target filled: the caller
@@ -436,6 +439,11 @@ impl<A: Api> DynDevice for Core<A> {
     #[cfg(feature = "remote")]
     fn fleet(&self) -> &dyn crate::cache::FleetCache {
         &self.cache
+    }
+
+    #[cfg(feature = "remote")]
+    fn fleet_recipes(&self) -> Option<crate::cache::remote::FleetRecipes> {
+        self.cache.fleet_recipes()
     }
 
     fn cache_dir(&self) -> Option<PathBuf> {

@@ -15,14 +15,21 @@
 //! one is configured. [`Runtime::rebuild_working_set`] does the same in the foreground
 //! (`sparkle cache rebuild`).
 //!
+//! A machine with nothing local to rebuild from (its folder has no working set and no other
+//! driver's folder of the device has one: a fresh machine, a new image) rebuilds from the fleet
+//! tier when one is configured: the recipes that the fleet's machines published under the most
+//! recent other driver of this device (`crate::cache::remote` `recipes.rs`), fetched and checked
+//! one at a time, never while the device is held.
+//!
 //! Bad input: a damaged recipe, one of another folder or key, or another user's is refused
 //! (and a damaged one removed) and never compiled from; only the user's own GPU folders are
-//! read. A program whose rebuild fails is logged once and the rebuild goes on; nothing of it
+//! read, and from the fleet only recipes that pass the checks of every remote object (a trusted
+//! signature when keys are trusted; unsigned ones only with `SPARKLE_CACHE_REMOTE_UNSIGNED`). A program whose rebuild fails is logged once and the rebuild goes on; nothing of it
 //! reaches the user's requests.
 //!
 //! [`Runtime::rebuild_working_set`]: super::Runtime::rebuild_working_set
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -31,6 +38,8 @@ use serde::{Deserialize, Serialize};
 
 use super::device::DynDevice;
 use crate::cache::recipe::{self, RecipeProblem};
+#[cfg(feature = "remote")]
+use crate::cache::remote::{Fetched, FleetRecipes};
 use crate::cache::{Blob, Built, CacheKey, LoadFailure, ProgramSource};
 use crate::kernel::{Access, Binding, KernelSource, KernelSpec, ScalarType, TexelFormat};
 use crate::{Error, ErrorKind, Result};
@@ -45,6 +54,9 @@ pub const BACKGROUND_BUDGET: Duration = Duration::from_secs(30 * 60);
 const YIELD_POLL: Duration = Duration::from_millis(20);
 /// The version of the recipe JSON this file writes and reads.
 const SPEC_FORMAT: u32 = 1;
+/// One request to the fleet tier for a rebuild gives up after this long.
+#[cfg(feature = "remote")]
+const FLEET_REQUEST: Duration = Duration::from_secs(10);
 
 /// What became of one program of a rebuild.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,17 +121,33 @@ impl RebuildReport {
     }
 }
 
+/// Where a rebuild's recipes come from.
+enum Recipes {
+    /// Another GPU folder of this machine.
+    Local(PathBuf),
+    /// A GPU folder of the fleet tier (its name).
+    #[cfg(feature = "remote")]
+    Fleet { folder: String, fleet: FleetRecipes },
+}
+
 /// The working set to rebuild: the old folder and its programs in first-use order.
 struct Plan {
-    from: PathBuf,
+    from: Recipes,
     keys: Vec<CacheKey>,
     /// This driver's GPU folder.
     into: PathBuf,
 }
 
 impl Plan {
+    /// The old folder's name; `fleet:<name>` for one of the fleet tier.
     fn source_name(&self) -> String {
-        self.from.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        match &self.from {
+            Recipes::Local(dir) => {
+                dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            }
+            #[cfg(feature = "remote")]
+            Recipes::Fleet { folder, .. } => format!("fleet:{folder}"),
+        }
     }
 
     /// Records the figures in the new folder's ledger (`sparkle cache stats`).
@@ -192,33 +220,85 @@ fn plan(device: &dyn DynDevice, from: Option<&str>) -> Result<Option<Plan>> {
         }
     };
     let keys = recipe::working_set(&from);
-    Ok(Some(Plan { from, keys, into }))
+    Ok(Some(Plan { from: Recipes::Local(from), keys, into }))
 }
 
-/// Rebuilds one program of `plan` on `device`.
-fn step(device: &dyn DynDevice, from: &Path, key: CacheKey) -> (Option<String>, RebuildOutcome) {
-    let payload = match recipe::read(from, key) {
-        Ok(Some(payload)) => payload,
-        Ok(None) => return (None, RebuildOutcome::NoRecipe),
-        Err(problem) => {
-            if !matches!(problem, RecipeProblem::Foreign(_) | RecipeProblem::NotAFile) {
-                // A damaged recipe goes, as a damaged entry does; another user's file or a link
-                // is left to `sparkle cache verify`.
-                let _ = std::fs::remove_file(recipe::recipe_path(from, key));
-            }
-            return (None, RebuildOutcome::Refused(problem.to_string()));
+/// What there is to rebuild from the fleet tier into `into`: the programs with recipes of the
+/// most recently filed other driver's folder of this device that has any. `None` when there is
+/// none, or the remote failed (logged).
+#[cfg(feature = "remote")]
+fn fleet_plan(fleet: FleetRecipes, into: PathBuf) -> Option<Plan> {
+    let drivers = match fleet.earlier_drivers(FLEET_REQUEST) {
+        Ok(drivers) => drivers,
+        Err(why) => {
+            tracing::debug!("the fleet's other drivers of this device could not be listed: {why}");
+            return None;
         }
     };
-    let spec = match spec_from_json(&payload) {
-        Ok(spec) => spec,
-        Err(why) => return (None, RebuildOutcome::Refused(why)),
+    for folder in drivers {
+        match fleet.programs(&folder, FLEET_REQUEST) {
+            Ok(keys) if !keys.is_empty() => {
+                return Some(Plan { from: Recipes::Fleet { folder, fleet }, keys, into })
+            }
+            Ok(_) => {}
+            Err(why) => {
+                tracing::debug!(folder, "the fleet's recipes of a GPU folder could not be listed: {why}");
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// The kernel spec of `key`'s recipe, read and checked; what became of the program otherwise.
+fn recipe_spec(from: &Recipes, key: CacheKey) -> Result<KernelSpec, RebuildOutcome> {
+    let payload = match from {
+        Recipes::Local(dir) => match recipe::read(dir, key) {
+            Ok(Some(payload)) => payload,
+            Ok(None) => return Err(RebuildOutcome::NoRecipe),
+            Err(problem) => {
+                if !matches!(problem, RecipeProblem::Foreign(_) | RecipeProblem::NotAFile) {
+                    // A damaged recipe goes, as a damaged entry does; another user's file or a
+                    // link is left to `sparkle cache verify`.
+                    let _ = std::fs::remove_file(recipe::recipe_path(dir, key));
+                }
+                return Err(RebuildOutcome::Refused(problem.to_string()));
+            }
+        },
+        // A refused remote object stays there, for `sparkle cache remote verify --fix`.
+        #[cfg(feature = "remote")]
+        Recipes::Fleet { folder, fleet } => match fleet.fetch(folder, key, FLEET_REQUEST) {
+            Fetched::Spec(payload) => payload,
+            Fetched::Missing => return Err(RebuildOutcome::NoRecipe),
+            Fetched::Refused(why) => return Err(RebuildOutcome::Refused(format!("from the fleet: {why}"))),
+            Fetched::Failed(why) => {
+                return Err(RebuildOutcome::Failed(format!(
+                    "its recipe could not be fetched from the fleet: {why}"
+                )))
+            }
+        },
     };
-    let outcome = match device.rebuild_one(&spec) {
+    spec_from_json(&payload).map_err(RebuildOutcome::Refused)
+}
+
+/// Builds one program of a rebuild on `device`.
+fn build(device: &dyn DynDevice, spec: &KernelSpec) -> RebuildOutcome {
+    match device.rebuild_one(spec) {
         Ok(true) => RebuildOutcome::Rebuilt,
         Ok(false) => RebuildOutcome::Present,
         Err(err) => RebuildOutcome::Failed(err.to_string()),
-    };
-    (Some(spec.name), outcome)
+    }
+}
+
+/// Rebuilds one program of `plan` on `device`.
+fn step(device: &dyn DynDevice, from: &Recipes, key: CacheKey) -> (Option<String>, RebuildOutcome) {
+    match recipe_spec(from, key) {
+        Ok(spec) => {
+            let outcome = build(device, &spec);
+            (Some(spec.name), outcome)
+        }
+        Err(outcome) => (None, outcome),
+    }
 }
 
 /// Logs a program the rebuild could not build, once (each program is visited once).
@@ -241,7 +321,14 @@ pub(crate) fn run_foreground(
     from: Option<&str>,
     progress: &mut dyn FnMut(&RebuildProgress<'_>),
 ) -> Result<RebuildReport> {
-    let Some(plan) = plan(device, from)? else {
+    let local = plan(device, from)?;
+    // Nothing of this machine's: the fleet's recipes, when a remote tier is configured.
+    #[cfg(feature = "remote")]
+    let local = match (local, from, device.fleet_recipes(), device.cache_dir()) {
+        (None, None, Some(fleet), Some(into)) => fleet_plan(fleet, into),
+        (local, ..) => local,
+    };
+    let Some(plan) = local else {
         return Err(Error::new(
             ErrorKind::Unavailable,
             format!(
@@ -279,48 +366,110 @@ pub(crate) fn start_in_background(device: &Arc<dyn DynDevice>) {
         return;
     }
     let plan = match plan(device.as_ref(), None) {
-        Ok(Some(plan)) if !plan.keys.is_empty() => plan,
-        _ => return,
+        Ok(Some(plan)) if !plan.keys.is_empty() => Some(plan),
+        _ => None,
     };
-    if recipe::rebuild_completed(&plan.into, &plan.source_name()) {
-        return;
-    }
-    tracing::info!(
-        from = %plan.from.display(),
-        programs = plan.keys.len(),
-        "a new driver for this GPU: rebuilding the old driver's working set in the background"
-    );
     let weak = Arc::downgrade(device);
+    let work: Box<dyn FnOnce() + Send> = match plan {
+        Some(plan) => {
+            if recipe::rebuild_completed(&plan.into, &plan.source_name()) {
+                return;
+            }
+            tracing::info!(
+                from = %plan.source_name(),
+                programs = plan.keys.len(),
+                "a new driver for this GPU: rebuilding the old driver's working set in the background"
+            );
+            Box::new(move || run_background(&weak, &plan))
+        }
+        None => match fleet_work(device.as_ref(), weak) {
+            Some(work) => work,
+            None => return,
+        },
+    };
     let spawned = std::thread::Builder::new().name("sparkle-rebuild".into()).spawn(move || {
         lower_priority();
-        run_background(&weak, &plan);
+        work();
     });
     if let Err(err) = spawned {
         tracing::debug!(error = %err, "the background rebuild could not start");
     }
 }
 
-/// The background rebuild's loop: holds the device for one program at a time.
+/// The background work of a rebuild from the fleet's recipes, when there may be one.
+#[cfg(feature = "remote")]
+fn fleet_work(device: &dyn DynDevice, weak: Weak<dyn DynDevice>) -> Option<Box<dyn FnOnce() + Send>> {
+    let found = from_the_fleet(device)?;
+    Some(Box::new(move || {
+        if let Some(plan) = found() {
+            run_background(&weak, &plan);
+        }
+    }))
+}
+
+/// Without a fleet tier in this build there is nothing more to rebuild from.
+#[cfg(not(feature = "remote"))]
+fn fleet_work(_device: &dyn DynDevice, _weak: Weak<dyn DynDevice>) -> Option<Box<dyn FnOnce() + Send>> {
+    None
+}
+
+/// With nothing local to rebuild from: when a remote tier is configured and this GPU folder is
+/// new (no working set, or a rebuild that did not go through), what finds the fleet's plan (it
+/// asks the remote: run it on the rebuild's thread). `None`: nothing to look for.
+#[cfg(feature = "remote")]
+fn from_the_fleet(device: &dyn DynDevice) -> Option<impl FnOnce() -> Option<Plan> + Send> {
+    let fleet = device.fleet_recipes()?;
+    let into = device.cache_dir()?;
+    let fresh = recipe::working_set(&into).is_empty() || recipe::read_ledger(&into).is_some();
+    if !fresh || recipe::any_rebuild_completed(&into) {
+        return None;
+    }
+    Some(move || {
+        let plan = fleet_plan(fleet, into)?;
+        if recipe::rebuild_completed(&plan.into, &plan.source_name()) {
+            return None;
+        }
+        tracing::info!(
+            from = %plan.source_name(),
+            programs = plan.keys.len(),
+            "a new driver for this GPU: rebuilding the fleet's recipes of the old driver in the background"
+        );
+        Some(plan)
+    })
+}
+
+/// The background rebuild's loop: holds the device for one program at a time (and not while
+/// it reads a recipe, which may come from the fleet tier).
 fn run_background(weak: &Weak<dyn DynDevice>, plan: &Plan) {
     let started = Instant::now();
     let mut report =
         RebuildReport { from: plan.source_name(), planned: plan.keys.len(), ..Default::default() };
     for key in &plan.keys {
-        // The user's own loads and compiles go first.
-        let device = loop {
-            let Some(device) = weak.upgrade() else { break None };
-            if device.compiles_in_flight() == 0 || started.elapsed() > BACKGROUND_BUDGET {
-                break Some(device);
-            }
-            drop(device);
-            std::thread::sleep(YIELD_POLL);
-        };
-        let Some(device) = device.filter(|_| started.elapsed() <= BACKGROUND_BUDGET) else {
+        if weak.strong_count() == 0 || started.elapsed() > BACKGROUND_BUDGET {
             report.stopped = true;
             break;
+        }
+        let (kernel, outcome) = match recipe_spec(&plan.from, *key) {
+            Err(outcome) => (None, outcome),
+            Ok(spec) => {
+                // The user's own loads and compiles go first.
+                let device = loop {
+                    let Some(device) = weak.upgrade() else { break None };
+                    if device.compiles_in_flight() == 0 || started.elapsed() > BACKGROUND_BUDGET {
+                        break Some(device);
+                    }
+                    drop(device);
+                    std::thread::sleep(YIELD_POLL);
+                };
+                let Some(device) = device.filter(|_| started.elapsed() <= BACKGROUND_BUDGET) else {
+                    report.stopped = true;
+                    break;
+                };
+                let outcome = build(device.as_ref(), &spec);
+                drop(device);
+                (Some(spec.name), outcome)
+            }
         };
-        let (kernel, outcome) = step(device.as_ref(), &plan.from, *key);
-        drop(device);
         log_problem(&report.from, *key, kernel.as_deref(), &outcome);
         report.count(*key, kernel.as_deref(), &outcome);
     }

@@ -18,6 +18,8 @@ mod bounds;
 mod cache;
 #[cfg(feature = "remote")]
 mod leases;
+#[cfg(all(feature = "remote", feature = "amdgpu-sim"))]
+mod recipes;
 mod servers;
 #[cfg(feature = "remote")]
 mod trace;

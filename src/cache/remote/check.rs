@@ -23,6 +23,10 @@ pub(crate) enum ObjectName {
     DriverArchive,
     /// The fleet's working set of `folder`.
     WorkingSet,
+    /// The recipe of a program of `folder` (`<gpu folder>/<32 hex>.recipe`, `recipes.rs`).
+    Recipe { folder: String, key: CacheKey },
+    /// A GPU folder filed under its device (`devices/<backend>-<16 hex>/<gpu folder>`).
+    DeviceDriver,
     /// Not a name Sparkle writes (or the tier's own write check).
     Other,
 }
@@ -30,6 +34,9 @@ pub(crate) enum ObjectName {
 /// What the name `<folder>/<file>` says the object is.
 pub(crate) fn classify(name: &str) -> ObjectName {
     let Some((folder, file)) = name.rsplit_once('/') else { return ObjectName::Other };
+    if let Some(named) = super::recipes::classify(folder, file) {
+        return named;
+    }
     if folder_identity(folder).is_none() {
         return ObjectName::Other;
     }
@@ -125,6 +132,12 @@ pub(crate) fn check_any(name: &str, bytes: &[u8], trusted: Option<&TrustedKeys>)
         }
         ObjectName::Lease => return Verdict::Lease,
         ObjectName::Other => return Verdict::Other,
+        ObjectName::Recipe { .. } | ObjectName::DeviceDriver => {
+            return match super::recipes::check(name, bytes, trusted) {
+                Ok(()) => Verdict::Accepted(how(bytes)),
+                Err(why) => Verdict::Refused(why),
+            }
+        }
         ObjectName::DriverArchive => Kind::DriverArchive,
         ObjectName::WorkingSet => Kind::WorkingSet,
     };

@@ -36,6 +36,10 @@ pub(crate) enum Kind {
     DriverArchive = 2,
     /// The fleet's working set: `<key hex> <compile ns>` lines, in first-use order.
     WorkingSet = 3,
+    /// A program's recipe, exactly as the disk tier keeps it (`recipes.rs`).
+    Recipe = 4,
+    /// A GPU folder's identity, filed under its device (`recipes.rs`).
+    DeviceDriver = 5,
 }
 
 impl Kind {
@@ -44,6 +48,8 @@ impl Kind {
             1 => Some(Kind::Entry),
             2 => Some(Kind::DriverArchive),
             3 => Some(Kind::WorkingSet),
+            4 => Some(Kind::Recipe),
+            5 => Some(Kind::DeviceDriver),
             _ => None,
         }
     }

@@ -16,6 +16,8 @@
 //!   statistics, and the bounds that keep a hung or distant remote at about one budget per process.
 //! - `driver_archive`: the driver's own shader cache, shared per GPU id as one archive.
 //! - `ledger`: the tier's counters of past processes, kept beside the entries for `cache stats`.
+//! - `recipes`: the recipes kept beside the entries, and which GPU folders hold one device, so
+//!   that a machine rebuilds after a driver update from what the fleet recorded.
 
 mod config;
 mod ledger;
@@ -41,6 +43,8 @@ pub(crate) mod envelope;
 #[cfg(feature = "remote")]
 mod lease;
 #[cfg(feature = "remote")]
+mod recipes;
+#[cfg(feature = "remote")]
 mod signing;
 #[cfg(feature = "remote")]
 mod store;
@@ -53,6 +57,8 @@ mod tier;
 pub(crate) use check::{classify, ObjectName, Verdict};
 #[cfg(feature = "remote")]
 pub(crate) use lease::Lease;
+#[cfg(feature = "remote")]
+pub(crate) use recipes::{publish_recipe, Fetched, FleetRecipes};
 #[cfg(feature = "remote")]
 pub use signing::{generate_key_file, public_key_of};
 #[cfg(feature = "remote")]

@@ -1558,3 +1558,55 @@ impl Drop for RemoteTier {
         }
     }
 }
+
+// ---- Hooks for the objects kept beside the entries: recipes and device folders (`recipes.rs`) ----
+
+impl RemoteTier {
+    /// Seals `payload` as the object `name` (any folder) and stores it in the background,
+    /// create-if-absent; an object there that does not pass this machine's checks
+    /// (`recipes::check`) is replaced, compare-and-swap, as an entry's publish does.
+    pub(crate) fn put_named(&self, name: String, kind: Kind, payload: Vec<u8>) {
+        if !self.publishes() || self.shared.down.load(Relaxed) || payload.len() > MAX_ENTRY_BYTES {
+            return;
+        }
+        let sealed = self.seal(&name, kind, &payload);
+        let shared = Arc::clone(&self.shared);
+        shared.pending.fetch_add(1, Relaxed);
+        self.runtime().spawn(async move {
+            let stored = match shared.store.put_if_absent(&name, sealed.clone()).await {
+                Ok(Put::AlreadyThere) => {
+                    match shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await {
+                        Ok(Some(Got::Object { bytes, version }))
+                            if super::recipes::check(&name, &bytes, shared.trusted.as_ref()).is_err() =>
+                        {
+                            shared.store.replace_if(&name, &version, &bytes, sealed).await.map(drop)
+                        }
+                        other => other.map(drop),
+                    }
+                }
+                other => other.map(drop),
+            };
+            if let Err(err) = stored {
+                tracing::debug!(object = %name, error = %err, "could not publish to the remote cache");
+            }
+            shared.pending.fetch_sub(1, Relaxed);
+        });
+    }
+}
+
+impl Background {
+    /// The store.
+    pub(crate) fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// The keys whose signatures this machine trusts, when it trusts keys.
+    pub(crate) fn trusted(&self) -> Option<&TrustedKeys> {
+        self.shared.trusted.as_ref()
+    }
+
+    /// This GPU's folder name and identity.
+    pub(crate) fn gpu(&self) -> (&str, &Provenance) {
+        (&self.shared.gpu_folder, &self.shared.provenance)
+    }
+}

@@ -1,0 +1,361 @@
+//! Recipes travel through the fleet tier, so that a machine that meets a driver update with an
+//! empty cache (a fresh machine, a new image) rebuilds what the fleet used under the earlier
+//! driver instead of compiling it all at first use.
+//!
+//! Two kinds of object, both sealed in the envelope every remote object has (signed when a
+//! signing key is set) and checked like every object before use:
+//!
+//! - `<gpu folder>/<32 hex>.recipe`, beside the entry: a recipe byte for byte as the disk tier
+//!   keeps it (`crate::cache::recipe`), published when a process keeps one. A reader checks the
+//!   envelope (a trusted signature over the name when keys are trusted; unsigned objects only
+//!   with `SPARKLE_CACHE_REMOTE_UNSIGNED`, as for entries), then the recipe's own seal against
+//!   the folder and key its name holds.
+//! - `devices/<backend>-<16 hex>/<gpu folder>`: which GPU folders hold one device. The folder is
+//!   a hash of the backend and the identity fields that are not a driver's (`recipe::DRIVER_FIELDS`),
+//!   and the object holds the GPU folder's whole identity: a reader checks that it hashes to the
+//!   folder it is filed as, and under the device folder it is listed in. Filed once per process
+//!   and GPU folder.
+//!
+//! Both are published create-if-absent; one already there that does not pass the publisher's
+//! own checks (unsigned, or signed by a key it does not trust) is replaced, compare-and-swap, as
+//! entries are: a machine that trusts less never replaces what the fleet's trusted machines put.
+//!
+//! A machine looks for them only when it has nothing local to rebuild from: its GPU folder has
+//! no working set and no folder of the same device under another driver has one. Then it lists
+//! its device folder, takes the other driver filed most recently (the newest: a folder is filed
+//! when its driver is first used), orders that folder's recipes
+//! by the fleet's working set there (when one was pushed and verifies), then by key, and the
+//! rebuild (`crate::runtime::rebuild`) fetches and checks them one at a time. Bounds: at most
+//! [`MAX_DRIVERS`] folders looked at, [`MAX_WORKING_SET_KEYS`] recipes, each at most
+//! `MAX_RECIPE_BYTES`; every request has a timeout.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::check::{self, ObjectName};
+use super::envelope::{self, Kind, Provenance};
+use super::signing::TrustedKeys;
+use super::store::Got;
+use super::tier::{Background, RemoteTier, MAX_WORKING_SET_KEYS};
+use crate::cache::recipe::{self, MAX_RECIPE_BYTES};
+use crate::cache::{working_set, CacheKey, GpuId, ProgramCache, WORKING_SET_FILE};
+
+/// The folder under which GPU folders are filed by device.
+pub(crate) const DEVICES_FOLDER: &str = "devices";
+/// How a recipe object's name ends.
+const RECIPE_SUFFIX: &str = ".recipe";
+/// A GPU folder's identity is a few hundred bytes.
+const MAX_DEVICE_BYTES: usize = 64 << 10;
+/// At most this many other drivers' folders of one device are looked at.
+pub(crate) const MAX_DRIVERS: usize = 16;
+/// A recipe's header (`crate::cache::recipe`) is this long.
+const RECIPE_HEADER: usize = 64;
+/// The fleet's working set object is at most this large.
+const MAX_WORKING_SET_BYTES: usize = 2 << 20;
+
+/// The identity of a GPU folder, as filed under its device.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceDriver {
+    backend: String,
+    fields: Vec<(String, String)>,
+}
+
+/// `<gpu folder>/<32 hex>.recipe`.
+fn recipe_name(folder: &str, key: CacheKey) -> String {
+    format!("{folder}/{}{RECIPE_SUFFIX}", key.hex())
+}
+
+/// `devices/<backend>-<16 hex>`: the folder of every GPU folder of this device, whatever its
+/// driver.
+pub(crate) fn device_folder(backend: &str, fields: &[(String, String)]) -> String {
+    let device = recipe::device_only(fields);
+    let text = serde_json::to_vec(&(backend, &device)).unwrap_or_default();
+    format!("{DEVICES_FOLDER}/{backend}-{:016x}", xxh3_64(&text))
+}
+
+/// What `<folder>/<file>` is, when it is one of this file's objects.
+pub(crate) fn classify(folder: &str, file: &str) -> Option<ObjectName> {
+    if let Some(hex) = file.strip_suffix(RECIPE_SUFFIX) {
+        let key = CacheKey::from_hex(hex)?;
+        if folder.contains('/') || check::folder_identity(folder).is_none() {
+            return None;
+        }
+        return Some(ObjectName::Recipe { folder: folder.to_owned(), key });
+    }
+    let device = folder.strip_prefix(DEVICES_FOLDER)?.strip_prefix('/')?;
+    let filed = !device.contains('/') && check::folder_identity(device).is_some();
+    (filed && check::folder_identity(file).is_some()).then_some(ObjectName::DeviceDriver)
+}
+
+/// Checks one of this file's objects as a machine would before using it (`cache remote verify`).
+pub(crate) fn check(name: &str, bytes: &[u8], trusted: Option<&TrustedKeys>) -> Result<(), String> {
+    let Some((folder, file)) = name.rsplit_once('/') else { return Err("not a recipe object".into()) };
+    match classify(folder, file) {
+        Some(ObjectName::Recipe { folder, key }) => open_recipe(name, &folder, key, bytes, trusted).map(drop),
+        Some(ObjectName::DeviceDriver) => open_device(name, bytes, trusted).map(drop),
+        _ => Err("not a recipe object".into()),
+    }
+}
+
+/// The kernel spec a recipe object holds, once it passed every check.
+fn open_recipe(
+    name: &str,
+    folder: &str,
+    key: CacheKey,
+    bytes: &[u8],
+    trusted: Option<&TrustedKeys>,
+) -> Result<Vec<u8>, String> {
+    let opened = check::open_checked(name, bytes, Kind::Recipe, trusted)?;
+    let (backend, hash) = folder
+        .rsplit_once('-')
+        .and_then(|(backend, hash)| Some((backend, u64::from_str_radix(hash, 16).ok()?)))
+        .ok_or_else(|| format!("{folder} is not a GPU folder"))?;
+    recipe::open(opened.payload, backend, hash, key)
+        .map(<[u8]>::to_vec)
+        .map_err(|problem| problem.to_string())
+}
+
+/// The GPU identity a device object files, and when it was filed, once it passed every check:
+/// the envelope, then that the identity is the folder's its name gives, under the device folder
+/// it is filed in.
+fn open_device(name: &str, bytes: &[u8], trusted: Option<&TrustedKeys>) -> Result<(GpuId, u64), String> {
+    let opened = check::open_checked(name, bytes, Kind::DeviceDriver, trusted)?;
+    let filed: DeviceDriver = serde_json::from_slice(opened.payload)
+        .map_err(|err| format!("the GPU identity does not parse: {err}"))?;
+    let gpu = GpuId::new(filed.backend, filed.fields);
+    let (device, file) = name.rsplit_once('/').unwrap_or(("", name));
+    if gpu.dir_name() != file {
+        return Err(format!("it describes the GPU folder {}, not {file}", gpu.dir_name()));
+    }
+    if device_folder(gpu.backend(), gpu.fields()) != device {
+        return Err(format!("its GPU is not a device of {device}"));
+    }
+    let created = serde_json::from_slice::<Provenance>(opened.provenance).map_or(0, |p| p.created_unix_ns);
+    Ok((gpu, created))
+}
+
+/// Publishes the recipe `sealed` of `key` beside its entry (in the background, replacing what is
+/// there), and, once per process and GPU folder, files the folder under its device.
+pub(crate) fn publish_recipe(tier: &RemoteTier, key: CacheKey, sealed: Vec<u8>) {
+    if !tier.publishes() {
+        return;
+    }
+    let background = tier.background();
+    let (folder, identity) = background.gpu();
+    tier.put_named(recipe_name(folder, key), Kind::Recipe, sealed);
+    // Once per tier: named by where its state lives and when it opened (an address alone could
+    // be a dropped tier's; a URL could be another tier's).
+    static FILED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let tier_id = format!("{:p} {:?}", identity, background.opened_at());
+    let first = FILED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get_or_insert_with(HashSet::new)
+        .insert(tier_id);
+    if first {
+        let device = DeviceDriver { backend: identity.backend.clone(), fields: identity.gpu.clone() };
+        let payload = serde_json::to_vec(&device).unwrap_or_default();
+        let name = format!("{}/{folder}", device_folder(&identity.backend, &identity.gpu));
+        tier.put_named(name, Kind::DeviceDriver, payload);
+    }
+}
+
+/// The recipes of the fleet, as a rebuild reads them: a handle on the remote tier that outlives
+/// neither its store nor its runtime (once the tier is dropped, every request fails at once).
+pub(crate) struct FleetRecipes {
+    background: Background,
+}
+
+impl<P: Send + Sync + 'static> ProgramCache<P> {
+    /// The fleet's recipes, when a remote tier is configured.
+    pub(crate) fn fleet_recipes(&self) -> Option<FleetRecipes> {
+        self.remote().map(|tier| FleetRecipes { background: tier.background() })
+    }
+}
+
+impl FleetRecipes {
+    /// The object `name`, at most `max` bytes of payload; `None` when the remote has none.
+    fn get(&self, name: &str, max: usize, timeout: Duration) -> Result<Option<Vec<u8>>, String> {
+        let background = self.background.clone();
+        let owned = name.to_owned();
+        let max = max.saturating_add(envelope::MAX_OVERHEAD);
+        let got = self
+            .background
+            .block_on(timeout, async move { background.store().get(&owned, max).await })
+            .map_err(|err| err.0)?;
+        match got {
+            None => Ok(None),
+            Some(Got::Object { bytes, .. }) => Ok(Some(bytes)),
+            Some(Got::TooLarge { size }) => {
+                Err(format!("{name} is {size} bytes, more than such an object takes"))
+            }
+        }
+    }
+
+    fn list(&self, folder: String, timeout: Duration) -> Result<Vec<String>, String> {
+        let background = self.background.clone();
+        let listed = self
+            .background
+            .block_on(timeout, async move { background.store().list(Some(&folder)).await })
+            .map_err(|err| err.0)?;
+        Ok(listed.into_iter().map(|(name, _)| name).collect())
+    }
+
+    /// The GPU folders on the remote that hold this machine's device under another driver, the
+    /// most recently filed (the newest driver) first. Objects that do not verify are skipped (and logged).
+    pub fn earlier_drivers(&self, timeout: Duration) -> Result<Vec<String>, String> {
+        let (own, identity) = self.background.gpu();
+        let (own, backend, mine) =
+            (own.to_owned(), identity.backend.clone(), recipe::device_only(&identity.gpu));
+        let mut names = self.list(device_folder(&backend, &identity.gpu), timeout)?;
+        names.sort();
+        let mut found = Vec::new();
+        for name in names {
+            let Some((folder, file)) = name.rsplit_once('/') else { continue };
+            if file == own || classify(folder, file) != Some(ObjectName::DeviceDriver) {
+                continue;
+            }
+            if found.len() >= MAX_DRIVERS {
+                break;
+            }
+            let Some(bytes) = self.get(&name, MAX_DEVICE_BYTES, timeout)? else { continue };
+            match open_device(&name, &bytes, self.background.trusted()) {
+                Ok((gpu, created))
+                    if gpu.backend() == backend && recipe::device_only(gpu.fields()) == mine =>
+                {
+                    found.push((created, file.to_owned()))
+                }
+                Ok(_) => {}
+                Err(why) => tracing::warn!(
+                    object = %name, remote = %self.background.url(),
+                    "a GPU folder filed on the remote cache is refused: {why}"
+                ),
+            }
+        }
+        found.sort_by_key(|(created, _)| std::cmp::Reverse(*created));
+        Ok(found.into_iter().map(|(_, folder)| folder).collect())
+    }
+
+    /// The programs of `folder` that have a recipe on the remote: in the order of the fleet's
+    /// working set there (when one verifies), then by key; at most [`MAX_WORKING_SET_KEYS`].
+    pub fn programs(&self, folder: &str, timeout: Duration) -> Result<Vec<CacheKey>, String> {
+        let mut held: Vec<CacheKey> = self
+            .list(folder.to_owned(), timeout)?
+            .iter()
+            .filter_map(|name| {
+                let (parent, file) = name.rsplit_once('/')?;
+                match classify(parent, file)? {
+                    ObjectName::Recipe { folder: of, key } if of == folder => Some(key),
+                    _ => None,
+                }
+            })
+            .collect();
+        held.sort_unstable();
+        let name = format!("{folder}/{WORKING_SET_FILE}");
+        let order = match self.get(&name, MAX_WORKING_SET_BYTES, timeout)? {
+            None => Vec::new(),
+            Some(bytes) => {
+                match check::open_checked(&name, &bytes, Kind::WorkingSet, self.background.trusted()) {
+                    Ok(opened) => {
+                        std::str::from_utf8(opened.payload).map(working_set::parse).unwrap_or_default()
+                    }
+                    Err(why) => {
+                        tracing::warn!(object = %name, "the fleet's working set is not used for the rebuild's order: {why}");
+                        Vec::new()
+                    }
+                }
+            }
+        };
+        let recipes: HashSet<CacheKey> = held.iter().copied().collect();
+        let mut seen = HashSet::new();
+        let mut keys: Vec<CacheKey> = order
+            .into_iter()
+            .map(|(key, _)| key)
+            .chain(held)
+            .filter(|key| recipes.contains(key) && seen.insert(*key))
+            .collect();
+        keys.truncate(MAX_WORKING_SET_KEYS);
+        Ok(keys)
+    }
+
+    /// The recipe of `key` in `folder`: its kernel spec once it passed every check.
+    pub fn fetch(&self, folder: &str, key: CacheKey, timeout: Duration) -> Fetched {
+        let name = recipe_name(folder, key);
+        let max = MAX_RECIPE_BYTES as usize + RECIPE_HEADER;
+        match self.get(&name, max, timeout) {
+            Ok(None) => Fetched::Missing,
+            Ok(Some(bytes)) => match open_recipe(&name, folder, key, &bytes, self.background.trusted()) {
+                Ok(spec) => Fetched::Spec(spec),
+                Err(why) => Fetched::Refused(why),
+            },
+            Err(why) => Fetched::Failed(why),
+        }
+    }
+}
+
+/// What [`FleetRecipes::fetch`] found.
+pub(crate) enum Fetched {
+    /// The kernel spec of a recipe that passed every check.
+    Spec(Vec<u8>),
+    /// The remote has no recipe of that program.
+    Missing,
+    /// The object does not verify here (never built from): why.
+    Refused(String),
+    /// It could not be read (the remote failed or did not answer in time): why.
+    Failed(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(version: &str) -> GpuId {
+        GpuId::new("gl", vec![("renderer".into(), "r".into()), ("version".into(), version.into())])
+    }
+
+    #[test]
+    fn names_and_device_folders() {
+        let (a, b) = (gpu("1"), gpu("2"));
+        assert_eq!(device_folder("gl", a.fields()), device_folder("gl", b.fields()));
+        assert_ne!(device_folder("gl", a.fields()), device_folder("amdgpu", a.fields()));
+        let other = GpuId::new("gl", vec![("renderer".into(), "s".into()), ("version".into(), "1".into())]);
+        assert_ne!(device_folder("gl", a.fields()), device_folder("gl", other.fields()));
+        let key = CacheKey::from_u128(9);
+        let name = recipe_name(&a.dir_name(), key);
+        assert_eq!(check::classify(&name), ObjectName::Recipe { folder: a.dir_name(), key });
+        let filed = format!("{}/{}", device_folder("gl", a.fields()), a.dir_name());
+        assert_eq!(check::classify(&filed), ObjectName::DeviceDriver);
+        for other in [format!("devices/{}", a.dir_name()), format!("devices/x/y/{}", a.dir_name())] {
+            assert_eq!(check::classify(&other), ObjectName::Other, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_device_object_must_describe_the_folder_it_is_filed_as() {
+        let (a, b) = (gpu("1"), gpu("2"));
+        let payload =
+            serde_json::to_vec(&DeviceDriver { backend: "gl".into(), fields: a.fields().to_vec() }).unwrap();
+        let seal =
+            |name: &str| envelope::seal(name, Kind::DeviceDriver, &Provenance::default(), &payload, None);
+        let right = format!("{}/{}", device_folder("gl", a.fields()), a.dir_name());
+        assert_eq!(open_device(&right, &seal(&right), None).unwrap().0, a);
+        let wrong = format!("{}/{}", device_folder("gl", b.fields()), b.dir_name());
+        assert!(open_device(&wrong, &seal(&wrong), None).unwrap_err().contains("describes"));
+        // A recipe sealed for one folder is refused under another, and a flip anywhere.
+        let key = CacheKey::from_u128(3);
+        let sealed = recipe::seal("gl", a.hash(), key, b"{}");
+        let name = recipe_name(&a.dir_name(), key);
+        let object = envelope::seal(&name, Kind::Recipe, &Provenance::default(), &sealed, None);
+        assert_eq!(open_recipe(&name, &a.dir_name(), key, &object, None).unwrap(), b"{}");
+        assert!(open_recipe(&name, &b.dir_name(), key, &object, None).is_err());
+        let mut flipped = object.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert!(open_recipe(&name, &a.dir_name(), key, &flipped, None).is_err());
+    }
+}

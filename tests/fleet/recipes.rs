@@ -1,0 +1,205 @@
+//! Recipes through the fleet tier, against real servers (Redis, moto's S3) started on 127.0.0.1,
+//! on the simulated GPU (`amdgpu-sim`): a "driver update" is a new compiler identity, as in the
+//! runtime's rebuild tests. Machine 1 (a cache folder) uses the suite's kernels under driver A
+//! with the remote; machine 2 (a fresh folder: nothing local to rebuild from) opens under driver
+//! B and rebuilds in the background from the recipes machine 1 published, and its next process
+//! compiles nothing. With trusted keys, unsigned recipes and recipes signed by a foreign key are
+//! refused and never built from.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::remote_support::Server;
+use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
+use sparkle::amdgpu::{AmdgpuDevice, Compiler, DeviceOptions};
+use sparkle::cache::recipe::{self, RebuildLedger};
+use sparkle::cache::remote::{generate_key_file, parse_hex_key};
+use sparkle::cache::{CacheConfig, RemoteConfig};
+use sparkle::Runtime;
+
+/// A compiler whose identity is `build` (its `--version` names it) and that compiles nothing:
+/// the suite's kernels carry code objects for the simulated GPU.
+fn compiler(dir: &Path, build: &str) -> Compiler {
+    let script = dir.join(format!("clang-{build}"));
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo \"clang version 22.0.0 ({build})\"; exit 0; fi\n\
+             echo \"error: this test's compiler compiles nothing\" >&2\nexit 1\n"
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    Compiler::with_tools(script, PathBuf::from("/bin/false"), None).unwrap()
+}
+
+/// A process of a machine caching in `cache`, on the simulated gfx1100 with the compiler
+/// `build`, with the fleet tier `remote`.
+fn open(tools: &Path, cache: &Path, build: &str, remote: &RemoteConfig) -> Runtime {
+    let options = DeviceOptions { compiler: Some(compiler(tools, build)), ..DeviceOptions::default() };
+    let device = AmdgpuDevice::<Simulated>::new(SimDriver::new(SimOptions::default()), options).unwrap();
+    let config = CacheConfig { remote: Some(remote.clone()), ..CacheConfig::in_dir(cache) };
+    Runtime::from_device::<AmdgpuSim>(device, &config)
+}
+
+/// The remote of `server`, unsigned objects allowed; a process waits for its publishes.
+fn unsigned(server: &Server) -> RemoteConfig {
+    RemoteConfig { exit_budget: Some(Duration::from_secs(20)), ..server.config() }
+}
+
+/// The remote of `server` trusting only `public`, signing with `key` when given.
+fn signed(server: &Server, key: Option<&Path>, public: [u8; 32]) -> RemoteConfig {
+    RemoteConfig {
+        signing_key: key.map(Path::to_path_buf),
+        trusted_keys: Some(vec![public]),
+        allow_unsigned: false,
+        ..unsigned(server)
+    }
+}
+
+/// Machine 1's process under driver A: the suite, compiled and published; its GPU folder.
+fn machine_one(tools: &Path, remote: &RemoteConfig) -> (tempfile::TempDir, String) {
+    let cache = tempfile::tempdir().unwrap();
+    let a = open(tools, cache.path(), "driver-a", remote);
+    for spec in sparkle::suite::kernels() {
+        a.program(&spec).unwrap();
+    }
+    // Compiled here, or fetched from what an earlier machine published.
+    let stats = a.cache_stats();
+    assert_eq!((stats.compiles + stats.remote_hits, stats.rebuilt), (3, 0), "{stats}");
+    let folder = a.cache_dir().unwrap().file_name().unwrap().to_str().unwrap().to_owned();
+    drop(a);
+    (cache, folder)
+}
+
+/// Machine 2's first process under driver B: waits until its background rebuild recorded what
+/// it did; returns that and the process's compiles and rebuilt programs.
+fn machine_two_rebuilds(tools: &Path, cache: &Path, remote: &RemoteConfig) -> (RebuildLedger, u64, u64) {
+    let b = open(tools, cache, "driver-b", remote);
+    let new = b.cache_dir().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let ledger = loop {
+        if let Some(ledger) = recipe::read_ledger(&new) {
+            break ledger;
+        }
+        assert!(Instant::now() < deadline, "no rebuild was recorded: {}", b.cache_stats());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stats = b.cache_stats();
+    (ledger, stats.compiles, stats.rebuilt)
+}
+
+/// A later process of machine 2 under driver B: its compiles and disk hits for the suite.
+fn machine_two_next(tools: &Path, cache: &Path, remote: &RemoteConfig) -> (u64, u64) {
+    let c = open(tools, cache, "driver-b", remote);
+    for spec in sparkle::suite::kernels() {
+        c.program(&spec).unwrap();
+    }
+    let stats = c.cache_stats();
+    (stats.compiles, stats.disk_hits)
+}
+
+#[test]
+fn a_fresh_machine_after_a_driver_update_rebuilds_from_the_fleets_recipes() {
+    for server in Server::both() {
+        let tools = tempfile::tempdir().unwrap();
+        let remote = unsigned(&server);
+        let (_one, old) = machine_one(tools.path(), &remote);
+        // The recipes are on the remote, beside their entries.
+        let keys = recipe::working_set(&_one.path().join(&old));
+        assert_eq!(keys.len(), 3);
+        for key in &keys {
+            assert!(
+                server.get(&format!("{old}/{}.recipe", key.hex())).is_some(),
+                "{}: no recipe",
+                server.name()
+            );
+        }
+
+        let two = tempfile::tempdir().unwrap();
+        let (ledger, compiles, rebuilt) = machine_two_rebuilds(tools.path(), two.path(), &remote);
+        assert_eq!(
+            (ledger.rebuilt, ledger.failed, ledger.refused),
+            (3, 0, 0),
+            "{}: {ledger:?}",
+            server.name()
+        );
+        assert_eq!(ledger.from, Some(format!("fleet:{old}")));
+        assert_eq!((compiles, rebuilt), (3, 3));
+        assert_eq!(machine_two_next(tools.path(), two.path(), &remote), (0, 3), "{}", server.name());
+    }
+}
+
+/// The names of the objects under `prefix` on `server`, and their bytes.
+fn objects(server: &Server, prefix: &str) -> Vec<(String, Vec<u8>)> {
+    let names: Vec<String> = match server {
+        Server::Redis(redis) => redis
+            .keys(&format!("sparkle:{prefix}*"))
+            .unwrap()
+            .into_iter()
+            .map(|key| String::from_utf8(key).unwrap().trim_start_matches("sparkle:").to_owned())
+            .collect(),
+        Server::S3(s3) => s3
+            .list(&format!("fleet/{prefix}"))
+            .unwrap()
+            .into_iter()
+            .map(|key| key.trim_start_matches("fleet/").to_owned())
+            .collect(),
+    };
+    names.into_iter().map(|name| (name.clone(), server.get(&name).unwrap())).collect()
+}
+
+/// Puts `objects` back as they were.
+fn restore(server: &Server, objects: &[(String, Vec<u8>)]) {
+    for (name, bytes) in objects {
+        server.put(name, bytes);
+    }
+}
+
+#[test]
+fn signed_recipes_are_used_and_unsigned_or_foreign_ones_refused() {
+    for server in Server::both() {
+        let tag = server.name();
+        let tools = tempfile::tempdir().unwrap();
+        let keys = tempfile::tempdir().unwrap();
+        let (ours, theirs) = (keys.path().join("ours"), keys.path().join("theirs"));
+        let public = parse_hex_key(&generate_key_file(&ours).unwrap()).unwrap();
+        let their_public = parse_hex_key(&generate_key_file(&theirs).unwrap()).unwrap();
+        let trusting = signed(&server, None, public);
+
+        // A machine allowing unsigned objects publishes first: unsigned recipes (kept aside).
+        let (_u, old) = machine_one(tools.path(), &unsigned(&server));
+        let unsigned_recipes = objects(&server, &format!("{old}/"));
+        let unsigned_recipes: Vec<_> =
+            unsigned_recipes.into_iter().filter(|(name, _)| name.ends_with(".recipe")).collect();
+        assert_eq!(unsigned_recipes.len(), 3, "{tag}");
+        // A machine signing with our key replaces what it refuses: the recipes and the device
+        // filing are now signed by us.
+        let (_s, _) = machine_one(tools.path(), &signed(&server, Some(&ours), public));
+        let signed_filing = objects(&server, "devices/");
+        assert_eq!(signed_filing.len(), 1, "{tag}: {signed_filing:?}");
+
+        // A machine trusting our key rebuilds from them.
+        let two = tempfile::tempdir().unwrap();
+        let (ledger, compiles, _) = machine_two_rebuilds(tools.path(), two.path(), &trusting);
+        assert_eq!((ledger.rebuilt, ledger.refused, compiles), (3, 0, 3), "{tag}: {ledger:?}");
+
+        // Unsigned recipes under a signed filing: refused, nothing built from them.
+        restore(&server, &unsigned_recipes);
+        let three = tempfile::tempdir().unwrap();
+        let (ledger, compiles, rebuilt) = machine_two_rebuilds(tools.path(), three.path(), &trusting);
+        assert_eq!((ledger.rebuilt, ledger.refused), (0, 3), "{tag}: unsigned: {ledger:?}");
+        assert_eq!((compiles, rebuilt), (0, 0), "{tag}");
+
+        // Forged: recipes signed by a key nobody here trusts (a machine trusting only that key
+        // replaced ours), under our signed filing.
+        let (_f, _) = machine_one(tools.path(), &signed(&server, Some(&theirs), their_public));
+        restore(&server, &signed_filing);
+        let four = tempfile::tempdir().unwrap();
+        let (ledger, compiles, rebuilt) = machine_two_rebuilds(tools.path(), four.path(), &trusting);
+        assert_eq!((ledger.rebuilt, ledger.refused), (0, 3), "{tag}: foreign: {ledger:?}");
+        assert_eq!((compiles, rebuilt), (0, 0), "{tag}");
+    }
+}
