@@ -506,6 +506,25 @@ fn breakdown(
         median(&after_run) * 1e6,
         after_run.len()
     );
+    // The placement asks the device's program cache whether a run compiled (its statistics):
+    // what that costs right after a device run.
+    let mut stats_after_run = Vec::new();
+    for _ in 0..5 {
+        for case in cases {
+            for d in 0..labels.len() {
+                let runtime = placement.runtime(d).ok_or("no such device")?;
+                run_alone(runtime, case.as_ref())?;
+                let start = Instant::now();
+                std::hint::black_box(runtime.cache_stats());
+                stats_after_run.push(start.elapsed().as_secs_f64());
+            }
+        }
+    }
+    println!(
+        "a device's cache statistics right after a device run: {:.2} µs per call (median of {})",
+        median(&stats_after_run) * 1e6,
+        stats_after_run.len()
+    );
     let mut workload_cost = Vec::new();
     for case in cases {
         let start = Instant::now();

@@ -32,7 +32,16 @@ struct PlacedDevice {
     costs: DeviceCosts,
     /// Taken out of the placement after it failed (device lost, out of memory).
     lost: AtomicBool,
+    /// The device's compile count when it was last asked (asking walks its program cache's
+    /// memory shards, a few µs right after a run: it is asked only when a run may have
+    /// compiled).
+    compiles_seen: AtomicU64,
 }
+
+/// A run that took more than this times its device's mean for the workload may have compiled
+/// its program: the device's compile count is asked. (A compile costs milliseconds on every
+/// backend; runs within this factor are learned from without asking.)
+const COMPILE_SUSPECT: f64 = 1.5;
 
 /// The outcome of a placed run.
 #[derive(Debug)]
@@ -65,6 +74,9 @@ pub struct PlacementStats {
 /// Several opened devices, each workload run on the one the learned model picks.
 pub struct Placement {
     devices: Vec<PlacedDevice>,
+    /// The devices as the model sees them (labels and costs), kept beside `devices` so that a
+    /// decision does not build them again.
+    model_devices: Vec<ModelDevice>,
     rules: PlacementRules,
     model: Mutex<PlacementModel>,
     dirty: AtomicBool,
@@ -180,7 +192,8 @@ impl Placement {
                 ));
             }
             let costs = DeviceCosts::for_class(runtime.info().class);
-            devices.push(PlacedDevice { label, runtime, costs, lost: AtomicBool::new(false) });
+            let compiles_seen = AtomicU64::new(runtime.cache_stats().compiles);
+            devices.push(PlacedDevice { label, runtime, costs, lost: AtomicBool::new(false), compiles_seen });
         }
         let identities: Vec<String> =
             devices.iter().map(|d| format!("{} {:016x}", d.label, d.runtime.info().gpu_id.hash())).collect();
@@ -188,6 +201,7 @@ impl Placement {
         let path = dir.map(|dir| placement_history::path_for(dir, &identities));
         let mut placement = Placement {
             devices,
+            model_devices: Vec::new(),
             rules: PlacementRules::default(),
             model: Mutex::new(PlacementModel::new()),
             dirty: AtomicBool::new(false),
@@ -215,6 +229,7 @@ impl Placement {
                 }
             }
         }
+        placement.refresh_model_devices();
         Ok(placement)
     }
 
@@ -264,6 +279,7 @@ impl Placement {
     pub fn set_costs(&mut self, device: &str, costs: DeviceCosts) -> Result<()> {
         let index = self.index_of(device)?;
         self.devices[index].costs = costs;
+        self.refresh_model_devices();
         Ok(())
     }
 
@@ -285,6 +301,7 @@ impl Placement {
             self.dirty.store(true, Ordering::Relaxed);
             measured.push(label);
         }
+        self.refresh_model_devices();
         Ok(measured)
     }
 
@@ -315,6 +332,9 @@ impl Placement {
     /// The decision among the devices still in the placement (all of them if every one was
     /// lost: the run then fails on its own), its device index mapped back to the placement's.
     fn decide(&self, model: &mut PlacementModel, workload: &Workload) -> Decision {
+        if !self.devices.iter().any(|d| d.lost.load(Ordering::Relaxed)) {
+            return model.choose(workload, &self.model_devices, &self.rules);
+        }
         let mut active: Vec<usize> =
             (0..self.devices.len()).filter(|&i| !self.devices[i].lost.load(Ordering::Relaxed)).collect();
         if active.is_empty() {
@@ -358,15 +378,18 @@ impl Placement {
         workload: &Workload,
         mut job: impl FnMut(&Runtime) -> Result<T>,
     ) -> Result<Placed<T>> {
-        self.run_measured(workload, |runtime| {
+        self.run_timed(workload, |runtime| {
             let start = Instant::now();
             let value = job(runtime)?;
             Ok((value, start.elapsed().as_secs_f64()))
         })
     }
 
-    /// [`run`](Self::run) for a job that measures itself (seconds to result), with the failover.
-    fn run_measured<T>(
+    /// [`run`](Self::run) for a job that measures itself: it returns its value and its
+    /// seconds to result (for a job whose setup should not count, as
+    /// [`run_case`](Self::run_case) leaves out fetching the program). The same failover, and the
+    /// same rule: a run that compiled a program is not learned from.
+    pub fn run_timed<T>(
         &self,
         workload: &Workload,
         mut job: impl FnMut(&Runtime) -> Result<(T, f64)>,
@@ -376,10 +399,9 @@ impl Placement {
             let decision = self.choose(workload);
             let device = decision.device;
             let runtime = &self.devices[device].runtime;
-            let compiles = runtime.cache_stats().compiles;
             match job(runtime) {
                 Ok((value, seconds)) => {
-                    self.record_measured(workload, device, compiles, seconds);
+                    self.record_measured(workload, device, seconds);
                     let label = self.devices[device].label.clone();
                     return Ok(Placed { value, device, label, seconds, decision });
                 }
@@ -396,20 +418,38 @@ impl Placement {
     }
 
     /// Records a run measured by the placement itself, unless it compiled a program on its
-    /// device (`compiles_before` is the device's compile count before it): such a run paid
-    /// for the compile and the driver's work on first use, so it says nothing about the device.
-    fn record_measured(&self, workload: &Workload, device: usize, compiles_before: u64, seconds: f64) {
-        let runtime = &self.devices[device].runtime;
-        if runtime.cache_stats().compiles > compiles_before {
-            tracing::debug!(
-                kernel = %workload.kernel,
-                device = %self.devices[device].label,
-                seconds,
-                "placement: a run that compiled its program is not learned from"
-            );
-        } else {
-            self.record(workload, device, seconds);
+    /// device: such a run paid for the compile and the driver's work on first use, so it says
+    /// nothing about the device. Whether it compiled is asked of the device only when it may
+    /// have: while the workload's history on the device is not yet trusted, or when the run
+    /// took more than [`COMPILE_SUSPECT`] times its mean (asking costs a few µs a run).
+    fn record_measured(&self, workload: &Workload, device: usize, seconds: f64) {
+        let placed = &self.devices[device];
+        let mut model = self.lock();
+        let usual = model
+            .samples(workload, &placed.label)
+            .filter(|s| s.count >= u64::from(self.rules.trust_after.max(1)))
+            .is_some_and(|s| seconds <= s.mean_s * COMPILE_SUSPECT);
+        if !usual {
+            let now = placed.runtime.cache_stats().compiles;
+            let before = placed.compiles_seen.swap(now, Ordering::Relaxed);
+            if now > before {
+                tracing::debug!(
+                    kernel = %workload.kernel,
+                    device = %placed.label,
+                    seconds,
+                    "placement: a run that compiled its program is not learned from"
+                );
+                return;
+            }
         }
+        model.record(workload, &placed.label, &placed.costs, seconds, &self.rules);
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
+    /// Rebuilds the devices as the model sees them, after their costs changed.
+    fn refresh_model_devices(&mut self) {
+        self.model_devices =
+            self.devices.iter().map(|d| ModelDevice { label: d.label.clone(), costs: d.costs }).collect();
     }
 
     /// The workload a suite problem is placed as: its kernel's name, its operations and bytes.
@@ -432,7 +472,7 @@ impl Placement {
     /// problem runs fastest.
     pub fn run_case(&self, case: &dyn Case) -> Result<Placed<Vec<f32>>> {
         let workload = Self::case_workload(case);
-        self.run_measured(&workload, |runtime| {
+        self.run_timed(&workload, |runtime| {
             let program = runtime.program(&suite::chosen_spec(runtime, case))?;
             let start = Instant::now();
             let buffers = case.upload_for(runtime, &program)?;

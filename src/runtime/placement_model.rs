@@ -418,8 +418,9 @@ pub struct ModelDevice {
     pub costs: DeviceCosts,
 }
 
+/// `kernel|size class`, made in one allocation.
 fn workload_key(workload: &Workload) -> String {
-    format!("{}|{}", workload.kernel, workload.size_class())
+    format!("{}|f{}.b{}", workload.kernel, bucket(workload.flops), bucket(workload.bytes))
 }
 
 impl PlacementModel {
@@ -480,10 +481,27 @@ impl PlacementModel {
         devices: &[ModelDevice],
         rules: &PlacementRules,
     ) -> Vec<Prediction> {
+        self.predict_keyed(workload, &workload_key(workload), devices, rules)
+    }
+
+    /// [`predict`](Self::predict) with the workload's key made once (a placed run asks for it
+    /// several times: each string built is an allocation the stream pays for).
+    fn predict_keyed(
+        &self,
+        workload: &Workload,
+        key: &str,
+        devices: &[ModelDevice],
+        rules: &PlacementRules,
+    ) -> Vec<Prediction> {
+        let mut entry = String::with_capacity(key.len() + 24);
         devices
             .iter()
             .map(|d| {
-                let samples = self.samples(workload, &d.label);
+                entry.clear();
+                entry.push_str(key);
+                entry.push('|');
+                entry.push_str(&d.label);
+                let samples = self.entries.get(entry.as_str()).copied();
                 match samples {
                     Some(s) if s.count >= u64::from(rules.trust_after.max(1)) => Prediction {
                         device: d.label.clone(),
@@ -512,8 +530,9 @@ impl PlacementModel {
         devices: &[ModelDevice],
         rules: &PlacementRules,
     ) -> Decision {
-        let predictions = self.predict(workload, devices, rules);
         let size_class = workload.size_class();
+        let key = format!("{}|{size_class}", workload.kernel);
+        let predictions = self.predict_keyed(workload, &key, devices, rules);
         let decide = |device: usize, reason: Reason, predictions: Vec<Prediction>| Decision {
             device,
             reason,
@@ -529,7 +548,6 @@ impl PlacementModel {
             return decide(0, Reason::Only, predictions);
         }
         self.tick += 1;
-        let key = workload_key(workload);
         // Looked up before inserting: a decision is taken on every placed run, and cloning the
         // key each time is an allocation the stream pays for.
         let count = match self.decisions.get_mut(&key) {

@@ -9,7 +9,7 @@ use sparkle::cache::CacheConfig;
 use sparkle::runtime::{
     clear_histories, Basis, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Reason, HISTORY_DIR,
 };
-use sparkle::{Placement, Workload};
+use sparkle::{Access, KernelSpec, Placement, Workload};
 
 use super::fake;
 
@@ -393,6 +393,59 @@ fn placement_over_fake_runtimes_runs_where_it_chose_pins_and_explains() {
     assert!(err.contains("vulkan") && err.contains("a, b"), "{err}");
     placement.unpin("saxpy");
     assert_eq!(placement.choose(&work).device, 0);
+}
+
+#[test]
+fn placement_asks_whether_a_run_compiled_only_when_it_may_have() {
+    let cache = tempfile::tempdir().unwrap();
+    let (a, _) = fake::runtime(1, Duration::from_secs(5));
+    let (b, _) = fake::runtime(2, Duration::from_secs(5));
+    let mut placement =
+        Placement::from_runtimes(vec![("a".into(), a), ("b".into(), b)], &CacheConfig::in_dir(cache.path()))
+            .unwrap()
+            .with_rules(PlacementRules { trust_after: 2, explore_every: 0, ..Default::default() });
+    placement.set_costs("a", FAST).unwrap();
+    placement.set_costs("b", SLOW).unwrap();
+    let work = saxpy(1000.0);
+    let on_a =
+        |runtime: &sparkle::Runtime| runtime.info().gpu_id == placement.runtime(0).unwrap().info().gpu_id;
+    // A kernel the fake compiles: each new name is one more compile.
+    let kernel = |name: &str| {
+        KernelSpec::new(name, [64, 1, 1])
+            .glsl("buffer src ro\nbuffer dst rw")
+            .storage("src", Access::ReadOnly)
+            .storage("dst", Access::ReadWrite)
+    };
+    // Learn: a 1 ms, b 3 ms; a runs it.
+    for _ in 0..4 {
+        placement.run_timed(&work, |runtime| Ok(((), if on_a(runtime) { 1e-3 } else { 3e-3 }))).unwrap();
+    }
+    let count = || placement.explain(&work).predictions[0].samples.map_or(0, |s| s.count);
+    assert_eq!(count(), 2);
+    let placed = placement.run_timed(&work, |_| Ok(((), 1e-3))).unwrap();
+    assert_eq!((placed.label.as_str(), count()), ("a", 3));
+
+    // A run that compiled and took 5x its mean: not learned from.
+    let placed = placement
+        .run_timed(&work, |runtime| {
+            runtime.program(&kernel("first"))?;
+            Ok(((), 5e-3))
+        })
+        .unwrap();
+    assert_eq!((placed.label.as_str(), count()), ("a", 3));
+    // As slow without compiling: asked, and learned from.
+    placement.run_timed(&work, |_| Ok(((), 5e-3))).unwrap();
+    assert_eq!(count(), 4);
+    // A compile hidden in a run within 1.5x of the mean is not asked about: learned from (a
+    // compile costs milliseconds, far more than that on every backend).
+    let mean = placement.explain(&work).predictions[0].seconds;
+    placement
+        .run_timed(&work, |runtime| {
+            runtime.program(&kernel("second"))?;
+            Ok(((), mean * 1.2))
+        })
+        .unwrap();
+    assert_eq!(count(), 5);
 }
 
 fn fake_placement(cache: &std::path::Path, tokens: [u64; 2]) -> Placement {
