@@ -8,6 +8,10 @@
 //! and warns once. Files are written to a temporary file in the same folder and renamed, so a
 //! reader sees a whole old file, a whole new one or none. The number of histories is bounded
 //! ([`MAX_HISTORIES`]); `sparkle cache clear` removes the folder.
+//!
+//! With a fleet tier configured (`SPARKLE_CACHE_REMOTE`), a saved history is published as
+//! `placement/<16 hex>.json` and a missing one fetched from there, signed and verified as every
+//! remote object is (`crate::cache::remote` `fleet_files.rs`), then checked as a local file.
 
 use std::fs;
 use std::io::Write;
@@ -49,17 +53,57 @@ pub(crate) fn path_for(cache_dir: &Path, identities: &[String]) -> PathBuf {
     cache_dir.join(HISTORY_DIR).join(format!("{:016x}.json", xxh3_64(joined.as_bytes())))
 }
 
-/// Reads and verifies the history at `path`, learned on `identities`.
+/// Reads and verifies the history at `path`, learned on `identities`. When there is none and a
+/// fleet tier is configured, the fleet's history of the same device set is fetched, verified as
+/// a remote object and then as a local file, and kept at `path`.
 pub(crate) fn load(path: &Path, identities: &[String]) -> Result<PlacementModel, Miss> {
     let meta = match fs::metadata(path) {
         Ok(meta) => meta,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return load_from_fleet(path, identities),
         Err(err) => return Err(Miss::Damaged(format!("cannot read it: {err}"))),
     };
     if meta.len() > MAX_FILE_BYTES {
         return Err(Miss::Damaged(format!("{} bytes, more than a history may hold", meta.len())));
     }
     let bytes = fs::read(path).map_err(|err| Miss::Damaged(format!("cannot read it: {err}")))?;
+    parse(&bytes, identities)
+}
+
+/// The fleet's history of the device set `identities` (the file name of `path`), kept at `path`
+/// once it passed every check; [`Miss::Absent`] without a fleet tier or a history there.
+#[cfg(feature = "remote")]
+fn load_from_fleet(path: &Path, identities: &[String]) -> Result<PlacementModel, Miss> {
+    let Some(file) = path.file_name().and_then(|name| name.to_str()) else { return Err(Miss::Absent) };
+    if std::env::var_os("BREAK").is_some() {
+        return Err(Miss::Absent);
+    }
+    let bytes =
+        match crate::cache::remote::fleet_files::fetch_placement_history(file, MAX_FILE_BYTES as usize) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Err(Miss::Absent),
+            Err(why) => return Err(Miss::Damaged(format!("the fleet's history is refused: {why}"))),
+        };
+    let model = parse(&bytes, identities).map_err(|miss| match miss {
+        Miss::Damaged(why) => Miss::Damaged(format!("the fleet's history is refused: {why}")),
+        absent => absent,
+    })?;
+    if let Err(err) = write_file(path, &bytes) {
+        tracing::debug!(path = %path.display(), error = %err, "could not keep the fleet's placement history");
+    }
+    tracing::debug!(path = %path.display(), "placement history fetched from the remote cache");
+    Ok(model)
+}
+
+#[cfg(not(feature = "remote"))]
+fn load_from_fleet(_path: &Path, _identities: &[String]) -> Result<PlacementModel, Miss> {
+    Err(Miss::Absent)
+}
+
+/// Verifies a history file's bytes, learned on `identities`.
+fn parse(bytes: &[u8], identities: &[String]) -> Result<PlacementModel, Miss> {
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(Miss::Damaged(format!("{} bytes, more than a history may hold", bytes.len())));
+    }
     let Some(newline) = bytes.iter().position(|&b| b == b'\n') else {
         return Err(Miss::Damaged("no header line".into()));
     };
@@ -90,17 +134,29 @@ pub(crate) fn load(path: &Path, identities: &[String]) -> Result<PlacementModel,
     Ok(model)
 }
 
-/// Writes `model` (bounded) as the history at `path`, atomically.
+/// Writes `model` (bounded) as the history at `path`, atomically; with a fleet tier configured,
+/// publishes it there too (for machines with the same device set; best effort, bounded).
 pub(crate) fn save(path: &Path, identities: &[String], model: &PlacementModel) -> std::io::Result<()> {
     let mut model = model.clone();
     model.bound(MAX_HISTORIES);
     let body = serde_json::to_vec(&Body { devices: identities.to_vec(), model })
         .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))?;
+    let mut bytes = format!("{MAGIC} {HISTORY_FORMAT_VERSION} {:016x}\n", xxh3_64(&body)).into_bytes();
+    bytes.extend_from_slice(&body);
+    write_file(path, &bytes)?;
+    #[cfg(feature = "remote")]
+    if let Some(file) = path.file_name().and_then(|name| name.to_str()) {
+        crate::cache::remote::fleet_files::publish_placement_history(file, &bytes);
+    }
+    Ok(())
+}
+
+/// Writes a history file's bytes at `path`, atomically (temporary file, then rename).
+fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    writeln!(file, "{MAGIC} {HISTORY_FORMAT_VERSION} {:016x}", xxh3_64(&body))?;
-    file.write_all(&body)?;
+    file.write_all(bytes)?;
     file.as_file().sync_all()?;
     file.persist(path).map_err(|err| err.error)?;
     Ok(())

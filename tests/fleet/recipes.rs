@@ -203,3 +203,82 @@ fn signed_recipes_are_used_and_unsigned_or_foreign_ones_refused() {
         assert_eq!((compiles, rebuilt), (0, 0), "{tag}");
     }
 }
+
+/// Tells a placement-history process its part: `<phase> <cache folder>`.
+const HISTORY_PHASE_ENV: &str = "SPARKLE_TEST_HISTORY_PHASE";
+
+/// Runs the placement-history `phase` over `cache` in a process of its own, with the remote
+/// `url` configured in its environment, unsigned objects allowed.
+fn history_process(phase: &str, cache: &Path, url: &str) {
+    let value = format!("{phase} {}", cache.display());
+    let env = [
+        (HISTORY_PHASE_ENV, Some(value.as_str())),
+        (sparkle::cache::remote::REMOTE_ENV, Some(url)),
+        (sparkle::cache::remote::REMOTE_UNSIGNED_ENV, Some("1")),
+        (sparkle::cache::remote::REMOTE_BUDGET_ENV, Some("20000")),
+        (sparkle::cache::remote::TRUSTED_KEYS_ENV, None),
+        (sparkle::cache::remote::SIGNING_KEY_ENV, None),
+    ];
+    assert!(crate::isolated::ran_in_own_process(module_path!(), "placement_history_phase", &env));
+}
+
+/// One process of the placement-history test; run only by it.
+#[test]
+#[ignore = "a phase of the placement-history test, started by it in a process of its own"]
+fn placement_history_phase() {
+    if crate::isolated::ran_in_own_process(module_path!(), "placement_history_phase", &[]) {
+        return;
+    }
+    let value = std::env::var(HISTORY_PHASE_ENV).expect("started by the placement-history test");
+    let (phase, cache) = value.split_once(' ').unwrap();
+    let tools = tempfile::tempdir().unwrap();
+    let options =
+        DeviceOptions { compiler: Some(compiler(tools.path(), "driver-a")), ..DeviceOptions::default() };
+    let device = AmdgpuDevice::<Simulated>::new(SimDriver::new(SimOptions::default()), options).unwrap();
+    let config = CacheConfig::in_dir(cache);
+    let runtime = Runtime::from_device::<AmdgpuSim>(device, &config);
+    let placement = sparkle::Placement::from_runtimes(vec![("sim".into(), runtime)], &config).unwrap();
+    let stats = placement.stats();
+    match phase {
+        // Learns something on a machine of its own and saves it (locally, and to the fleet).
+        "learn" => {
+            assert!(!stats.history_loaded, "{stats:?}");
+            for _ in 0..3 {
+                placement.record(&sparkle::Workload::new("saxpy", 2e3, 12e3), 0, 0.001);
+            }
+            placement.save().unwrap();
+            assert!(placement.stats().histories > 0);
+        }
+        // A new machine (an empty cache folder) starts with what the fleet learned.
+        "fetch" => {
+            assert!(stats.history_loaded && stats.histories > 0, "{stats:?}");
+            assert!(placement.history_path().unwrap().is_file(), "kept locally");
+        }
+        // The fleet's history was tampered with: refused, counted, learning starts afresh.
+        "refused" => {
+            assert!(!stats.history_loaded, "{stats:?}");
+            assert_eq!((stats.damaged_histories, stats.histories), (1, 0), "{stats:?}");
+        }
+        other => panic!("no phase {other}"),
+    }
+}
+
+#[test]
+fn the_placement_history_travels_through_the_fleet_and_is_verified() {
+    let Some(redis) = crate::remote_support::redis_or_skip() else { return };
+    let url = redis.url();
+    let one = tempfile::tempdir().unwrap();
+    history_process("learn", one.path(), &url);
+    let two = tempfile::tempdir().unwrap();
+    history_process("fetch", two.path(), &url);
+
+    // One flipped byte in the fleet's object (its envelope's checks, or the file's, refuse it).
+    let keys = redis.keys("sparkle:placement/*").unwrap();
+    assert_eq!(keys.len(), 1, "one history for one device set");
+    let mut object = redis.get(&keys[0]).unwrap().unwrap();
+    let last = object.len() - 2;
+    object[last] ^= 0x20;
+    redis.set(&keys[0], &object).unwrap();
+    let three = tempfile::tempdir().unwrap();
+    history_process("refused", three.path(), &url);
+}

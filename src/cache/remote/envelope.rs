@@ -40,6 +40,8 @@ pub(crate) enum Kind {
     Recipe = 4,
     /// A GPU folder's identity, filed under its device (`recipes.rs`).
     DeviceDriver = 5,
+    /// The placement's history of a device set, as its local file (`fleet_files.rs`).
+    PlacementHistory = 6,
 }
 
 impl Kind {
@@ -50,6 +52,7 @@ impl Kind {
             3 => Some(Kind::WorkingSet),
             4 => Some(Kind::Recipe),
             5 => Some(Kind::DeviceDriver),
+            6 => Some(Kind::PlacementHistory),
             _ => None,
         }
     }

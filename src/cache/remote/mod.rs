@@ -17,7 +17,8 @@
 //! - `driver_archive`: the driver's own shader cache, shared per GPU id as one archive.
 //! - `ledger`: the tier's counters of past processes, kept beside the entries for `cache stats`.
 //! - `recipes`: the recipes kept beside the entries, and which GPU folders hold one device, so
-//!   that a machine rebuilds after a driver update from what the fleet recorded.
+//!   that a machine rebuilds after a driver update from what the fleet recorded;
+//!   `fleet_files`: the placement's histories, per device set.
 
 mod config;
 mod ledger;
@@ -40,6 +41,8 @@ mod check;
 mod driver_archive;
 #[cfg(feature = "remote")]
 pub(crate) mod envelope;
+#[cfg(feature = "remote")]
+pub(crate) mod fleet_files;
 #[cfg(feature = "remote")]
 mod lease;
 #[cfg(feature = "remote")]
