@@ -55,12 +55,16 @@ pub struct Options {
     /// Also write the JSON report here.
     #[arg(long)]
     json_out: Option<PathBuf>,
+    /// Write a timeline (SPARKLE_TRACE) of every measured process into this folder, named by
+    /// scenario and repetition, to see where a scenario's time goes.
+    #[arg(long)]
+    trace_dir: Option<PathBuf>,
 }
 
 impl Options {
     /// The defaults, with `repeats` runs per scenario (for `bench --fleet`).
     pub fn with_repeats(repeats: usize, json: bool) -> Options {
-        Options { repeats, remote: None, latencies: vec![0, 40, 200], json, json_out: None }
+        Options { repeats, remote: None, latencies: vec![0, 40, 200], json, json_out: None, trace_dir: None }
     }
 }
 
@@ -69,6 +73,11 @@ struct Scenario {
     name: String,
     /// Median wall time of the whole process, from its spawn to its exit.
     median_process_ms: f64,
+    /// The fastest and slowest whole process.
+    min_process_ms: f64,
+    max_process_ms: f64,
+    /// Every run's whole-process time, in the order they ran.
+    process_ms: Vec<f64>,
     /// Median of open + suite, per process.
     median_ms: f64,
     median_open_ms: f64,
@@ -157,6 +166,9 @@ fn scenario(name: String, runs: Vec<Run>) -> Scenario {
     Scenario {
         name,
         median_process_ms: median(runs.iter().map(|r| r.process_ms).collect()),
+        min_process_ms: runs.iter().map(|r| r.process_ms).fold(f64::INFINITY, f64::min),
+        max_process_ms: runs.iter().map(|r| r.process_ms).fold(f64::NEG_INFINITY, f64::max),
+        process_ms: runs.iter().map(|r| r.process_ms).collect(),
         median_ms: median(runs.iter().map(|r| r.report.open_ms + r.report.suite_ms).collect()),
         median_open_ms: median(runs.iter().map(|r| r.report.open_ms).collect()),
         median_suite_ms: median(runs.iter().map(|r| r.report.suite_ms).collect()),
@@ -175,9 +187,13 @@ enum Remote<'a> {
     Failing(&'a str),
 }
 
-/// Runs one measured process with its cache in `dir`; `keys` signs and is trusted.
-fn child(dir: &Path, remote: Remote<'_>, keys: &Keys) -> CliResult<Run> {
+/// Runs one measured process with its cache in `dir`; `keys` signs and is trusted; `trace`
+/// names the timeline it writes, if any.
+fn child(dir: &Path, remote: Remote<'_>, keys: &Keys, trace: Option<PathBuf>) -> CliResult<Run> {
     let mut env = vec![("SPARKLE_CACHE_READ_ONLY", "0".to_owned())];
+    if let Some(trace) = trace {
+        env.push(("SPARKLE_TRACE", trace.display().to_string()));
+    }
     let url = match remote {
         Remote::None => String::new(),
         Remote::At(url) => url.to_owned(),
@@ -232,9 +248,18 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
 
     step("publishing: one cold run with the remote");
     flush(&url)?;
-    let publisher = child(&fresh("publisher", 0), Remote::At(&url), &keys)?;
+    if let Some(dir) = &options.trace_dir {
+        std::fs::create_dir_all(dir)?;
+    }
+    let trace = |label: &str, i: usize| {
+        options
+            .trace_dir
+            .as_ref()
+            .map(|dir| dir.join(format!("{}-{i}.json", label.replace([' ', ',', '(', ')', '+'], ""))))
+    };
+    let publisher = child(&fresh("publisher", 0), Remote::At(&url), &keys, None)?;
     let hot = fresh("hot", 0);
-    child(&hot, Remote::None, &keys)?;
+    child(&hot, Remote::None, &keys, None)?;
     // Every repetition runs every scenario once, so that a drifting clock or a busy moment
     // lands on all of them alike.
     let mut names = vec!["cold".to_owned(), "warm".to_owned()];
@@ -246,22 +271,29 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let mut runs: Vec<Vec<Run>> = names.iter().map(|_| Vec::new()).collect();
     for i in 0..repeats {
         step(&format!("repetition {} of {repeats}", i + 1));
-        runs[0].push(child(&fresh("cold", i), Remote::None, &keys)?);
-        runs[1].push(child(&hot, Remote::None, &keys)?);
+        runs[0].push(child(&fresh("cold", i), Remote::None, &keys, trace(&names[0], i))?);
+        runs[1].push(child(&hot, Remote::None, &keys, trace(&names[1], i))?);
         for (slot, &latency) in options.latencies.iter().enumerate() {
             proxy.set_mode(if latency == 0 {
                 Mode::Pass
             } else {
                 Mode::latency(Duration::from_millis(latency))
             });
-            runs[2 + slot].push(child(&fresh(&format!("fresh-{latency}"), i), Remote::At(&url), &keys)?);
+            let (dir, traced) = (fresh(&format!("fresh-{latency}"), i), trace(&names[2 + slot], i));
+            runs[2 + slot].push(child(&dir, Remote::At(&url), &keys, traced)?);
         }
         proxy.set_mode(Mode::Pass);
         let failing = 2 + options.latencies.len();
-        runs[failing].push(child(&fresh("cold-hung", i), Remote::Failing(&hung), &keys)?);
-        runs[failing + 1].push(child(&hot, Remote::Failing(&hung), &keys)?);
-        runs[failing + 2].push(child(&fresh("cold-dead", i), Remote::Failing(&dead), &keys)?);
-        runs[failing + 3].push(child(&hot, Remote::Failing(&dead), &keys)?);
+        let traced = |slot: usize| trace(&names[slot], i);
+        runs[failing].push(child(&fresh("cold-hung", i), Remote::Failing(&hung), &keys, traced(failing))?);
+        runs[failing + 1].push(child(&hot, Remote::Failing(&hung), &keys, traced(failing + 1))?);
+        runs[failing + 2].push(child(
+            &fresh("cold-dead", i),
+            Remote::Failing(&dead),
+            &keys,
+            traced(failing + 2),
+        )?);
+        runs[failing + 3].push(child(&hot, Remote::Failing(&dead), &keys, traced(failing + 3))?);
     }
     let scenarios: Vec<Scenario> =
         names.into_iter().zip(runs).map(|(name, runs)| scenario(name, runs)).collect();
@@ -308,14 +340,15 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     } else {
         println!("Fleet cache, {} runs per scenario ({}):", repeats, report.method);
         println!(
-            "{:<34} {:>11} {:>10} {:>10} {:>10}  {:<16} remote hits",
-            "scenario", "process ms", "total ms", "open ms", "suite ms", "compiles"
+            "{:<34} {:>11} {:>17} {:>10} {:>10} {:>10}  {:<16} remote hits",
+            "scenario", "process ms", "(min-max)", "total ms", "open ms", "suite ms", "compiles"
         );
         for s in &report.scenarios {
             println!(
-                "{:<34} {:>11.2} {:>10.2} {:>10.2} {:>10.2}  {:<16} {:?}{}",
+                "{:<34} {:>11.2} {:>17} {:>10.2} {:>10.2} {:>10.2}  {:<16} {:?}{}",
                 s.name,
                 s.median_process_ms,
+                format!("({:.1}-{:.1})", s.min_process_ms, s.max_process_ms),
                 s.median_ms,
                 s.median_open_ms,
                 s.median_suite_ms,

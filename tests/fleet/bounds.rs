@@ -149,3 +149,72 @@ fn a_remote_40_ms_away_serves_hits_inside_the_default_budget() {
         assert_eq!(counts.compiles.load(SeqCst), compiles_before, "{}: {stats}", server.name());
     }
 }
+
+/// Continues a server stopped with SIGSTOP when dropped, however the test ends, so that it
+/// can be stopped for good afterwards.
+struct Stopped(u32);
+
+impl Stopped {
+    fn stop(pid: u32) -> Stopped {
+        // SAFETY: kill(2) on the test's own server child; no memory is involved.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGSTOP) }, 0, "SIGSTOP {pid}");
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: as in `stop`.
+        unsafe { libc::kill(self.0 as libc::pid_t, libc::SIGCONT) };
+    }
+}
+
+/// Whether `server` holds a compile lease now (asked directly, not through the tier).
+fn holds_a_lease(server: &Server) -> bool {
+    match server {
+        Server::Redis(redis) => redis.keys("*.lease").is_ok_and(|keys| !keys.is_empty()),
+        Server::S3(s3) => s3.list("fleet/").is_ok_and(|names| names.iter().any(|n| n.ends_with(".lease"))),
+    }
+}
+
+#[test]
+fn a_remote_that_hangs_after_granting_a_lease_holds_the_exit_one_exit_budget() {
+    for server in Server::both() {
+        let counts = Arc::new(Counts::default());
+        let mut source =
+            Source::new(&gpu("fleet gpu"), &format!("{} hangs after the lease", server.name()), &counts);
+        // Long enough for the server to be stopped while the program compiles under its lease.
+        source.sleep = Duration::from_millis(1500);
+        let mut remote = server.config();
+        let exit_budget = Duration::from_millis(200);
+        remote.exit_budget = Some(exit_budget);
+        let dir = tempfile::tempdir().unwrap();
+        let cache = machine(dir.path(), remote);
+        let stopped = std::thread::scope(|scope| {
+            let stopper = scope.spawn(|| {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                while !holds_a_lease(&server) {
+                    assert!(Instant::now() < deadline, "{}: no lease was taken", server.name());
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Stopped::stop(server.pid())
+            });
+            get_all(&cache, std::slice::from_ref(&source));
+            stopper.join().unwrap()
+        });
+        let stats = cache.stats();
+        let closing = Instant::now();
+        drop(cache);
+        let closed_in = closing.elapsed();
+        drop(stopped);
+        assert_eq!(counts.compiles.load(SeqCst), 1, "{stats}");
+        // Its publish (under the lease) never gets an answer: closing gives it one exit budget
+        // of 200 ms, then the lease is left to expire on the server. Before, closing waited 3 s
+        // for it. (A bound far above the budget, for a loaded machine.)
+        assert!(
+            closed_in < Duration::from_millis(1500),
+            "{}: closing took {closed_in:?}: {stats}",
+            server.name()
+        );
+    }
+}

@@ -188,9 +188,12 @@ fn start(tier: &RemoteTier, root: &Path, first: bool) -> Option<Work> {
     let fetch_deadline =
         first.then(|| Instant::now() + fixed.map_or(FETCH_BUDGET, |fixed| fixed.max(FETCH_BUDGET)));
     let probe = fixed.map_or(PROBE_BUDGET, |fixed| fixed.max(PROBE_BUDGET));
-    // A remote that has not connected within one lookup budget of the open is not waited for:
-    // a hung one costs that budget, once.
-    let connect_by = tier.background().opened_at() + fixed.unwrap_or(super::budget::DEFAULT_BUDGET);
+    // A remote that has not connected by its connect deadline (counted from when connecting
+    // started, while the backend opened) is not waited for, nor longer than one lookup budget
+    // from now: a hung one costs at most that budget, once.
+    let budget = fixed.unwrap_or(super::budget::DEFAULT_BUDGET);
+    let connect_by =
+        (tier.background().opened_at() + super::tier::connect_deadline(budget)).min(Instant::now() + budget);
     let (background, root, stop) = (tier.background(), root.to_path_buf(), Arc::clone(&cancelled));
     let spawned = std::thread::Builder::new().name("sparkle-driver-sync".into()).spawn(move || {
         if let Some(deadline) = fetch_deadline {

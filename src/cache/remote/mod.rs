@@ -8,6 +8,7 @@
 //! - `envelope`: the remote object, a disk entry byte for byte inside a signed envelope with
 //!   provenance; `signing`: ed25519 keys; `check`: the one check every object passes before it
 //!   is used (and `sparkle cache remote verify` applies to the whole store).
+//! - `connecting`: the connection, started while the runtime opens its backend.
 //! - `budget`, `breaker`: a lookup never costs more than a compile, and a failing remote is
 //!   skipped, then probed again.
 //! - `lease`: compile leases, renewed while their holder compiles, so that a fleet compiles each
@@ -38,6 +39,8 @@ pub(crate) mod budget;
 #[cfg(feature = "remote")]
 mod check;
 #[cfg(feature = "remote")]
+mod connecting;
+#[cfg(feature = "remote")]
 mod driver_archive;
 #[cfg(feature = "remote")]
 pub(crate) mod envelope;
@@ -58,6 +61,8 @@ mod tier;
 
 #[cfg(feature = "remote")]
 pub(crate) use check::{classify, ObjectName, Verdict};
+#[cfg(feature = "remote")]
+pub use connecting::preconnect;
 #[cfg(feature = "remote")]
 pub(crate) use lease::Lease;
 #[cfg(feature = "remote")]

@@ -30,6 +30,7 @@ use super::config::{
     RemoteConfig, REMOTE_EXIT_ENV, REMOTE_READ_ONLY_ENV, REMOTE_UNSIGNED_ENV, SIGNING_KEY_ENV,
     TRUSTED_KEYS_ENV,
 };
+use super::connecting::Connecting;
 use super::driver_archive::DriverFolders;
 use super::envelope::{self, Kind, Provenance};
 use super::lease::{self, Lease};
@@ -55,6 +56,15 @@ pub(crate) const MAX_ENTRY_BYTES: usize = 32 << 20;
 pub(crate) const MAX_WORKING_SET_KEYS: usize = 20_000;
 /// Its object is at most this large (a line is 50 bytes or so).
 const MAX_WORKING_SET_BYTES: usize = 2 << 20;
+
+/// How long after connecting started a remote that has answered nothing is still waited for
+/// (never more than one `budget` past the open, however): connecting takes two round trips (a
+/// handshake and a first request), and a remote whose round trip fits the budget is worth
+/// waiting for. Since connecting starts while the backend opens, a hung or distant remote costs
+/// a process what of this the open did not cover: nothing where the open takes longer.
+pub(crate) fn connect_deadline(budget: Duration) -> Duration {
+    budget * 2
+}
 
 /// How long one request of a waiter may take.
 const WAIT_REQUEST: Duration = Duration::from_secs(2);
@@ -165,7 +175,7 @@ impl RemoteCounters {
 
 /// What the tier's tasks share with it.
 struct Shared {
-    store: Store,
+    store: Arc<Store>,
     url: String,
     gpu_folder: String,
     expect_backend: u32,
@@ -184,8 +194,10 @@ struct Shared {
     /// The last request failed outright (not merely slowly): publishing is pointless until one
     /// succeeds again.
     down: AtomicBool,
-    /// When the tier opened: a lookup waits for its first requests only until its budget past
-    /// this, since a connection slower than a compile is not worth waiting for.
+    /// When connecting started (`connecting.rs`: usually when the runtime began to open its
+    /// backend, before the tier opened): the first requests are waited for only until
+    /// [`connect_deadline`] past this, since a connection slower than a compile is not worth
+    /// waiting for.
     opened_at: Instant,
     /// A smoothed round trip of requests on the open connection, in ns (0: none yet).
     round_trip_ns: AtomicU64,
@@ -289,13 +301,9 @@ impl RemoteTier {
             None
         };
         let publishes = not_publishing.is_none();
-        let store = Store::open(config).map_err(|err| err.0)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("sparkle-remote")
-            .enable_all()
-            .build()
-            .map_err(|err| format!("cannot start its background threads: {err}"))?;
+        // Usually under way since the runtime began to open its backend.
+        let Connecting { store, runtime, started: connecting_since, connect, .. } =
+            super::connecting::take_or_start(config)?;
         let shared = Arc::new(Shared {
             store,
             url: config.redacted_url(),
@@ -316,7 +324,7 @@ impl RemoteTier {
             warned_skip: AtomicBool::new(false),
             deferred_skip: Mutex::new(None),
             down: AtomicBool::new(false),
-            opened_at: Instant::now(),
+            opened_at: connecting_since,
             round_trip_ns: AtomicU64::new(0),
             slow_recheck_ms: AtomicU64::new(0),
             probe: Mutex::new(None),
@@ -338,10 +346,13 @@ impl RemoteTier {
         // a distant remote is known as one before the timed request comes back.
         let warm = Arc::clone(&shared);
         runtime.spawn(async move {
-            let started = Instant::now();
-            let outcome = match warm.store.connect().await {
+            let connected = match connect.await {
+                Ok(connected) => connected,
+                Err(err) => Err(StoreError(format!("connecting stopped: {err}"))),
+            };
+            let outcome = match connected {
                 Ok(()) => {
-                    warm.observe_round_trip(started.elapsed() / 2);
+                    warm.observe_round_trip(warm.opened_at.elapsed() / 2);
                     warm.succeeded();
                     {
                         let _probe = warm.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -678,10 +689,15 @@ impl RemoteTier {
         }
     }
 
-    /// Releases a lease when the program could not be published (its compile failed).
+    /// Releases a lease when the program could not be published (its compile failed). Counted
+    /// among the publishes in flight, which closing the tier waits for (bounded).
     pub fn release(&self, lease: Lease) {
         let shared = Arc::clone(&self.shared);
-        self.runtime().spawn(async move { shared.release(lease).await });
+        shared.pending.fetch_add(1, Relaxed);
+        self.runtime().spawn(async move {
+            shared.release(lease).await;
+            shared.pending.fetch_sub(1, Relaxed);
+        });
     }
 
     /// Counts a hit that the backend loaded.
@@ -1222,11 +1238,14 @@ impl Shared {
     /// How long a lookup waits for its answer before the program compiles meanwhile: its budget,
     /// unless the remote is known to be slower than that, or answered nothing while an earlier
     /// lookup waited a whole budget (then not at all: the request still goes, and may still
-    /// win the race against the compile).
+    /// win the race against the compile). Until the remote has answered anything, the wait also
+    /// ends [`connect_deadline`] after connecting started.
     fn wait_for(&self, budget: Duration) -> Duration {
-        let silent = !self.answered.load(Relaxed) && self.stalled.load(Relaxed);
-        if silent || self.slower_than(budget) {
+        let answered = self.answered.load(Relaxed);
+        if (!answered && self.stalled.load(Relaxed)) || self.slower_than(budget) {
             Duration::ZERO
+        } else if !answered {
+            (self.opened_at + connect_deadline(budget)).saturating_duration_since(Instant::now()).min(budget)
         } else {
             budget
         }
@@ -1520,21 +1539,24 @@ impl Drop for RemoteTier {
         if let Some(drivers) = drivers {
             drivers.publish_grown(self);
         }
-        // Publishes are waited for only on a remote that answers, and as fast as a lookup
-        // budget: a hung or distant one would hold every process at its exit.
+        // Publishes (and lease releases) are waited for only on a remote that answers, and as
+        // fast as a lookup budget: a hung or distant one would hold every process at its exit.
+        // Publishes of programs whose lease this process holds are waited for even on a slow
+        // one, since other machines wait for them. Either way one exit budget in all: a lease
+        // whose publish or release does not make it expires on the server, and its waiters
+        // take it over.
         let typical = self.budgets.fixed().unwrap_or(super::budget::DEFAULT_BUDGET);
         let healthy = self.shared.answered.load(Relaxed)
             && !self.shared.known_slower_than(typical)
             && !self.shared.breaker.is_open();
-        let wait = if healthy { self.shared.exit_budget } else { Duration::ZERO };
-        let mut left = self.drain(wait);
-        // Other machines wait for the programs this process holds the leases of: their
-        // publishes get longer (bounded; a remote that never answered gave no lease).
-        let deadline = Instant::now() + lease::MIN_WAIT;
-        while self.shared.leased_publishes.load(Relaxed) > 0 && Instant::now() < deadline {
+        let leased = || self.shared.leased_publishes.load(Relaxed);
+        let wait = if healthy || leased() > 0 { self.shared.exit_budget } else { Duration::ZERO };
+        let deadline = Instant::now() + wait;
+        let busy = || leased() > 0 || (healthy && self.shared.pending.load(Relaxed) > 0);
+        while busy() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
-            left = self.shared.pending.load(Relaxed);
         }
+        let left = self.shared.pending.load(Relaxed).max(leased());
         let ledger_dir = self.ledger_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(dir) = ledger_dir {
             let entry = self.shared.counters.snapshot();

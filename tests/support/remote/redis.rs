@@ -122,6 +122,11 @@ impl RedisServer {
         self.port
     }
 
+    /// The server's process id (to stop it with SIGSTOP, as a hung server).
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
     /// Its address, for a [`super::Proxy`] in front of it.
     pub fn addr(&self) -> SocketAddr {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))

@@ -36,4 +36,12 @@ impl Server {
             Server::S3(server) => server.addr(),
         }
     }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        match self {
+            Server::Redis(server) => server.pid(),
+            Server::S3(server) => server.pid(),
+        }
+    }
 }
