@@ -365,6 +365,8 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                     Duration::from_nanos(verified.header.compile_time_ns),
                 );
                 report.offered += 1;
+                // Its recipe too, so that the fleet can rebuild it after a driver update.
+                super::remote::publish_kept_recipe(remote, disk.gpu_dir(), *key);
             }
             progress(index + 1, keys.len());
         }

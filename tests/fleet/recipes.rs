@@ -282,3 +282,57 @@ fn the_placement_history_travels_through_the_fleet_and_is_verified() {
     let three = tempfile::tempdir().unwrap();
     history_process("refused", three.path(), &url);
 }
+
+/// Recipes kept before a remote was configured reach it with `sparkle cache push`; a fresh
+/// machine's `sparkle cache rebuild` (the foreground rebuild) then builds from them.
+#[test]
+fn pushed_recipes_serve_the_foreground_rebuild_of_a_fresh_machine() {
+    // The foreground rebuild alone, without a background one beside it.
+    if crate::isolated::ran_in_own_process(
+        module_path!(),
+        "pushed_recipes_serve_the_foreground_rebuild_of_a_fresh_machine",
+        &[(sparkle::runtime::REBUILD_ENV, Some("off"))],
+    ) {
+        return;
+    }
+    for server in Server::both() {
+        let tag = server.name();
+        let tools = tempfile::tempdir().unwrap();
+        let remote = unsigned(&server);
+        // Machine 1 works without the remote, then pushes.
+        let one = tempfile::tempdir().unwrap();
+        let a = Runtime::from_device::<AmdgpuSim>(
+            AmdgpuDevice::<Simulated>::new(
+                SimDriver::new(SimOptions::default()),
+                DeviceOptions {
+                    compiler: Some(compiler(tools.path(), "driver-a")),
+                    ..DeviceOptions::default()
+                },
+            )
+            .unwrap(),
+            &CacheConfig::in_dir(one.path()),
+        );
+        for spec in sparkle::suite::kernels() {
+            a.program(&spec).unwrap();
+        }
+        drop(a);
+        let pusher = open(tools.path(), one.path(), "driver-a", &remote);
+        let old = pusher.cache_dir().unwrap().file_name().unwrap().to_str().unwrap().to_owned();
+        let keys = recipe::working_set(&pusher.cache_dir().unwrap());
+        assert!(keys.iter().all(|key| server.get(&format!("{old}/{}.recipe", key.hex())).is_none()), "{tag}");
+        let pushed = pusher.fleet().push(Duration::from_secs(20), &|_, _| {}).unwrap();
+        assert_eq!(pushed.local_entries, 3, "{tag}");
+        drop(pusher);
+        for key in &keys {
+            assert!(server.get(&format!("{old}/{}.recipe", key.hex())).is_some(), "{tag}: {key} not pushed");
+        }
+
+        let two = tempfile::tempdir().unwrap();
+        let b = open(tools.path(), two.path(), "driver-b", &remote);
+        let report = b.rebuild_working_set(None, &mut |_| {}).unwrap();
+        assert_eq!(report.from, format!("fleet:{old}"), "{tag}");
+        assert_eq!((report.planned, report.rebuilt), (3, 3), "{tag}: {report:?}");
+        drop(b);
+        assert_eq!(machine_two_next(tools.path(), two.path(), &remote), (0, 3), "{tag}");
+    }
+}

@@ -165,6 +165,23 @@ pub(crate) fn publish_recipe(tier: &RemoteTier, key: CacheKey, sealed: Vec<u8>) 
     }
 }
 
+/// Publishes the recipe of `key` kept in the GPU folder `gpu_dir`, if there is one that passes
+/// its checks (`sparkle cache push`: recipes kept before a remote was configured).
+pub(crate) fn publish_kept_recipe(tier: &RemoteTier, gpu_dir: &std::path::Path, key: CacheKey) {
+    match recipe::read(gpu_dir, key) {
+        Ok(Some(payload)) => {
+            let background = tier.background();
+            let (folder, identity) = background.gpu();
+            let hash = folder.rsplit_once('-').and_then(|(_, hash)| u64::from_str_radix(hash, 16).ok());
+            if let Some(hash) = hash {
+                publish_recipe(tier, key, recipe::seal(&identity.backend, hash, key, &payload));
+            }
+        }
+        Ok(None) => {}
+        Err(problem) => tracing::debug!(%key, "a kept recipe is not published: {problem}"),
+    }
+}
+
 /// The recipes of the fleet, as a rebuild reads them: a handle on the remote tier that outlives
 /// neither its store nor its runtime (once the tier is dropped, every request fails at once).
 pub(crate) struct FleetRecipes {
