@@ -11,6 +11,9 @@ use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+#[path = "../support/shared_driver_cache.rs"]
+mod shared_driver_cache;
+
 /// How long building the examples may take (a cold debug build on a loaded two-core machine).
 const BUILD_LIMIT: Duration = Duration::from_secs(30 * 60);
 /// How long one example may run.

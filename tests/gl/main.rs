@@ -9,6 +9,8 @@ mod faults;
 mod gl_support;
 #[path = "../support/isolated.rs"]
 mod isolated;
+#[path = "../support/shared_driver_cache.rs"]
+mod shared_driver_cache;
 
 mod cache;
 mod devices;

@@ -123,6 +123,9 @@ fn the_cache_folder_deleted_while_running_costs_compiles_never_results() {
     let gpu = gpu("deleted");
     let sources: Vec<Source> = (0..8).map(|i| Source::new(&gpu, &format!("deleted {i}"), &counts)).collect();
     let stop = std::sync::atomic::AtomicBool::new(false);
+    // How often the folder was taken away so far: the workers go on for 1.5 s and until it was
+    // taken away more than 3 times (a loaded machine gives the deleter fewer turns), bounded.
+    let deleted = std::sync::atomic::AtomicUsize::new(0);
     let (deletions, captured) = capture(|| {
         let cache = ProgramCache::open(gpu.clone(), &disk_only(&root));
         std::thread::scope(|s| {
@@ -134,18 +137,21 @@ fn the_cache_folder_deleted_while_running_costs_compiles_never_results() {
                     let gone = dir.path().join(format!("gone-{deletions}"));
                     if std::fs::rename(&root, &gone).is_ok() {
                         deletions += 1;
+                        deleted.store(deletions, SeqCst);
                         let _ = std::fs::remove_dir_all(&gone);
                     }
                     std::thread::sleep(Duration::from_millis(3));
                 }
                 deletions
             });
-            let until = Instant::now() + Duration::from_millis(1500);
-            let (cache, sources) = (&cache, &sources);
+            let started = Instant::now();
+            let (cache, sources, deleted) = (&cache, &sources, &deleted);
             let workers: Vec<_> = (0..3)
                 .map(|_| {
                     s.spawn(move || {
-                        while Instant::now() < until {
+                        while (started.elapsed() < Duration::from_millis(1500) || deleted.load(SeqCst) <= 3)
+                            && started.elapsed() < Duration::from_secs(120)
+                        {
                             get_all(cache, sources, 1);
                         }
                     })

@@ -17,6 +17,8 @@ mod faults;
 mod gl_support;
 #[path = "../support/isolated.rs"]
 mod isolated;
+#[path = "../support/shared_driver_cache.rs"]
+mod shared_driver_cache;
 
 #[cfg(feature = "amdgpu")]
 mod amdgpu_codeobj;

@@ -15,6 +15,8 @@ mod gl_support;
 #[cfg(feature = "remote")]
 #[path = "../../../tests/support/remote/mod.rs"]
 mod remote_support;
+#[path = "../../../tests/support/shared_driver_cache.rs"]
+mod shared_driver_cache;
 
 #[cfg(feature = "gl")]
 mod child;

@@ -35,9 +35,10 @@ impl Server {
     }
 }
 
-/// Runs `sparkle args` on the gl backend with its cache in `cache` and `env` set.
+/// Runs `sparkle args` on the gl backend with its cache in `cache` and `env` set. The driver's
+/// cache is the process's own, in `cache`: the fleet tier carries it.
 fn sparkle(args: &[&str], cache: &Path, env: &[(String, String)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sparkle"))
+    crate::shared_driver_cache::own_driver_cache(&mut Command::new(env!("CARGO_BIN_EXE_sparkle")))
         .args(args)
         .env("SPARKLE_CACHE_DIR", cache)
         .env("SPARKLE_BACKEND", "gl")
