@@ -651,8 +651,12 @@ impl PlacementModel {
                 })
                 .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
             // Due by the count, but taken only within the time budget: otherwise the next
-            // decision asks again.
-            let loser = loser.filter(|&i| self.spent.allows(predictions[i].seconds, rules.explore_share));
+            // decision asks again. Its cost is the larger of the prediction and what was measured
+            // there: a device ruled out after two runs is still predicted by the heuristic,
+            // which its runs of other workloads may have made optimistic for this one.
+            let cost =
+                |i: usize| predictions[i].seconds.max(predictions[i].samples.map_or(0.0, |s| s.mean_s));
+            let loser = loser.filter(|&i| self.spent.allows(cost(i), rules.explore_share));
             if let Some(loser) = loser {
                 self.explored_at.insert(key, count);
                 return decide(loser, Reason::Exploring, predictions);
