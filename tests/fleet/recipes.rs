@@ -32,7 +32,19 @@ fn compiler(dir: &Path, build: &str) -> Compiler {
     )
     .unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    Compiler::with_tools(script, PathBuf::from("/bin/false"), None).unwrap()
+    // A process another test thread forks while the script is still open for writing holds it
+    // until it execs: running the script meanwhile fails with ETXTBSY. Such a window is short.
+    let mut tries = 0;
+    loop {
+        match Compiler::with_tools(script.clone(), PathBuf::from("/bin/false"), None) {
+            Ok(compiler) => return compiler,
+            Err(err) if err.to_string().contains("Text file busy") && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(err) => panic!("{err}"),
+        }
+    }
 }
 
 /// A process of a machine caching in `cache`, on the simulated gfx1100 with the compiler
