@@ -6,7 +6,7 @@
 //! Such a file is read or written once per process at most (when the placement opens without a
 //! local history, when it saves), so there is no tier behind it: each request opens the store
 //! configured by `SPARKLE_CACHE_REMOTE` on a small runtime of its own and gives up after a
-//! timeout. The object is sealed in the envelope every remote object has, signed when a signing
+//! timeout (a publish: the exit budget, as the tier's publishes at a process's end). The object is sealed in the envelope every remote object has, signed when a signing
 //! key is set, and checked as every remote object is before a byte of it is used: with trusted
 //! keys only a trusted signature over its name passes; without, the remote is used only with
 //! `SPARKLE_CACHE_REMOTE_UNSIGNED=1`. A machine that trusts keys but has no signing key, or is
@@ -81,8 +81,9 @@ fn placement_name(file: &str) -> String {
     format!("{PLACEMENT_FOLDER}/{file}")
 }
 
-/// How long a fetch or publish of a history waits: the lookup budget when one is fixed, at least
-/// a quarter second (connecting takes two round trips).
+/// How long a fetch of a history waits (once per machine and device set, when the placement
+/// opens): the lookup budget when one is fixed, at least a quarter second (connecting takes two
+/// round trips).
 fn request_timeout(config: &RemoteConfig) -> Duration {
     config.budget.unwrap_or_default().max(Duration::from_millis(250))
 }
@@ -141,7 +142,14 @@ pub(crate) fn publish_placement_history(file: &str, payload: &[u8]) {
         sign.as_ref().map(|f| f as envelope::Sign<'_>),
     );
     let owned = name.clone();
-    let stored = with_store(&config, request_timeout(&config), move |store| {
+    // Saving happens when a placement closes, often at a process's end: it waits no longer than
+    // the tier's publishes there (`SPARKLE_CACHE_REMOTE_EXIT_MS`).
+    let exit_budget = config.exit_budget.unwrap_or_else(|| {
+        config
+            .budget
+            .map_or(super::tier::DEFAULT_EXIT_BUDGET, |fixed| fixed.max(super::tier::DEFAULT_EXIT_BUDGET))
+    });
+    let stored = with_store(&config, exit_budget, move |store| {
         Box::pin(async move { store.put(&owned, sealed).await.map_err(|err| err.0) })
     });
     if let Err(err) = stored {
