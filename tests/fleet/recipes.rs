@@ -220,15 +220,16 @@ fn signed_recipes_are_used_and_unsigned_or_foreign_ones_refused() {
 const HISTORY_PHASE_ENV: &str = "SPARKLE_TEST_HISTORY_PHASE";
 
 /// Runs the placement-history `phase` over `cache` in a process of its own, with the remote
-/// `url` configured in its environment, unsigned objects allowed.
-fn history_process(phase: &str, cache: &Path, url: &str) {
+/// `url` configured in its environment: unsigned objects allowed, or only those signed by the
+/// keys `trusted` (64 hex digits each, comma-separated) when given.
+fn history_process(phase: &str, cache: &Path, url: &str, trusted: Option<&str>) {
     let value = format!("{phase} {}", cache.display());
     let env = [
         (HISTORY_PHASE_ENV, Some(value.as_str())),
         (sparkle::cache::remote::REMOTE_ENV, Some(url)),
-        (sparkle::cache::remote::REMOTE_UNSIGNED_ENV, Some("1")),
+        (sparkle::cache::remote::REMOTE_UNSIGNED_ENV, if trusted.is_some() { None } else { Some("1") }),
         (sparkle::cache::remote::REMOTE_BUDGET_ENV, Some("20000")),
-        (sparkle::cache::remote::TRUSTED_KEYS_ENV, None),
+        (sparkle::cache::remote::TRUSTED_KEYS_ENV, trusted),
         (sparkle::cache::remote::SIGNING_KEY_ENV, None),
     ];
     assert!(crate::isolated::ran_in_own_process(module_path!(), "placement_history_phase", &env));
@@ -280,9 +281,14 @@ fn the_placement_history_travels_through_the_fleet_and_is_verified() {
     let Some(redis) = crate::remote_support::redis_or_skip() else { return };
     let url = redis.url();
     let one = tempfile::tempdir().unwrap();
-    history_process("learn", one.path(), &url);
+    history_process("learn", one.path(), &url, None);
     let two = tempfile::tempdir().unwrap();
-    history_process("fetch", two.path(), &url);
+    history_process("fetch", two.path(), &url, None);
+    // A machine that trusts only a key's signatures refuses the unsigned history.
+    let keys = tempfile::tempdir().unwrap();
+    let public = generate_key_file(&keys.path().join("fleet")).unwrap();
+    let trusting = tempfile::tempdir().unwrap();
+    history_process("refused", trusting.path(), &url, Some(&public));
 
     // One flipped byte in the fleet's object (its envelope's checks, or the file's, refuse it).
     let keys = redis.keys("sparkle:placement/*").unwrap();
@@ -292,7 +298,7 @@ fn the_placement_history_travels_through_the_fleet_and_is_verified() {
     object[last] ^= 0x20;
     redis.set(&keys[0], &object).unwrap();
     let three = tempfile::tempdir().unwrap();
-    history_process("refused", three.path(), &url);
+    history_process("refused", three.path(), &url, None);
 }
 
 /// Recipes kept before a remote was configured reach it with `sparkle cache push`; a fresh
