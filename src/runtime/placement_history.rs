@@ -74,9 +74,6 @@ pub(crate) fn load(path: &Path, identities: &[String]) -> Result<PlacementModel,
 #[cfg(feature = "remote")]
 fn load_from_fleet(path: &Path, identities: &[String]) -> Result<PlacementModel, Miss> {
     let Some(file) = path.file_name().and_then(|name| name.to_str()) else { return Err(Miss::Absent) };
-    if std::env::var_os("BREAK").is_some() {
-        return Err(Miss::Absent);
-    }
     let bytes =
         match crate::cache::remote::fleet_files::fetch_placement_history(file, MAX_FILE_BYTES as usize) {
             Ok(Some(bytes)) => bytes,
