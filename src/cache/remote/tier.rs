@@ -229,6 +229,9 @@ struct Shared {
     /// Publishes under way whose program's lease this process holds: other machines wait for
     /// them.
     leased_publishes: Arc<AtomicUsize>,
+    /// When a request last got an answer (ns since `opened_at`): closing stops waiting for a
+    /// remote that has not answered for one exit budget (or four round trips).
+    last_answer_ns: AtomicU64,
 }
 
 /// The lookups of one key under way, and a publish waiting for their answer.
@@ -336,6 +339,7 @@ impl RemoteTier {
             answered: AtomicBool::new(false),
             stalled: AtomicBool::new(false),
             leased_publishes: Arc::new(AtomicUsize::new(0)),
+            last_answer_ns: AtomicU64::new(0),
             exit_budget: config.exit_budget.unwrap_or_else(|| {
                 config.budget.map_or(DEFAULT_EXIT_BUDGET, |fixed| fixed.max(DEFAULT_EXIT_BUDGET))
             }),
@@ -1327,6 +1331,9 @@ impl Shared {
         let Parked { sealed, check_existing, lease } = parked;
         let kept = check_existing.then(|| sealed.clone());
         let result = self.store.put_if_absent(name, sealed).await;
+        if result.is_ok() {
+            self.heard();
+        }
         let counters = &self.counters;
         match (result, kept) {
             (Ok(Put::Created), _) => stats::add(&counters.publishes, 1),
@@ -1381,7 +1388,9 @@ impl Shared {
     /// Stops renewing `lease` and removes it.
     async fn release(&self, lease: Lease) {
         lease.released.store(true, Relaxed);
-        let _ = self.store.release_lease(&lease.name, &lease.token, lease.expected).await;
+        if self.store.release_lease(&lease.name, &lease.token, lease.expected).await.is_ok() {
+            self.heard();
+        }
     }
 
     /// Whether requests are known to take longer than `budget` (no side effects).
@@ -1488,7 +1497,13 @@ impl Shared {
         !(due && self.slow_recheck_ms.compare_exchange(last, now_ms, Relaxed, Relaxed).is_ok())
     }
 
+    /// A request got an answer now.
+    fn heard(&self) {
+        self.last_answer_ns.fetch_max(duration_ns(self.opened_at.elapsed()), Relaxed);
+    }
+
     fn succeeded(&self) {
+        self.heard();
         self.answered.store(true, Relaxed);
         self.stalled.store(false, Relaxed);
         self.down.store(false, Relaxed);
@@ -1540,22 +1555,40 @@ impl Drop for RemoteTier {
             drivers.publish_grown(self);
         }
         // Publishes (and lease releases) are waited for only on a remote that answers, and as
-        // fast as a lookup budget: a hung or distant one would hold every process at its exit.
-        // Publishes of programs whose lease this process holds are waited for even on a slow
-        // one, since other machines wait for them. Either way one exit budget in all: a lease
-        // whose publish or release does not make it expires on the server, and its waiters
-        // take it over.
+        // fast as a lookup budget (one exit budget in all): a hung or distant one would hold
+        // every process at its exit. Publishes of programs whose lease this process holds are
+        // waited for even on a slow one, since other machines wait for them: up to
+        // `lease::MIN_WAIT` while the remote keeps answering, and never past one exit budget
+        // (or four of its round trips, on a remote measured slower) without an answer — a
+        // remote that hangs after granting the lease costs one exit budget, and the lease,
+        // neither published nor released, expires on the server.
         let typical = self.budgets.fixed().unwrap_or(super::budget::DEFAULT_BUDGET);
         let healthy = self.shared.answered.load(Relaxed)
             && !self.shared.known_slower_than(typical)
             && !self.shared.breaker.is_open();
+        let exit_budget = self.shared.exit_budget;
+        let quiet_at_most =
+            exit_budget.max(Duration::from_nanos(self.shared.round_trip_ns.load(Relaxed)).saturating_mul(4));
         let leased = || self.shared.leased_publishes.load(Relaxed);
-        let wait = if healthy || leased() > 0 { self.shared.exit_budget } else { Duration::ZERO };
-        let deadline = Instant::now() + wait;
-        let busy = || leased() > 0 || (healthy && self.shared.pending.load(Relaxed) > 0);
-        while busy() && Instant::now() < deadline {
+        let closing = Instant::now();
+        let silent_for = || {
+            let heard =
+                self.shared.opened_at + Duration::from_nanos(self.shared.last_answer_ns.load(Relaxed));
+            closing.elapsed().min(heard.elapsed())
+        };
+        loop {
+            let waited = closing.elapsed();
+            let go_on = if leased() > 0 {
+                waited < lease::MIN_WAIT.max(exit_budget) && silent_for() < quiet_at_most
+            } else {
+                healthy && self.shared.pending.load(Relaxed) > 0 && waited < exit_budget
+            };
+            if !go_on {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(1));
         }
+        let wait = closing.elapsed();
         let left = self.shared.pending.load(Relaxed).max(leased());
         let ledger_dir = self.ledger_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(dir) = ledger_dir {

@@ -5,8 +5,25 @@ scripts/setup.sh installed moto into."""
 
 import os
 import sys
+import threading
 
+from moto.s3.responses import S3Response
 from moto.server import ThreadedMotoServer
+
+# moto checks a PUT's If-None-Match / If-Match and then writes, with nothing between the two:
+# requests served on other threads can all pass the check. S3 does both at once, and the fleet
+# cache's create-if-absent writes (compile leases, entries) rely on that, so the check and the
+# write are made one step here.
+_PUT_LOCK = threading.Lock()
+_put_object = S3Response.put_object
+
+
+def _put_object_atomically(self):
+    with _PUT_LOCK:
+        return _put_object(self)
+
+
+S3Response.put_object = _put_object_atomically
 
 
 def main() -> None:
