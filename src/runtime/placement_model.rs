@@ -20,7 +20,10 @@
 //! ([`PlacementRules::rule_out_factor`]) is not calibrated to the end (exploration may still try
 //! it), and each exploration that finds the losing device still clearly slower doubles the gap
 //! to the next one, up to [`PlacementRules::explore_backoff_max`] doublings; one that finds it
-//! close starts the regular budget again. When several trusted devices are within the switch
+//! close starts the regular budget again. Exploration is also budgeted in time: explorations of
+//! all workloads together take at most [`PlacementRules::explore_share`] of the time of every run
+//! recorded ([`Spent`]), an exploration costed at the larger of its device's prediction and what
+//! that device measured — a device 100× slower cannot cost a stream more than that share. When several trusted devices are within the switch
 //! margin of the best for a new workload, it goes to the one most other workloads run on: moving
 //! a stream between devices for no clear gain costs the wake-up of the other device's threads
 //! (measured: 15-20 µs per move between two H200s). That cost is also learned per device — how
