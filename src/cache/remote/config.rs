@@ -110,6 +110,8 @@ pub struct RemoteConfig {
     pub budget: Option<Duration>,
     /// The most a process waits at its end for publishes still in flight (default 100 ms, or
     /// `budget` when longer); never for a remote that answers nothing or slower than a budget.
+    /// Publishes of programs whose lease the process holds get up to 3 s, but never longer than
+    /// this without an answer from the remote.
     pub exit_budget: Option<Duration>,
     /// The S3 endpoint of an S3-compatible server (`http://host:port`); otherwise the usual AWS
     /// variables (`AWS_ENDPOINT_URL`, `AWS_REGION`, credentials) decide.
