@@ -51,6 +51,10 @@ pub(crate) fn start(config: &RemoteConfig) -> Result<Connecting, String> {
 /// opening its backend. Problems are left for the tier's open to report.
 pub fn preconnect(config: Option<&RemoteConfig>) {
     let Some(config) = config else { return };
+    // A remote the tier will not use (no trust chosen) is not contacted either.
+    if config.trusted_keys.is_none() && config.signing_key.is_none() && !config.allow_unsigned {
+        return;
+    }
     let mut started = STARTED.lock().unwrap_or_else(PoisonError::into_inner);
     if started.as_ref().is_some_and(|connecting| connecting.config == *config) {
         return;
