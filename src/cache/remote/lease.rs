@@ -33,6 +33,11 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(60);
 /// [`MAX_POLL`].
 pub(crate) const FIRST_POLL: Duration = Duration::from_millis(5);
 pub(crate) const MAX_POLL: Duration = Duration::from_millis(100);
+/// A waiter looks at the lease itself (is its holder alive?) at most this often; at every poll
+/// it looks for the entry only.
+pub(crate) const LEASE_CHECK_EVERY: Duration = Duration::from_millis(250);
+/// Failed looks in a row after which a waiter stops waiting and compiles.
+pub(crate) const WAIT_FAILURES: u32 = 3;
 
 /// A compile lease this process holds: renewed in the background until released.
 pub(crate) struct Lease {

@@ -562,16 +562,16 @@ impl RemoteTier {
     }
 
     /// Claims the compile of `key` for this process, so that the fleet compiles each program
-    /// about once: the first machine to miss compiles, the others wait for its entry. Read-only
-    /// machines never claim.
-    pub fn claim(&self, key: CacheKey) -> Claim {
+    /// about once: the first machine to miss compiles, the others wait for its entry. Waits for
+    /// the answer at most `timeout`. Read-only machines never claim.
+    pub fn claim(&self, key: CacheKey, timeout: Duration) -> Claim {
         if !self.publishes() {
             return Claim::Unknown;
         }
         let (name, token, expected) =
             (format!("{}.lease", self.name(key)), lease::new_token(), self.budgets.for_key(key));
         let shared = Arc::clone(&self.shared);
-        let claimed = self.block_on(expected.max(Duration::from_millis(50)), async move {
+        let claimed = self.block_on(timeout, async move {
             Ok::<_, StoreError>(Shared::claim(shared, name, token, expected).await)
         });
         claimed.unwrap_or(Claim::Unknown)
@@ -614,14 +614,29 @@ impl RemoteTier {
         let started = Instant::now();
         let mut bound = lease::wait_bound(self.budgets.for_key(key));
         let mut poll = lease::FIRST_POLL;
+        let (mut lease_checked, mut failures) = (Instant::now(), 0);
         loop {
             std::thread::sleep(poll);
             poll = (poll * 3 / 2).min(lease::MAX_POLL);
             match self.peek(key) {
                 Peeked::Hit(header, blob) => return Waited::Hit(header, blob),
-                Peeked::Missing => {}
-                Peeked::Refused | Peeked::Failed => return Waited::GaveUp,
+                Peeked::Missing => failures = 0,
+                Peeked::Refused => return Waited::GaveUp,
+                // A loaded store may miss one answer; three in a row is a failing one.
+                Peeked::Failed => {
+                    failures += 1;
+                    if failures == lease::WAIT_FAILURES {
+                        return Waited::GaveUp;
+                    }
+                    continue;
+                }
             }
+            // The entry is looked for at every poll; the lease (whether its holder still lives)
+            // less often: every waiter of a fleet polls the same store.
+            if lease_checked.elapsed() < lease::LEASE_CHECK_EVERY && started.elapsed() < bound {
+                continue;
+            }
+            lease_checked = Instant::now();
             let shared = Arc::clone(&self.shared);
             let name = lease_name.clone();
             match self.block_on(WAIT_REQUEST, async move { shared.store.lease(&name).await }) {
@@ -637,7 +652,8 @@ impl RemoteTier {
                     if let Peeked::Hit(header, blob) = self.peek(key) {
                         return Waited::Hit(header, blob);
                     }
-                    match self.claim(key) {
+                    // As long as any request of a waiter: a loaded store answers slowly.
+                    match self.claim(key, WAIT_REQUEST) {
                         Claim::Mine(lease) => return Waited::Mine(lease),
                         Claim::Theirs => continue,
                         Claim::Unknown => return Waited::GaveUp,
