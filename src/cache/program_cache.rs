@@ -212,9 +212,9 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 },
                 Join::Lead(leader) => {
                     return match self.load_or_compile(*key, source, miss_flow) {
-                        Ok(handle) => {
+                        Ok((handle, compiled_here)) => {
                             leader.finish(Ok(handle.entry_arc()));
-                            self.keep_recipe(*key, source);
+                            self.keep_recipe(*key, source, compiled_here);
                             Ok(handle)
                         }
                         Err(err) => {
@@ -227,13 +227,14 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         }
     }
 
-    /// The leader's work: no lock is held here.
+    /// The leader's work: no lock is held here. The handle, and whether this process compiled
+    /// it (rather than finding it on disk or on the remote).
     fn load_or_compile<S: ProgramSource<P>>(
         &self,
         key: CacheKey,
         source: &S,
         miss_flow: u64,
-    ) -> Result<ProgramHandle<P>, S::Error> {
+    ) -> Result<(ProgramHandle<P>, bool), S::Error> {
         // Before anything reaches the driver, and before remote lookups, which then find the
         // connection the driver-cache fetch opened.
         self.before_driver_work();
@@ -243,13 +244,13 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         let mut _turn = None;
         if let Some(disk) = self.disk() {
             if let Some(found) = self.look_on_disk(disk, key, source, &mut over_foreign)? {
-                return Ok(found);
+                return Ok((found, false));
             }
             let (lock, look_again) = self.take_turn(disk, key);
             _turn = lock;
             if look_again {
                 if let Some(found) = self.look_on_disk(disk, key, source, &mut over_foreign)? {
-                    return Ok(found);
+                    return Ok((found, false));
                 }
             }
         }
@@ -270,10 +271,10 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
             );
             drop(span);
             match from_remote {
-                FromRemote::Served(found) => return Ok(found),
+                FromRemote::Served(found) => return Ok((found, false)),
                 FromRemote::Compile(claimed) => lease = claimed,
                 FromRemote::Race(hedge) => match self.race(remote, key, source, hedge, over_foreign)? {
-                    Ok(found) => return Ok(found),
+                    Ok(found) => return Ok((found, false)),
                     Err(claimed) => lease = claimed,
                 },
             }
@@ -288,13 +289,14 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 return Err(self.compile_failed(err));
             }
         };
-        Ok(self.compiled(
+        let handle = self.compiled(
             key,
             built,
             over_foreign,
             #[cfg(feature = "remote")]
             lease,
-        ))
+        );
+        Ok((handle, true))
     }
 
     /// The disk step of a miss: a verified entry the backend loads (`Some`), else `None` after
@@ -770,12 +772,18 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
 
     /// Keeps what is needed to build `key` again beside its entry (`recipe`), once: after a
     /// request this process served from disk, the remote or a compile, with a writable disk.
-    fn keep_recipe<S: ProgramSource<P>>(&self, key: CacheKey, source: &S) {
+    fn keep_recipe<S: ProgramSource<P>>(&self, key: CacheKey, source: &S, compiled_here: bool) {
         if let Some(disk) = self.disk().filter(|disk| !disk.read_only()) {
             let _kept = super::recipe::keep(disk.gpu_dir(), &self.gpu, key, || source.recipe());
-            // The fleet gets it too, so that its machines rebuild after a driver update.
+            // The fleet gets it too, so that its machines rebuild after a driver update: from
+            // the process that compiled the program, which publishes the entry too. One that
+            // found the entry on disk or on the remote does not publish again what the fleet
+            // has (a fresh machine fed by the fleet would otherwise upload a recipe per program
+            // and wait for those uploads at exit); `sparkle cache push` publishes the others.
+            #[cfg(not(feature = "remote"))]
+            let _ = compiled_here;
             #[cfg(feature = "remote")]
-            if let (Some(sealed), Some(remote)) = (_kept, self.remote()) {
+            if let (Some(sealed), Some(remote), true) = (_kept, self.remote(), compiled_here) {
                 super::remote::publish_recipe(remote, key, sealed);
             }
         }
