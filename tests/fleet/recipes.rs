@@ -6,46 +6,20 @@
 //! compiles nothing. With trusted keys, unsigned recipes and recipes signed by a foreign key are
 //! refused and never built from.
 
-use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::remote_support::Server;
 use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
-use sparkle::amdgpu::{AmdgpuDevice, Compiler, DeviceOptions};
+use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
 use sparkle::cache::recipe::{self, RebuildLedger};
 use sparkle::cache::remote::{generate_key_file, parse_hex_key};
 use sparkle::cache::{CacheConfig, RemoteConfig};
 use sparkle::Runtime;
 
-/// A compiler whose identity is `build` (its `--version` names it) and that compiles nothing:
-/// the suite's kernels carry code objects for the simulated GPU.
-fn compiler(dir: &Path, build: &str) -> Compiler {
-    let script = dir.join(format!("clang-{build}"));
-    fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo \"clang version 22.0.0 ({build})\"; exit 0; fi\n\
-             echo \"error: this test's compiler compiles nothing\" >&2\nexit 1\n"
-        ),
-    )
-    .unwrap();
-    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    // A process another test thread forks while the script is still open for writing holds it
-    // until it execs: running the script meanwhile fails with ETXTBSY. Such a window is short.
-    let mut tries = 0;
-    loop {
-        match Compiler::with_tools(script.clone(), PathBuf::from("/bin/false"), None) {
-            Ok(compiler) => return compiler,
-            Err(err) if err.to_string().contains("Text file busy") && tries < 100 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            Err(err) => panic!("{err}"),
-        }
-    }
-}
+#[path = "../support/fake_compiler.rs"]
+mod fake_compiler;
+use fake_compiler::compiler;
 
 /// A process of a machine caching in `cache`, on the simulated gfx1100 with the compiler
 /// `build`, with the fleet tier `remote`.

@@ -5,24 +5,15 @@
 //! program from disk; `cache stats` shows what was rebuilt.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "../../../tests/support/fake_compiler.rs"]
+mod fake_compiler;
+
 /// Runs `sparkle args` on the simulator with the compiler `build`, caching in `cache`.
 fn sparkle(tools: &Path, cache: &Path, build: &str, args: &[&str]) -> Output {
-    let script = tools.join(format!("clang-{build}"));
-    if !script.exists() {
-        fs::write(
-            &script,
-            format!(
-                "#!/bin/sh\nif [ \"$1\" = --version ]; then echo \"clang version 22.0.0 ({build})\"; exit 0; fi\n\
-                 echo \"error: this test's compiler compiles nothing\" >&2\nexit 1\n"
-            ),
-        )
-        .unwrap();
-        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    let script = fake_compiler::script(tools, build);
     Command::new(env!("CARGO_BIN_EXE_sparkle"))
         .args(args)
         .env("SPARKLE_BACKEND", "amdgpu-sim")
