@@ -398,12 +398,11 @@ fn placement_stops_calibrating_a_device_whose_first_runs_were_clearly_slower() {
 #[test]
 fn placement_over_fake_runtimes_runs_where_it_chose_pins_and_explains() {
     let cache = tempfile::tempdir().unwrap();
-    let (a, _) = fake::runtime(1, Duration::from_secs(5));
-    let (b, _) = fake::runtime(2, Duration::from_secs(5));
-    let mut placement =
-        Placement::from_runtimes(vec![("a".into(), a), ("b".into(), b)], &CacheConfig::in_dir(cache.path()))
-            .unwrap()
-            .with_rules(PlacementRules { trust_after: 2, explore_every: 0, ..Default::default() });
+    let mut placement = fake_placement(cache.path(), [1, 2]).with_rules(PlacementRules {
+        trust_after: 2,
+        explore_every: 0,
+        ..Default::default()
+    });
     placement.set_costs("a", SLOW).unwrap();
     placement.set_costs("b", FAST).unwrap();
     let work = saxpy(1000.0);
@@ -435,12 +434,11 @@ fn placement_over_fake_runtimes_runs_where_it_chose_pins_and_explains() {
 #[test]
 fn placement_asks_whether_a_run_compiled_only_when_it_may_have() {
     let cache = tempfile::tempdir().unwrap();
-    let (a, _) = fake::runtime(1, Duration::from_secs(5));
-    let (b, _) = fake::runtime(2, Duration::from_secs(5));
-    let mut placement =
-        Placement::from_runtimes(vec![("a".into(), a), ("b".into(), b)], &CacheConfig::in_dir(cache.path()))
-            .unwrap()
-            .with_rules(PlacementRules { trust_after: 2, explore_every: 0, ..Default::default() });
+    let mut placement = fake_placement(cache.path(), [1, 2]).with_rules(PlacementRules {
+        trust_after: 2,
+        explore_every: 0,
+        ..Default::default()
+    });
     placement.set_costs("a", FAST).unwrap();
     placement.set_costs("b", SLOW).unwrap();
     let work = saxpy(1000.0);
