@@ -63,6 +63,9 @@ fn gemm_variants(vec_a: bool, vec_b: bool) -> Vec<GemmVariant> {
 
 #[test]
 fn sgemm_variants_are_correct_at_ragged_and_aligned_sizes() {
+    if crate::compiles_apart(module_path!(), "sgemm_variants_are_correct_at_ragged_and_aligned_sizes") {
+        return;
+    }
     let backend = backend();
     let atomics = has_float_atomics(&backend);
     // (M, N, K): ragged in every dimension, K and N multiples of 4 (vector paths) with ragged
@@ -80,6 +83,12 @@ fn sgemm_variants_are_correct_at_ragged_and_aligned_sizes() {
 
 #[test]
 fn fixed_sgemm_variants_are_correct_on_their_problem_and_refuse_any_other() {
+    if crate::compiles_apart(
+        module_path!(),
+        "fixed_sgemm_variants_are_correct_on_their_problem_and_refuse_any_other",
+    ) {
+        return;
+    }
     let backend = backend();
     let limits = &backend.info().limits;
     // Whole tiles of 64×128×8 and of 128×128×8 (slices 8 or 16 deep), K longer than a slice.
@@ -122,6 +131,9 @@ fn fixed_sgemm_variants_are_correct_on_their_problem_and_refuse_any_other() {
 
 #[test]
 fn sgemm_variants_reading_texels_are_correct_fixed_and_ragged() {
+    if crate::compiles_apart(module_path!(), "sgemm_variants_reading_texels_are_correct_fixed_and_ragged") {
+        return;
+    }
     let backend = backend();
     let limits = &backend.info().limits;
     // Whole tiles (texel forms of the fixed twins) and ragged sizes, with 1- and 4-wide loads.
@@ -143,6 +155,9 @@ fn sgemm_variants_reading_texels_are_correct_fixed_and_ragged() {
 
 #[test]
 fn conv2d_variants_are_correct_at_ragged_and_aligned_shapes() {
+    if crate::compiles_apart(module_path!(), "conv2d_variants_are_correct_at_ragged_and_aligned_shapes") {
+        return;
+    }
     let backend = backend();
     let atomics = has_float_atomics(&backend);
     for shape in [
@@ -164,6 +179,9 @@ fn conv2d_variants_are_correct_at_ragged_and_aligned_shapes() {
 
 #[test]
 fn conv2d_variants_are_correct_with_1x1_and_strided_windows() {
+    if crate::compiles_apart(module_path!(), "conv2d_variants_are_correct_with_1x1_and_strided_windows") {
+        return;
+    }
     use conv2d::Window;
     let backend = backend();
     let atomics = has_float_atomics(&backend);

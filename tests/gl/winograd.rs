@@ -33,12 +33,21 @@ fn f4(variant: WinogradVariant) -> WinogradVariant {
 /// the binary's two threads share the compiles instead of one test running long at its end).
 #[test]
 fn winograd_variants_match_the_reference_at_ragged_shapes() {
+    if crate::compiles_apart(module_path!(), "winograd_variants_match_the_reference_at_ragged_shapes") {
+        return;
+    }
     variants_match_the_reference_at_ragged_shapes(&winograd::OUTPUT_TILES[..1]);
 }
 
 /// F(4×4) (and any larger output tile): the other half.
 #[test]
 fn winograd_larger_tile_variants_match_the_reference_at_ragged_shapes() {
+    if crate::compiles_apart(
+        module_path!(),
+        "winograd_larger_tile_variants_match_the_reference_at_ragged_shapes",
+    ) {
+        return;
+    }
     variants_match_the_reference_at_ragged_shapes(&winograd::OUTPUT_TILES[1..]);
 }
 

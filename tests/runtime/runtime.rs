@@ -69,8 +69,11 @@ fn host_reads_wait_for_writers_only_and_host_writes_for_every_user() {
     commands.copy(&dst, 0, &unrelated, 0, 4).unwrap();
     commands.dispatch(&program, &[Arg::Buffer(&src), Arg::Buffer(&dst), Arg::U32(4)], [1, 1, 1]).unwrap();
     commands.copy(&dst, 4, &unrelated, 0, 4).unwrap();
-    let err = h.runtime.submit(commands).unwrap().wait(Duration::ZERO).unwrap_err();
+    let submission = h.runtime.submit(commands).unwrap();
+    let err = submission.wait(Duration::ZERO).unwrap_err();
     assert!(err.to_string().contains("the submission of kernel `copy` and 2 copies did not"), "{err}");
+    // The work completes, so that closing the runtime has nothing in flight to wait for.
+    h.gpu.timeline.signal(submission.fence());
 }
 
 /// `read_vec` hands the backend memory it never initialised, and gives it to the caller only
