@@ -22,4 +22,6 @@ mod leases;
 mod recipes;
 mod servers;
 #[cfg(feature = "remote")]
+mod tls;
+#[cfg(feature = "remote")]
 mod trace;

@@ -20,6 +20,7 @@
 //! - `recipes`: the recipes kept beside the entries, and which GPU folders hold one device, so
 //!   that a machine rebuilds after a driver update from what the fleet recorded;
 //!   `fleet_files`: the placement's histories, per device set.
+//! - `tls`: the cryptography of the clients' TLS (rustls with ring).
 
 mod config;
 mod ledger;
@@ -58,6 +59,8 @@ mod store;
 mod tests;
 #[cfg(feature = "remote")]
 mod tier;
+#[cfg(feature = "remote")]
+mod tls;
 
 #[cfg(feature = "remote")]
 pub(crate) use check::{classify, ObjectName, Verdict};

@@ -72,6 +72,7 @@ pub(crate) enum Store {
 impl Store {
     /// Builds the client for `config`; nothing is contacted yet.
     pub fn open(config: &RemoteConfig) -> Result<Store, StoreError> {
+        super::tls::install_default_provider();
         match &config.location {
             RemoteLocation::S3 { bucket, prefix } => {
                 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
