@@ -55,7 +55,28 @@ fi
 
 # moto's S3 server. A stamp file naming the pinned requirement makes a later run a no-op; changing
 # the pin reinstalls. An interpreter given in SPARKLE_TEST_S3_SERVER is used as it is.
+#
+# When a command follows, the installation (half a minute to a minute of downloads and unpacking)
+# runs in the background beside it: the tests need the server only once they are built. It holds
+# the lock file below until it is done, and the command gets the lock's path in
+# SPARKLE_TEST_S3_SERVER_SETUP_LOCK: a test that starts an S3 server waits for that lock first.
 moto_requirement="moto[server]==5.2.5"
+install_moto() {
+    if [ ! -x "$venv/bin/python" ]; then
+        # Debian's interpreter first: its venv module is the python3-venv installed above
+        # (a python3 earlier on PATH may be another installation).
+        system_python=/usr/bin/python3
+        [ -x "$system_python" ] || system_python="$(command -v python3)"
+        echo "setup: creating a Python environment for the test servers in $venv" >&2
+        "$system_python" -m venv --clear "$venv" || return 1
+    fi
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$moto_requirement" ]; then
+        echo "setup: installing $moto_requirement into $venv" >&2
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+            --no-input "$moto_requirement" || return 1
+        printf '%s' "$moto_requirement" >"$stamp"
+    fi
+}
 if [ -z "${SPARKLE_TEST_S3_SERVER:-}" ]; then
     servers_dir="${XDG_CACHE_HOME:-$HOME/.cache}/sparkle-test-servers"
     venv="$servers_dir/venv"
@@ -65,19 +86,12 @@ if [ -z "${SPARKLE_TEST_S3_SERVER:-}" ]; then
         # Two setups at once must not build the same environment together.
         exec 9>"$servers_dir/lock"
         flock 9
-        if [ ! -x "$venv/bin/python" ]; then
-            # Debian's interpreter first: its venv module is the python3-venv installed above
-            # (a python3 earlier on PATH may be another installation).
-            system_python=/usr/bin/python3
-            [ -x "$system_python" ] || system_python="$(command -v python3)"
-            echo "setup: creating a Python environment for the test servers in $venv" >&2
-            "$system_python" -m venv --clear "$venv"
-        fi
-        if [ "$(cat "$stamp" 2>/dev/null)" != "$moto_requirement" ]; then
-            echo "setup: installing $moto_requirement into $venv" >&2
-            "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-                --no-input "$moto_requirement"
-            printf '%s' "$moto_requirement" >"$stamp"
+        if [ $# -gt 0 ]; then
+            # The background job keeps the lock (its copy of descriptor 9) until it is done.
+            ( install_moto || echo "setup: installing $moto_requirement failed; the S3 tests will say so" >&2 ) &
+            export SPARKLE_TEST_S3_SERVER_SETUP_LOCK="$servers_dir/lock"
+        else
+            install_moto
         fi
         exec 9>&-
     fi

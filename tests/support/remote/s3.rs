@@ -30,6 +30,12 @@ pub const REGION: &str = "us-east-1";
 /// The bucket every server starts with.
 pub const BUCKET: &str = "sparkle-fleet";
 
+/// Names the lock that `scripts/setup.sh` holds while it installs moto in the background.
+pub const SETUP_LOCK_VAR: &str = "SPARKLE_TEST_S3_SERVER_SETUP_LOCK";
+
+/// How long a test waits for that installation (downloads on a slow network included).
+const SETUP_BOUND: Duration = Duration::from_secs(900);
+
 /// How long the launcher has to print its port (importing moto takes seconds on a busy machine).
 const START_BOUND: Duration = Duration::from_secs(60);
 
@@ -59,12 +65,37 @@ pub fn s3_server_python() -> Option<PathBuf> {
     Some(cache.join("sparkle-test-servers/venv/bin/python")).filter(|python| python.is_file())
 }
 
+/// Waits until the background installation `scripts/setup.sh` started (if it did) is done: it
+/// holds an exclusive lock on [`SETUP_LOCK_VAR`]'s file until then, so taking a shared one with
+/// util-linux's `flock` (which the script uses too) returns at its end.
+fn wait_for_setup() -> Result<(), String> {
+    let Some(lock) = std::env::var_os(SETUP_LOCK_VAR).filter(|lock| !lock.is_empty()) else {
+        return Ok(());
+    };
+    let status = Command::new("flock")
+        .arg("--shared")
+        .arg("--wait")
+        .arg(SETUP_BOUND.as_secs().to_string())
+        .arg(&lock)
+        .arg("true")
+        .status()
+        .map_err(|e| format!("waiting for scripts/setup.sh to install moto: flock: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "scripts/setup.sh did not finish installing moto within {SETUP_BOUND:?} (lock {})",
+            PathBuf::from(lock).display()
+        ));
+    }
+    Ok(())
+}
+
 impl S3Server {
     /// Starts the server on 127.0.0.1 and creates [`BUCKET`]; waits at most a minute for it.
     pub fn start() -> Result<S3Server, String> {
         let python = s3_server_python().ok_or_else(|| {
             format!("moto's S3 server is not installed (nor named by {S3_SERVER_VAR}); scripts/setup.sh installs it")
         })?;
+        wait_for_setup()?;
         let mut command = Command::new(&python);
         command.arg("-c").arg(LAUNCHER).env("PYTHONDONTWRITEBYTECODE", "1");
         let mut process = ServerProcess::spawn("moto S3 server", command, Output::Piped)?;
