@@ -98,6 +98,13 @@ if [ -z "${SPARKLE_TEST_S3_SERVER:-}" ]; then
     export SPARKLE_TEST_S3_SERVER="$venv/bin/python"
 fi
 
+# Two test threads per core unless told otherwise: many tests mostly wait (for servers they
+# started, for processes of their own, for timeouts), so the default of one per core left half
+# of a 2-core machine idle during the fleet, reliability, command and bench tests.
+if [ -z "${RUST_TEST_THREADS:-}" ]; then
+    export RUST_TEST_THREADS=$(( 2 * $(nproc 2>/dev/null || echo 1) ))
+fi
+
 if [ $# -gt 0 ]; then
     exec "$@"
 fi
