@@ -85,8 +85,34 @@ impl Build {
         if let Some(triple) = &self.triple {
             cargo.args(["--target", triple]);
         }
+        // Cargo gives this test the variables it gives every crate's processes (the package's
+        // name, version and folder, ...). Some build scripts (ring's) ask to be rerun when those
+        // change, and cargo compares them in its own environment: inherited here, they made this
+        // build redo ring and everything above it, the library included.
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(set_by_cargo_for_crates) {
+                cargo.env_remove(&name);
+            }
+        }
         cargo
     }
+}
+
+/// Whether `name` is one of the variables cargo sets for a crate's build scripts, tests and
+/// binaries (not one that configures cargo itself, such as `CARGO_HOME` or `CARGO_PROFILE_*`).
+fn set_by_cargo_for_crates(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "CARGO_MANIFEST_DIR",
+        "CARGO_MANIFEST_PATH",
+        "CARGO_MANIFEST_LINKS",
+        "CARGO_CRATE_NAME",
+        "CARGO_BIN_NAME",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "OUT_DIR",
+    ];
+    EXACT.contains(&name) || name.starts_with("CARGO_PKG_") || name.starts_with("CARGO_BIN_EXE_")
 }
 
 /// The package's features this test was built with (the examples get the same). `default`
