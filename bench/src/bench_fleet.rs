@@ -25,6 +25,11 @@
 //! starts on 127.0.0.1 (found on PATH or in SPARKLE_REDIS_SERVER) and stops at the end. Programs
 //! run where their cache says; the driver's cache lives inside Sparkle's (as for a user who set
 //! no driver variable), so that it travels.
+//!
+//! `--together N --rounds R` runs another scenario instead (`bench_fleet_together`): per round,
+//! N processes started at the same moment on new machines against a cold remote (Redis, or S3
+//! with `--remote s3://bucket/prefix`), counting the round's compiles — the compile leases
+//! measured under load.
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -44,7 +49,9 @@ pub struct Options {
     #[arg(long, default_value_t = 5)]
     repeats: usize,
     /// A Redis server to use (`redis://host:port/db`); its database is flushed. Default: start
-    /// `redis-server` on 127.0.0.1.
+    /// `redis-server` on 127.0.0.1. With --together, also `s3://bucket/prefix` with the usual
+    /// AWS variables (AWS_ENDPOINT_URL, credentials, region): each round gets a fresh prefix
+    /// under it.
     #[arg(long)]
     remote: Option<String>,
     /// Added latencies to measure, in ms.
@@ -59,12 +66,30 @@ pub struct Options {
     /// scenario and repetition, to see where a scenario's time goes.
     #[arg(long)]
     trace_dir: Option<PathBuf>,
+    /// Instead of the scenarios above: per round, start N processes at the same moment, each a
+    /// new machine (empty local cache) on the signed fleet with a cold remote, and count the
+    /// round's compiles (the suite's 3 kernels: ideal 3, target at most 4) — compile leases
+    /// under load. --trace-dir keeps each process's timeline.
+    #[arg(long, value_name = "N")]
+    together: Option<usize>,
+    /// Rounds of --together.
+    #[arg(long, default_value_t = 10)]
+    rounds: usize,
 }
 
 impl Options {
     /// The defaults, with `repeats` runs per scenario (for `bench --fleet`).
     pub fn with_repeats(repeats: usize, json: bool) -> Options {
-        Options { repeats, remote: None, latencies: vec![0, 40, 200], json, json_out: None, trace_dir: None }
+        Options {
+            repeats,
+            remote: None,
+            latencies: vec![0, 40, 200],
+            json,
+            json_out: None,
+            trace_dir: None,
+            together: None,
+            rounds: 10,
+        }
     }
 }
 
@@ -105,7 +130,7 @@ struct Run {
 }
 
 /// A Redis server this command started; stopped when dropped.
-struct OwnRedis {
+pub(crate) struct OwnRedis {
     child: Child,
     _dir: tempfile::TempDir,
 }
@@ -121,7 +146,7 @@ fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
 }
 
-fn start_redis() -> CliResult<(OwnRedis, SocketAddr)> {
+pub(crate) fn start_redis() -> CliResult<(OwnRedis, SocketAddr)> {
     let binary =
         std::env::var_os("SPARKLE_REDIS_SERVER").map_or_else(|| PathBuf::from("redis-server"), PathBuf::from);
     let dir = tempfile::tempdir()?;
@@ -157,7 +182,7 @@ fn redis_addr(url: &str) -> CliResult<SocketAddr> {
         .ok_or_else(|| format!("cannot resolve {host_port}").into())
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
@@ -213,12 +238,22 @@ fn child(dir: &Path, remote: Remote<'_>, keys: &Keys, trace: Option<PathBuf>) ->
 }
 
 /// The run's signing key: its file and its public half.
-struct Keys {
-    secret: PathBuf,
-    public: String,
+pub(crate) struct Keys {
+    pub(crate) secret: PathBuf,
+    pub(crate) public: String,
 }
 
 pub fn run(options: Options) -> CliResult<ExitCode> {
+    if let Some(together) = options.together {
+        return crate::bench_fleet_together::run(crate::bench_fleet_together::Options {
+            together,
+            rounds: options.rounds,
+            remote: options.remote.as_deref(),
+            json: options.json,
+            json_out: options.json_out.as_deref(),
+            trace_dir: options.trace_dir.as_deref(),
+        });
+    }
     let repeats = options.repeats.max(1);
     let scratch = tempfile::tempdir()?;
     let mut own = None;
@@ -369,7 +404,7 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
 }
 
 /// Empties the remote's database, so that "remote warm" holds exactly what the publisher put.
-fn flush(url: &str) -> CliResult<()> {
+pub(crate) fn flush(url: &str) -> CliResult<()> {
     let client = redis::Client::open(url)?;
     let mut connection = client.get_connection_with_timeout(Duration::from_secs(5))?;
     redis::cmd("FLUSHDB").query::<()>(&mut connection)?;

@@ -8,6 +8,8 @@ mod bench;
 #[cfg(feature = "remote")]
 mod bench_fleet;
 #[cfg(feature = "remote")]
+mod bench_fleet_together;
+#[cfg(feature = "remote")]
 #[allow(dead_code)] // The fleet tests use the modes and accessors the benchmark does not.
 mod fault_proxy;
 mod gpu_warm;
