@@ -10,7 +10,7 @@
 //! takes longer than the budget — instead of one whole budget after the open.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::config::RemoteConfig;
 use super::store::{Store, StoreError};
@@ -23,8 +23,11 @@ pub(crate) struct Connecting {
     pub runtime: tokio::runtime::Runtime,
     /// When connecting started.
     pub started: Instant,
-    /// The connection's outcome (for Redis: the connection is the store's from then on).
-    pub connect: tokio::task::JoinHandle<Result<(), StoreError>>,
+    /// The connection's outcome and how long connecting took, timed on its own task (for
+    /// Redis: the connection is the store's from then on). Not the time until the tier reads
+    /// it: the tier is built after the backend opened, hundreds of milliseconds later on a busy
+    /// machine, and that wait is not the remote's.
+    pub connect: tokio::task::JoinHandle<Result<Duration, StoreError>>,
 }
 
 /// The connection [`preconnect`] started, until a tier takes it.
@@ -42,7 +45,10 @@ pub(crate) fn start(config: &RemoteConfig) -> Result<Connecting, String> {
         .map_err(|err| format!("cannot start its background threads: {err}"))?;
     let started = Instant::now();
     let connecting = Arc::clone(&store);
-    let connect = runtime.spawn(async move { connecting.connect().await });
+    let connect = runtime.spawn(async move {
+        let started = Instant::now();
+        connecting.connect().await.map(|()| started.elapsed())
+    });
     Ok(Connecting { config: config.clone(), store, runtime, started, connect })
 }
 
