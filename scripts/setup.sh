@@ -87,8 +87,10 @@ if [ -z "${SPARKLE_TEST_S3_SERVER:-}" ]; then
         exec 9>"$servers_dir/lock"
         flock 9
         if [ $# -gt 0 ]; then
-            # The background job keeps the lock (its copy of descriptor 9) until it is done.
-            ( install_moto || echo "setup: installing $moto_requirement failed; the S3 tests will say so" >&2 ) &
+            # The background job keeps the lock (its copy of descriptor 9) until it is done. At
+            # the lowest priority: the build beside it comes first, and leaves it idle cores.
+            ( renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || true
+              install_moto || echo "setup: installing $moto_requirement failed; the S3 tests will say so" >&2 ) &
             export SPARKLE_TEST_S3_SERVER_SETUP_LOCK="$servers_dir/lock"
         else
             install_moto
@@ -96,13 +98,6 @@ if [ -z "${SPARKLE_TEST_S3_SERVER:-}" ]; then
         exec 9>&-
     fi
     export SPARKLE_TEST_S3_SERVER="$venv/bin/python"
-fi
-
-# Two test threads per core unless told otherwise: many tests mostly wait (for servers they
-# started, for processes of their own, for timeouts), so the default of one per core left half
-# of a 2-core machine idle during the fleet, reliability, command and bench tests.
-if [ -z "${RUST_TEST_THREADS:-}" ]; then
-    export RUST_TEST_THREADS=$(( 2 * $(nproc 2>/dev/null || echo 1) ))
 fi
 
 if [ $# -gt 0 ]; then
