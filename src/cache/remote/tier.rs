@@ -309,7 +309,9 @@ impl RemoteTier {
             super::connecting::take_or_start(config)?;
         // A connection made while the backend opened is taken now, not by the task below: the
         // first lookup comes right after this and must find the remote answered and timed.
-        let connected_at_open = connect.is_finished().then(|| runtime.block_on(&mut connect));
+        // (Polled once, never waited for: this may run inside a program's own async runtime.)
+        let connected_at_open =
+            if connect.is_finished() { futures_util::FutureExt::now_or_never(&mut connect) } else { None };
         let shared = Arc::new(Shared {
             store,
             url: config.redacted_url(),
