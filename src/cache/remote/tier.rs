@@ -359,6 +359,7 @@ impl RemoteTier {
         }
         let warm = Arc::clone(&shared);
         runtime.spawn(async move {
+            let taken_at_open = connected_at_open.is_some();
             let joined = match connected_at_open {
                 Some(joined) => joined,
                 None => connect.await,
@@ -369,9 +370,10 @@ impl RemoteTier {
             };
             let outcome = match connected {
                 Ok(took) => {
-                    // (Again, where it was taken at open: the same sample and answer.)
-                    warm.observe_round_trip(took / 2);
-                    warm.succeeded();
+                    if !taken_at_open {
+                        warm.observe_round_trip(took / 2);
+                        warm.succeeded();
+                    }
                     {
                         let _probe = warm.probe.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                         warm.connected.store(true, Relaxed);
