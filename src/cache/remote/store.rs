@@ -453,6 +453,12 @@ impl Store {
         }
     }
 
+    /// Whether [`connect`](Self::connect) is itself a request of the store's own (an object
+    /// store's list), timed like any other: then it is the tier's first round trip.
+    pub fn connects_with_a_request(&self) -> bool {
+        matches!(self, Store::Objects { .. })
+    }
+
     /// One round trip that touches the store without changing it. On an object store it lists
     /// a name nothing is stored under, which fails on a bucket that does not exist (a lookup of a
     /// missing object in a missing bucket would look like a miss).

@@ -609,3 +609,31 @@ fn a_connection_made_while_the_backend_opened_is_timed_by_itself() {
     let estimate = tier.round_trip_estimate();
     assert!(estimate < Duration::from_millis(100), "a local folder's round trip estimated at {estimate:?}");
 }
+
+#[test]
+fn a_process_that_only_reads_sends_no_write_check() {
+    let shared = tempfile::tempdir().unwrap();
+    let check = shared.path().join(".sparkle-write-check");
+    let compiles = Arc::new(AtomicUsize::new(0));
+    let source = Source::new("read only", "k", &compiles);
+    let builder = machine(tempfile::tempdir().unwrap().path(), unsigned(shared.path()));
+    builder.get(&source.key, &source).unwrap();
+    drop(builder);
+    assert!(object_path(shared.path(), source.key).exists(), "the builder published");
+    let _ = std::fs::remove_file(&check);
+
+    // A warm machine: a remote hit, nothing to write. Its write check would have gone right
+    // after its first requests; the folder is watched for a while.
+    let dir = tempfile::tempdir().unwrap();
+    let reader = machine(dir.path(), unsigned(shared.path()));
+    reader.get(&source.key, &source).unwrap();
+    assert_eq!((reader.stats().remote_hits, compiles.load(SeqCst)), (1, 1));
+    let watched = std::time::Instant::now();
+    while watched.elapsed() < Duration::from_secs(1) {
+        assert!(!check.exists(), "a machine that only read sent a write check");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Asked for (as `sparkle info` and `cache remote` do), it goes.
+    assert_eq!(reader.remote_status().unwrap().writable, Some(true));
+    assert!(check.exists());
+}

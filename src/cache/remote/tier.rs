@@ -211,7 +211,12 @@ struct Shared {
     probed: std::sync::Condvar,
     /// The first requests connected (set under `probe`'s lock, announced on `probed`).
     connected: AtomicBool,
-    /// Whether a publishing tier may write the store, learnt right after the first requests:
+    /// Set when this process first needs to write (a publish, a lease claim, `write_check`):
+    /// only then does the write check go. Most processes of a warm fleet only read, and a
+    /// write check per process start would be one more request (an object store's PUT, its
+    /// dearest kind) in the burst of first requests that their lookups queue behind.
+    write_check_wanted: tokio::sync::Notify,
+    /// Whether a publishing tier may write the store, learnt when it first needs to write:
     /// `None` until then, `Some(None)` when it was not asked (the first requests failed).
     writable: Mutex<Option<Option<Result<(), String>>>>,
     /// The store refused the write check: nothing is published.
@@ -338,6 +343,7 @@ impl RemoteTier {
             probe: Mutex::new(None),
             probed: std::sync::Condvar::new(),
             connected: AtomicBool::new(false),
+            write_check_wanted: tokio::sync::Notify::new(),
             writable: Mutex::new(None),
             unwritable: AtomicBool::new(false),
             awaited: Mutex::new(HashMap::new()),
@@ -379,15 +385,25 @@ impl RemoteTier {
                         warm.connected.store(true, Relaxed);
                     }
                     warm.probed.notify_all();
-                    let started = Instant::now();
-                    warm.store.ping().await.map(|()| started.elapsed())
+                    if warm.store.connects_with_a_request() {
+                        // Connecting was itself a request (an object store's first list): it
+                        // is the probe, and a second one would only add to the burst of first
+                        // requests that every process of a fleet sends as it starts.
+                        Ok(took / 2)
+                    } else {
+                        let started = Instant::now();
+                        warm.store.ping().await.map(|()| started.elapsed())
+                    }
                 }
                 Err(err) => Err(err),
             };
+            let timed_apart = !warm.store.connects_with_a_request();
             let outcome = match outcome {
                 Ok(round_trip) => {
-                    warm.succeeded();
-                    warm.observe_round_trip(round_trip);
+                    if timed_apart {
+                        warm.succeeded();
+                        warm.observe_round_trip(round_trip);
+                    }
                     Ok(round_trip)
                 }
                 Err(err) => {
@@ -408,8 +424,9 @@ impl RemoteTier {
                 *warm.writable.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(None);
                 warm.probed.notify_all();
             } else if publishes {
-                // Said at open, not at the first publish: a bucket that does not exist or a
-                // folder this user may not write is a configuration problem.
+                // Asked when this process first needs to write (a bucket that does not exist
+                // was already said by the probe); `sparkle info` and `cache remote` ask at once.
+                warm.write_check_wanted.notified().await;
                 let writable = warm.store.check_writable().await.map_err(|err| err.0);
                 if let Err(why) = &writable {
                     warm.unwritable.store(true, Relaxed);
@@ -584,6 +601,7 @@ impl RemoteTier {
         if !self.publishes() {
             return Claim::Unknown;
         }
+        self.shared.write_check_wanted.notify_one();
         let (name, token, expected) =
             (format!("{}.lease", self.name(key)), lease::new_token(), self.budgets.for_key(key));
         let shared = Arc::clone(&self.shared);
@@ -611,6 +629,7 @@ impl RemoteTier {
         if !self.publishes() {
             return None;
         }
+        self.shared.write_check_wanted.notify_one();
         let (name, token, expected) =
             (format!("{}.lease", self.name(key)), lease::new_token(), self.budgets.for_key(key));
         let shared = Arc::clone(&self.shared);
@@ -754,6 +773,7 @@ impl RemoteTier {
         if !self.publishes {
             return None;
         }
+        self.shared.write_check_wanted.notify_one();
         let writable = self.shared.writable.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (writable, _) = self
             .shared
@@ -838,6 +858,7 @@ impl RemoteTier {
         mut lease: Option<Lease>,
         check_existing: bool,
     ) {
+        self.shared.write_check_wanted.notify_one();
         let name = self.name(key);
         if let Some(lease) = &mut lease {
             // Other machines wait for this publish: closing waits for it longer (bounded).
@@ -1036,6 +1057,7 @@ impl RemoteTier {
         if !self.publishes() || self.shared.down.load(Relaxed) || payload.len() > MAX_ENTRY_BYTES {
             return;
         }
+        self.shared.write_check_wanted.notify_one();
         let name = format!("{}/{file}", self.shared.gpu_folder);
         let sealed = self.seal(&name, kind, &payload);
         let shared = Arc::clone(&self.shared);
