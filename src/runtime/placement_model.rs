@@ -139,6 +139,13 @@ pub struct PlacementRules {
     /// decisions alone would let a device 100× slower cost a stream 5× its time at one
     /// exploration in 20.
     pub explore_share: f64,
+    /// Each device's first runs of a workload that are not learned from: they pay for first
+    /// use (buffers of a new size allocated and first touched, the driver building the
+    /// variant a new state needs), which the stream's later runs do not. On an H200 beside
+    /// llvmpipe such a first run kept a learned mean at 1.8 ms while the runs were 1.0-1.1 ms,
+    /// and its contrast with later runs counted as the cost of moving there: the workload
+    /// stayed on a device twice as slow.
+    pub warm_up_runs: u32,
 }
 
 impl Default for PlacementRules {
@@ -153,6 +160,7 @@ impl Default for PlacementRules {
             rule_out_factor: 2.0,
             explore_backoff_max: 4,
             explore_share: 0.02,
+            warm_up_runs: 1,
         }
     }
 }
@@ -176,6 +184,9 @@ pub struct Samples {
     /// Moving average of the runs right after a run on the same device, and their count.
     #[serde(default)]
     pub stayed_s: (f64, u64),
+    /// First runs taken as warm-up, not learned from ([`PlacementRules::warm_up_runs`]).
+    #[serde(default)]
+    pub warm_ups: u32,
 }
 
 impl Samples {
@@ -723,7 +734,11 @@ impl PlacementModel {
         if incumbent.is_some() {
             self.spent.exploring_s += seconds;
         }
-        if let Some(incumbent) = incumbent {
+        let key = format!("{workload_key}|{device}");
+        let warming = rules.warm_up_runs > 0
+            && self.entries.get(&key).is_none_or(|s| s.count == 0 && s.warm_ups < rules.warm_up_runs);
+        // A warm-up run says nothing of whether the explored device lost.
+        if let Some(incumbent) = incumbent.filter(|_| !warming) {
             let backoff = self.backoff.entry(workload_key.clone()).or_insert(0);
             if seconds >= incumbent * rules.switch_margin {
                 *backoff = (*backoff + 1).min(rules.explore_backoff_max).min(16);
@@ -731,7 +746,6 @@ impl PlacementModel {
                 *backoff = 0;
             }
         }
-        let key = format!("{workload_key}|{device}");
         let moved = self.last_device.as_deref().map(|last| last != device);
         if moved != Some(false) {
             self.last_device = Some(device.to_owned());
@@ -744,8 +758,15 @@ impl PlacementModel {
             seen: 0,
             moved_s: (0.0, 0),
             stayed_s: (0.0, 0),
+            warm_ups: 0,
         };
         let samples = self.entries.entry(key).or_insert(empty);
+        if warming {
+            // Its time is spent (counted above) and the device ran last, but nothing is learned.
+            samples.warm_ups += 1;
+            samples.seen = tick;
+            return;
+        }
         // One run far off (another process took the machine) counts as twice the mean.
         let bounded = if samples.count > 0 { seconds.min(2.0 * samples.mean_s) } else { seconds };
         samples.add(seconds, rules.alpha, tick);

@@ -40,6 +40,12 @@ fn drive(
         .collect()
 }
 
+/// The default rules without warm-up runs: these tests' times are numbers they choose, with no
+/// first use to pay for, and they count runs exactly.
+fn exact() -> PlacementRules {
+    PlacementRules { warm_up_runs: 0, ..PlacementRules::default() }
+}
+
 fn saxpy(n: f64) -> Workload {
     Workload::new("saxpy", 2.0 * n, 12.0 * n)
 }
@@ -59,7 +65,7 @@ fn placement_heuristic_predicts_work_and_bytes_against_each_device() {
 
 #[test]
 fn placement_trusts_history_only_after_enough_samples_then_keeps_the_fastest() {
-    let rules = PlacementRules { trust_after: 4, explore_every: 0, ..PlacementRules::default() };
+    let rules = PlacementRules { trust_after: 4, explore_every: 0, ..exact() };
     let devs = devices(&[("a", SLOW), ("b", FAST)]);
     let mut model = PlacementModel::new();
     let work = saxpy(1000.0);
@@ -79,6 +85,46 @@ fn placement_trusts_history_only_after_enough_samples_then_keeps_the_fastest() {
 }
 
 #[test]
+fn placement_does_not_learn_from_a_device_s_first_run_of_a_workload() {
+    // Measured so on an H200 beside llvmpipe: llvmpipe's first run of each size paid for first
+    // use (10 ms here); later, the large saxpy took 1 ms there against 2.2 ms on the GPU, which
+    // runs everything else faster.
+    let devs = devices(&[("gpu", FAST), ("cpu", SLOW)]);
+    let workloads = [saxpy(256.0), saxpy(16_384.0), saxpy(262_144.0)];
+    let learn = |rules: &PlacementRules| {
+        let first = std::cell::RefCell::new(std::collections::HashSet::<(usize, String)>::new());
+        let cost = |w: usize, device: &str, _: Option<&str>| {
+            if first.borrow_mut().insert((w, device.to_owned())) && device == "cpu" {
+                return 10e-3;
+            }
+            match (w, device) {
+                (2, "cpu") => 1.0e-3,
+                (2, _) => 2.2e-3,
+                (_, "cpu") => 1.0e-3,
+                _ => 0.2e-3,
+            }
+        };
+        let mut model = PlacementModel::new();
+        let passes = stream(&mut model, &workloads, &devs, rules, 40, cost);
+        (model, passes)
+    };
+    let rules = PlacementRules { trust_after: 3, explore_every: 0, ..PlacementRules::default() };
+    assert_eq!(rules.warm_up_runs, 1, "the default");
+    let (model, passes) = learn(&rules);
+    let cpu = model.samples(&workloads[2], "cpu").unwrap();
+    assert_eq!(cpu.warm_ups, 1, "{cpu:?}");
+    assert!((cpu.mean_s - 1e-3).abs() < 1e-12, "learned from the later runs only: {cpu:?}");
+    assert_eq!(runs_on(&passes, 20, 2, "cpu"), 20, "{passes:?}");
+    assert_eq!(runs_on(&passes, 20, 0, "gpu"), 20, "{passes:?}");
+    // Learned from, the CPU's first runs (ten times its later ones) teach the model that it is
+    // that much slower: the large saxpy is never tried there, and stays on the device twice as
+    // slow.
+    let (model, passes) = learn(&PlacementRules { warm_up_runs: 0, ..rules });
+    assert!(model.samples(&workloads[2], "cpu").is_none_or(|s| s.count == 0));
+    assert_eq!(runs_on(&passes, 20, 2, "gpu"), 20, "{passes:?}");
+}
+
+#[test]
 fn placement_never_calibrates_a_device_predicted_far_slower() {
     let rules = PlacementRules { trust_after: 3, ..PlacementRules::default() };
     let sim = DeviceCosts { launch_s: 1.0, flops_per_s: 1e3, bytes_per_s: 1e3 };
@@ -92,8 +138,7 @@ fn placement_never_calibrates_a_device_predicted_far_slower() {
 #[test]
 fn placement_switches_only_for_the_margin_in_the_worse_of_two_runs() {
     // The exploration counts alone (their time share is tested on its own).
-    let rules =
-        PlacementRules { trust_after: 2, explore_every: 5, explore_share: 1.0, ..PlacementRules::default() };
+    let rules = PlacementRules { trust_after: 2, explore_every: 5, explore_share: 1.0, ..exact() };
     let devs = devices(&[("a", FAST), ("b", FAST)]);
     let work = saxpy(1000.0);
     // Learn: a 1.00 ms, b 1.20 ms.
@@ -145,7 +190,7 @@ fn placement_exploration_spends_its_budget_on_losers_and_nothing_more() {
         explore_backoff_max: 0,
         rule_out_factor: f64::INFINITY,
         explore_share: 1.0,
-        ..Default::default()
+        ..exact()
     };
     let mut model = PlacementModel::new();
     drive(&mut model, &work, &devs, &rules, 6, cost);
@@ -176,7 +221,7 @@ fn placement_exploration_backs_off_while_the_loser_keeps_losing_and_resumes_when
         explore_backoff_max: 3,
         rule_out_factor: f64::INFINITY,
         explore_share: 1.0,
-        ..Default::default()
+        ..exact()
     };
     let mut model = PlacementModel::new();
     // Calibrate both (a 1 ms, b 1.5 ms), a runs it.
@@ -286,7 +331,7 @@ fn placement_exploration_budget_counts_what_a_ruled_out_device_measured() {
 #[test]
 fn placement_keeps_new_workloads_on_the_device_others_run_on_when_devices_are_about_equal() {
     let devs = devices(&[("a", FAST), ("b", FAST)]);
-    let rules = PlacementRules { trust_after: 2, explore_every: 0, ..Default::default() };
+    let rules = PlacementRules { trust_after: 2, explore_every: 0, ..exact() };
     let mut model = PlacementModel::new();
     // Clearly faster on b: b runs it.
     let first = saxpy(1000.0);
@@ -375,7 +420,7 @@ fn placement_stops_calibrating_a_device_whose_first_runs_were_clearly_slower() {
     let devs = devices(&[("a", FAST), ("b", FAST)]);
     let work = saxpy(1000.0);
     let cost = |l: &str, _| if l == "a" { 1e-3 } else { 3e-3 };
-    let rules = PlacementRules { trust_after: 5, explore_every: 0, ..Default::default() };
+    let rules = PlacementRules { trust_after: 5, explore_every: 0, ..exact() };
     let mut model = PlacementModel::new();
     let steps = drive(&mut model, &work, &devs, &rules, 12, cost);
     // Two runs of each, then a alone until trusted, then a for good.
@@ -401,7 +446,7 @@ fn placement_over_fake_runtimes_runs_where_it_chose_pins_and_explains() {
     let mut placement = fake_placement(cache.path(), [1, 2]).with_rules(PlacementRules {
         trust_after: 2,
         explore_every: 0,
-        ..Default::default()
+        ..exact()
     });
     placement.set_costs("a", SLOW).unwrap();
     placement.set_costs("b", FAST).unwrap();
@@ -437,7 +482,7 @@ fn placement_asks_whether_a_run_compiled_only_when_it_may_have() {
     let mut placement = fake_placement(cache.path(), [1, 2]).with_rules(PlacementRules {
         trust_after: 2,
         explore_every: 0,
-        ..Default::default()
+        ..exact()
     });
     placement.set_costs("a", FAST).unwrap();
     placement.set_costs("b", SLOW).unwrap();
@@ -486,7 +531,9 @@ fn placement_asks_whether_a_run_compiled_only_when_it_may_have() {
 fn fake_placement(cache: &std::path::Path, tokens: [u64; 2]) -> Placement {
     let (a, _) = fake::runtime(tokens[0], Duration::from_secs(5));
     let (b, _) = fake::runtime(tokens[1], Duration::from_secs(5));
-    Placement::from_runtimes(vec![("a".into(), a), ("b".into(), b)], &CacheConfig::in_dir(cache)).unwrap()
+    Placement::from_runtimes(vec![("a".into(), a), ("b".into(), b)], &CacheConfig::in_dir(cache))
+        .unwrap()
+        .with_rules(exact())
 }
 
 #[test]
