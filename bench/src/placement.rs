@@ -50,6 +50,10 @@ pub struct Options {
     /// equally often), or rotated (the placement then mostly follows the last device).
     #[arg(long, value_enum, default_value_t = Order::Balanced)]
     pub order: Order,
+    /// Each device's first runs of a workload not learned from (`PlacementRules::warm_up_runs`;
+    /// default: the rules' own).
+    #[arg(long)]
+    pub warm_up_runs: Option<u32>,
 }
 
 /// The order the sides of a pass run in.
@@ -186,6 +190,10 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     // The benchmark learns in a cache of its own: what it learns is not the user's history.
     let cache_dir = tempfile::tempdir()?;
     let mut placement = Placement::open(list.as_deref(), &CacheConfig::in_dir(cache_dir.path()))?;
+    if let Some(warm_up_runs) = options.warm_up_runs {
+        let rules = sparkle::runtime::PlacementRules { warm_up_runs, ..*placement.rules() };
+        placement = placement.with_rules(rules);
+    }
     let calibrate_start = Instant::now();
     placement.calibrate()?;
     let calibrate_s = calibrate_start.elapsed().as_secs_f64();
