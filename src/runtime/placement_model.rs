@@ -28,9 +28,10 @@
 //! a stream between devices for no clear gain costs the wake-up of the other device's threads
 //! (measured: 15-20 µs per move between two H200s). That cost is also learned per device — how
 //! much its runs right after a run elsewhere exceed those right after its own
-//! ([`Moves`]) — and a workload runs away from the device most workloads run on only when its
-//! time there plus the moves there and back still wins by the margin (on llvmpipe beside the
-//! simulator, sharing two cores, a move costs about 0.1 ms). Everything here is deterministic:
+//! ([`Moves`], in seconds and as a share of the run, a move priced at the smaller) — and a
+//! workload runs away from the device most workloads run on only when its time there plus the
+//! moves there and back still wins by the margin (on llvmpipe beside the simulator, sharing two
+//! cores, a move costs about 0.1 ms; a GPU left idle comes back about 10% slower). Everything here is deterministic:
 //! no clock, no random numbers.
 
 use std::collections::BTreeMap;
@@ -389,14 +390,24 @@ impl Spent {
 }
 
 /// What a run on one device costs more right after a run on another device than right after one
-/// on itself: a moving average over its workloads of the difference of the two kinds of run's
-/// averages, in seconds, with the number of samples.
+/// on itself: moving averages over its workloads of the difference of the two kinds of run's
+/// averages, in seconds and as a share of the run after its own device, with the number of
+/// samples.
+///
+/// Both, because a move costs some runs a fixed time (the device's threads wake) and others a
+/// share of the run (a GPU left idle while llvmpipe ran 150 ms comes back at lower clocks:
+/// +0.5 ms on a 15 ms run, +0.03 ms on a 0.7 ms one). A workload's move is priced at the smaller
+/// of the two: in seconds alone, the largest workloads priced every move, and on an H200 beside
+/// llvmpipe a saxpy twice as fast there stayed on the GPU.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Moves {
     /// Moving average of the difference.
     pub cost_s: f64,
     /// Samples of it.
     pub samples: u64,
+    /// Moving average of the difference as a share of the run after one on the same device.
+    #[serde(default)]
+    pub share: f64,
 }
 
 /// Samples before a device's move cost is believed.
@@ -410,6 +421,13 @@ impl Moves {
             return 0.0;
         }
         self.cost_s.max(0.0)
+    }
+
+    /// What moving the stream to the device costs its next run when that run takes `run_s`
+    /// after one of its own: the smaller of the learned time and the learned share of `run_s`
+    /// (0 until [`MOVE_SAMPLES`] samples were taken).
+    pub fn cost_of_s(&self, run_s: f64) -> f64 {
+        self.cost_s().min(self.share.max(0.0) * run_s.max(0.0))
     }
 }
 
@@ -471,6 +489,11 @@ impl PlacementModel {
     /// What moving the stream to `device` costs its next run, as measured (0 while unknown).
     pub fn move_cost(&self, device: &str) -> f64 {
         self.moves.get(device).map_or(0.0, Moves::cost_s)
+    }
+
+    /// What moving the stream to `device` costs a next run there of `run_s` (see [`Moves`]).
+    pub fn move_cost_of(&self, device: &str, run_s: f64) -> f64 {
+        self.moves.get(device).map_or(0.0, |moves| moves.cost_of_s(run_s))
     }
 
     /// How many (kernel, size class, device) histories are kept.
@@ -585,15 +608,6 @@ impl PlacementModel {
         // elsewhere costs besides its own time: moving the stream there and back.
         let home_count = |i: usize| self.current.values().filter(|label| **label == devices[i].label).count();
         let home = (0..devices.len()).min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i)).unwrap_or(0);
-        let away: Vec<f64> = (0..devices.len())
-            .map(|i| {
-                if i == home || home_count(home) == 0 {
-                    0.0
-                } else {
-                    self.move_cost(&devices[i].label) + self.move_cost(&devices[home].label)
-                }
-            })
-            .collect();
         // A device's time for this workload with the stream staying on it: the runs right after
         // one of its own where there were some (the mean mixes in what moves cost), else the
         // prediction.
@@ -601,6 +615,18 @@ impl PlacementModel {
             Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= 2 => s.stayed_s.0,
             _ => predictions[i].seconds,
         };
+        // Moving there, then back home (this workload's time at home stands in for the next run
+        // there, which is not known).
+        let away: Vec<f64> = (0..devices.len())
+            .map(|i| {
+                if i == home || home_count(home) == 0 {
+                    0.0
+                } else {
+                    self.move_cost_of(&devices[i].label, settled(i))
+                        + self.move_cost_of(&devices[home].label, settled(home))
+                }
+            })
+            .collect();
         let Some(incumbent) = incumbent else {
             // Calibration: the untrusted devices worth measuring, fewest samples first; one whose
             // first runs were clearly slower than another device's is left to exploration.
@@ -781,9 +807,14 @@ impl PlacementModel {
         }
         if samples.moved_s.1 > 0 && samples.stayed_s.1 > 0 && moved.is_some() {
             let contrast = samples.moved_s.0 - samples.stayed_s.0;
-            let mut average = self.moves.get(device).map_or((0.0, 0), |m| (m.cost_s, m.samples));
+            let known = self.moves.get(device).copied().unwrap_or_default();
+            let mut average = (known.cost_s, known.samples);
             average_in(&mut average, contrast, rules.alpha);
-            let moves = Moves { cost_s: average.0, samples: average.1 };
+            let mut share = (known.share, known.samples);
+            if samples.stayed_s.0 > 0.0 {
+                average_in(&mut share, contrast / samples.stayed_s.0, rules.alpha);
+            }
+            let moves = Moves { cost_s: average.0, samples: average.1, share: share.0 };
             match self.moves.get_mut(device) {
                 Some(known) => *known = moves,
                 None => {
