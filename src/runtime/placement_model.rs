@@ -281,6 +281,10 @@ pub struct Decision {
     pub predictions: Vec<Prediction>,
     /// The workload's size class.
     pub size_class: String,
+    /// Per device, in the placement's order, what the choice weighed where it weighed learned
+    /// times: the device's time with the stream staying on it, and what moving the stream there
+    /// and back costs (empty for a pinned kernel, a single device or a calibration).
+    pub weighed: Vec<(f64, f64)>,
 }
 
 impl fmt::Display for Decision {
@@ -304,6 +308,14 @@ impl fmt::Display for Decision {
                     if s.count >= 2 { seconds(s.last_s[1]) } else { "-".into() }
                 )?,
                 None => writeln!(f, ", no samples")?,
+            }
+            if let Some((staying, moves)) = self.weighed.get(i).filter(|_| p.basis == Basis::Learned) {
+                writeln!(
+                    f,
+                    "               staying on it {}, moving there and back {}",
+                    seconds(*staying),
+                    seconds(*moves)
+                )?;
             }
         }
         let chosen = self.predictions.get(self.device).map_or("?", |p| p.device.as_str());
@@ -570,19 +582,17 @@ impl PlacementModel {
         let size_class = workload.size_class();
         let key = format!("{}|{size_class}", workload.kernel);
         let predictions = self.predict_keyed(workload, &key, devices, rules);
-        let decide = |device: usize, reason: Reason, predictions: Vec<Prediction>| Decision {
-            device,
-            reason,
-            predictions,
-            size_class: size_class.clone(),
-        };
+        let decide =
+            |device: usize, reason: Reason, predictions: Vec<Prediction>, weighed: Vec<(f64, f64)>| {
+                Decision { device, reason, predictions, size_class: size_class.clone(), weighed }
+            };
         if let Some(pinned) = self.pins.get(&workload.kernel) {
             if let Some(i) = devices.iter().position(|d| &d.label == pinned) {
-                return decide(i, Reason::Pinned, predictions);
+                return decide(i, Reason::Pinned, predictions, Vec::new());
             }
         }
         if devices.len() <= 1 {
-            return decide(0, Reason::Only, predictions);
+            return decide(0, Reason::Only, predictions, Vec::new());
         }
         self.tick += 1;
         // Looked up before inserting: a decision is taken on every placed run, and cloning the
@@ -627,6 +637,7 @@ impl PlacementModel {
                 }
             })
             .collect();
+        let weighed: Vec<(f64, f64)> = (0..devices.len()).map(|i| (settled(i), away[i])).collect();
         let Some(incumbent) = incumbent else {
             // Calibration: the untrusted devices worth measuring, fewest samples first; one whose
             // first runs were clearly slower than another device's is left to exploration.
@@ -646,7 +657,7 @@ impl PlacementModel {
                 .filter(|&(i, _)| beaten_by(i).is_none())
                 .min_by_key(|(i, p)| (p.samples.map_or(0, |s| s.count), *i));
             if let Some((i, _)) = calibrate {
-                return decide(i, Reason::Calibrating, predictions);
+                return decide(i, Reason::Calibrating, predictions, Vec::new());
             }
             // The best trusted device (there is one unless every device left was ruled out or
             // predicted far slower: then the best measured one, else the best prediction).
@@ -671,7 +682,7 @@ impl PlacementModel {
                 })
                 .unwrap_or_else(|| predictions.iter().position(|p| p.seconds <= best).unwrap_or(0));
             self.current.insert(key, devices[candidate].label.clone());
-            return decide(candidate, Reason::Best, predictions);
+            return decide(candidate, Reason::Best, predictions, weighed);
         };
         // Once a device runs the workload, other devices are tried on the exploration budget
         // only: trusted ones that were close, untrusted ones whose prediction became close
@@ -699,14 +710,14 @@ impl PlacementModel {
             let loser = loser.filter(|&i| self.spent.allows(cost(i), rules.explore_share));
             if let Some(loser) = loser {
                 self.explored_at.insert(key, count);
-                return decide(loser, Reason::Exploring, predictions);
+                return decide(loser, Reason::Exploring, predictions, weighed);
             }
         }
         let Some(candidate) = (0..predictions.len())
             .filter(|&i| learned(i).is_some())
             .min_by(|&a, &b| (settled(a) + away[a]).total_cmp(&(settled(b) + away[b])))
         else {
-            return decide(incumbent, Reason::Kept, predictions);
+            return decide(incumbent, Reason::Kept, predictions, weighed);
         };
         if candidate != incumbent {
             // Without moves to weigh, the candidate must win in the worse of its last two runs;
@@ -723,11 +734,11 @@ impl PlacementModel {
                     let from = devices[incumbent].label.clone();
                     self.backoff.remove(&key);
                     self.current.insert(key, devices[candidate].label.clone());
-                    return decide(candidate, Reason::Switched { from }, predictions);
+                    return decide(candidate, Reason::Switched { from }, predictions, weighed);
                 }
             }
         }
-        decide(incumbent, Reason::Kept, predictions)
+        decide(incumbent, Reason::Kept, predictions, weighed)
     }
 
     /// Records that `workload` took `seconds` to result on `device` (whose heuristic costs are
