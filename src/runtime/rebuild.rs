@@ -18,8 +18,12 @@
 //! A machine with nothing local to rebuild from (its folder has no working set and no other
 //! driver's folder of the device has one: a fresh machine, a new image) rebuilds from the fleet
 //! tier when one is configured: the recipes that the fleet's machines published under the most
-//! recent other driver of this device (`crate::cache::remote` `recipes.rs`), fetched and checked
-//! one at a time, never while the device is held.
+//! recent other driver of this device (`crate::cache::remote` `recipes.rs`), never fetched while
+//! the device is held. Their order is the fleet's first use too: that of the fleet's working set
+//! when one was pushed, otherwise when each recipe was published (its compile, the program's
+//! first use in the fleet), which `recipes.rs` learns by fetching and checking them before the
+//! rebuild starts; the rebuild builds from what it fetched then, and fetches the others (a
+//! pushed working set's, or past its bound on bytes) one at a time.
 //!
 //! Bad input: a damaged recipe, one of another folder or key, or another user's is refused
 //! (and a damaged one removed) and never compiled from; only the user's own GPU folders are
@@ -29,8 +33,12 @@
 //!
 //! [`Runtime::rebuild_working_set`]: super::Runtime::rebuild_working_set
 
+#[cfg(feature = "remote")]
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(feature = "remote")]
+use std::sync::Mutex;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -39,7 +47,7 @@ use serde::{Deserialize, Serialize};
 use super::device::DynDevice;
 use crate::cache::recipe::{self, RecipeProblem};
 #[cfg(feature = "remote")]
-use crate::cache::remote::{Fetched, FleetRecipes};
+use crate::cache::remote::{Fetched, FleetPrograms, FleetRecipes};
 use crate::cache::{Blob, Built, CacheKey, LoadFailure, ProgramSource};
 use crate::kernel::{Access, Binding, KernelSource, KernelSpec, ScalarType, TexelFormat};
 use crate::{Error, ErrorKind, Result};
@@ -125,9 +133,10 @@ impl RebuildReport {
 enum Recipes {
     /// Another GPU folder of this machine.
     Local(PathBuf),
-    /// A GPU folder of the fleet tier (its name).
+    /// A GPU folder of the fleet tier (its name), and what was fetched of it already to order
+    /// it (each taken once, when its program is built).
     #[cfg(feature = "remote")]
-    Fleet { folder: String, fleet: FleetRecipes },
+    Fleet { folder: String, fleet: FleetRecipes, fetched: Mutex<HashMap<CacheKey, Fetched>> },
 }
 
 /// The working set to rebuild: the old folder and its programs in first-use order.
@@ -237,8 +246,9 @@ fn fleet_plan(fleet: FleetRecipes, into: PathBuf) -> Option<Plan> {
     };
     for folder in drivers {
         match fleet.programs(&folder, FLEET_REQUEST) {
-            Ok(keys) if !keys.is_empty() => {
-                return Some(Plan { from: Recipes::Fleet { folder, fleet }, keys, into })
+            Ok(FleetPrograms { keys, fetched }) if !keys.is_empty() => {
+                let fetched = Mutex::new(fetched);
+                return Some(Plan { from: Recipes::Fleet { folder, fleet, fetched }, keys, into });
             }
             Ok(_) => {}
             Err(why) => {
@@ -267,16 +277,22 @@ fn recipe_spec(from: &Recipes, key: CacheKey) -> Result<KernelSpec, RebuildOutco
         },
         // A refused remote object stays there, for `sparkle cache remote verify --fix`.
         #[cfg(feature = "remote")]
-        Recipes::Fleet { folder, fleet } => match fleet.fetch(folder, key, FLEET_REQUEST) {
-            Fetched::Spec(payload) => payload,
-            Fetched::Missing => return Err(RebuildOutcome::NoRecipe),
-            Fetched::Refused(why) => return Err(RebuildOutcome::Refused(format!("from the fleet: {why}"))),
-            Fetched::Failed(why) => {
-                return Err(RebuildOutcome::Failed(format!(
-                    "its recipe could not be fetched from the fleet: {why}"
-                )))
+        Recipes::Fleet { folder, fleet, fetched } => {
+            // Fetched already to order the rebuild, or fetched now (the lock not held meanwhile).
+            let taken = fetched.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key);
+            match taken.unwrap_or_else(|| fleet.fetch(folder, key, FLEET_REQUEST)) {
+                Fetched::Spec(payload) => payload,
+                Fetched::Missing => return Err(RebuildOutcome::NoRecipe),
+                Fetched::Refused(why) => {
+                    return Err(RebuildOutcome::Refused(format!("from the fleet: {why}")))
+                }
+                Fetched::Failed(why) => {
+                    return Err(RebuildOutcome::Failed(format!(
+                        "its recipe could not be fetched from the fleet: {why}"
+                    )))
+                }
             }
-        },
+        }
     };
     spec_from_json(&payload).map_err(RebuildOutcome::Refused)
 }

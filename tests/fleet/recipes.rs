@@ -15,6 +15,7 @@ use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
 use sparkle::cache::recipe::{self, RebuildLedger};
 use sparkle::cache::remote::{generate_key_file, parse_hex_key};
 use sparkle::cache::{CacheConfig, RemoteConfig};
+use sparkle::runtime::RebuildOutcome;
 use sparkle::Runtime;
 
 #[path = "../support/fake_compiler.rs"]
@@ -326,5 +327,128 @@ fn pushed_recipes_serve_the_foreground_rebuild_of_a_fresh_machine() {
         assert_eq!((report.planned, report.rebuilt), (3, 3), "{tag}: {report:?}");
         drop(b);
         assert_eq!(machine_two_next(tools.path(), two.path(), &remote), (0, 3), "{tag}");
+    }
+}
+
+/// Nine programs: the suite's kernels, each in three variants (its code objects padded with
+/// zeros past their end, which a program's key covers on the simulator and its loader ignores).
+fn nine_programs() -> Vec<sparkle::KernelSpec> {
+    (0..3)
+        .flat_map(|variant| {
+            sparkle::suite::kernels().into_iter().map(move |mut spec| {
+                for source in &mut spec.sources {
+                    if let sparkle::KernelSource::CodeObjects { objects, .. } = source {
+                        for object in objects {
+                            let padded = [&object.bytes[..], &vec![0; variant * 16][..]].concat();
+                            object.bytes = padded.into();
+                        }
+                    }
+                }
+                spec
+            })
+        })
+        .collect()
+}
+
+/// Without a pushed working set, a fresh machine's rebuild from the fleet goes in the order the
+/// fleet first used the programs (when their recipes were published), not by key; a pushed
+/// working set still decides first. The foreground rebuild's progress says the order (the
+/// background rebuild takes the same plan).
+#[test]
+fn a_fleet_rebuild_goes_in_the_fleets_first_use_order() {
+    // The foreground rebuild alone, without a background one beside it.
+    if crate::isolated::ran_in_own_process(
+        module_path!(),
+        "a_fleet_rebuild_goes_in_the_fleets_first_use_order",
+        &[(sparkle::runtime::REBUILD_ENV, Some("off"))],
+    ) {
+        return;
+    }
+    for server in Server::both() {
+        let tag = server.name();
+        let tools = tempfile::tempdir().unwrap();
+        let remote = unsigned(&server);
+        let specs = nine_programs();
+        // Each program's key under driver A, from a machine without the remote.
+        let zero = tempfile::tempdir().unwrap();
+        let z = Runtime::from_device::<AmdgpuSim>(
+            AmdgpuDevice::<Simulated>::new(
+                SimDriver::new(SimOptions::default()),
+                DeviceOptions {
+                    compiler: Some(compiler(tools.path(), "driver-a")),
+                    ..DeviceOptions::default()
+                },
+            )
+            .unwrap(),
+            &CacheConfig::in_dir(zero.path()),
+        );
+        for spec in &specs {
+            z.program(spec).unwrap();
+        }
+        let keys = recipe::working_set(&z.cache_dir().unwrap());
+        drop(z);
+        assert_eq!(keys.len(), specs.len(), "{tag}");
+        // The fleet's first use: the programs whose keys sort last first.
+        let mut by_key: Vec<_> = keys.iter().copied().zip(&specs).collect();
+        by_key.sort_by_key(|(key, _)| *key);
+        let first_use: Vec<_> = by_key.iter().rev().map(|(key, _)| *key).collect();
+        let mut sorted = first_use.clone();
+        sorted.sort();
+        assert_ne!(first_use, sorted, "the order of first use must not be the keys'");
+
+        // Machine 1 uses them in that order, compiling and publishing each; no working set is
+        // pushed.
+        let one = tempfile::tempdir().unwrap();
+        let a = open(tools.path(), one.path(), "driver-a", &remote);
+        for (_, spec) in by_key.iter().rev() {
+            a.program(spec).unwrap();
+        }
+        assert_eq!(a.cache_stats().compiles, specs.len() as u64, "{tag}");
+        let old = a.cache_dir().unwrap().file_name().unwrap().to_str().unwrap().to_owned();
+        drop(a);
+        assert!(
+            server.get(&format!("{old}/{}", sparkle::cache::WORKING_SET_FILE)).is_none(),
+            "{tag}: a working set was pushed"
+        );
+
+        // A fresh machine under driver B rebuilds them in that order.
+        let rebuilt_order = |cache: &Path| {
+            let b = open(tools.path(), cache, "driver-b", &remote);
+            let mut order = Vec::new();
+            let mut compiled = 0;
+            let report = b
+                .rebuild_working_set(None, &mut |step| {
+                    order.push(step.key);
+                    compiled += usize::from(*step.outcome == RebuildOutcome::Rebuilt);
+                })
+                .unwrap();
+            assert_eq!(compiled, report.rebuilt, "{tag}");
+            assert_eq!(report.from, format!("fleet:{old}"), "{tag}");
+            // Built here, or (after the first fresh machine) found on the remote under driver B.
+            let built = report.rebuilt + report.present;
+            assert_eq!(
+                (report.planned, built, report.no_recipe),
+                (specs.len(), specs.len(), 0),
+                "{tag}: {report:?}"
+            );
+            (order, report.rebuilt)
+        };
+        let two = tempfile::tempdir().unwrap();
+        let (order, rebuilt) = rebuilt_order(two.path());
+        assert_eq!(order, first_use, "{tag}: not in the order of first use");
+        assert_eq!(rebuilt, specs.len(), "{tag}: every program compiled for driver B");
+
+        // A machine that used them in another order pushes its working set: that order wins.
+        let pushed: Vec<_> = [1, 0, 3, 2, 5, 4, 7, 6, 8].iter().map(|&i| by_key[i]).collect();
+        let three = tempfile::tempdir().unwrap();
+        let pusher = open(tools.path(), three.path(), "driver-a", &remote);
+        for (_, spec) in &pushed {
+            pusher.program(spec).unwrap();
+        }
+        pusher.fleet().push(Duration::from_secs(20), &|_, _| {}).unwrap();
+        drop(pusher);
+        let four = tempfile::tempdir().unwrap();
+        let working_set: Vec<_> = pushed.iter().map(|(key, _)| *key).collect();
+        assert_eq!(rebuilt_order(four.path()).0, working_set, "{tag}: not in the pushed working set's order");
     }
 }

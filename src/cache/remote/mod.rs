@@ -69,7 +69,7 @@ pub use connecting::preconnect;
 #[cfg(feature = "remote")]
 pub(crate) use lease::Lease;
 #[cfg(feature = "remote")]
-pub(crate) use recipes::{publish_kept_recipe, publish_recipe, Fetched, FleetRecipes};
+pub(crate) use recipes::{publish_kept_recipe, publish_recipe, Fetched, FleetPrograms, FleetRecipes};
 #[cfg(feature = "remote")]
 pub use signing::{generate_key_file, public_key_of};
 #[cfg(feature = "remote")]

@@ -23,13 +23,29 @@
 //! A machine looks for them only when it has nothing local to rebuild from: its GPU folder has
 //! no working set and no folder of the same device under another driver has one. Then it lists
 //! its device folder, takes the other driver filed most recently (the newest: a folder is filed
-//! when its driver is first used), orders that folder's recipes
-//! by the fleet's working set there (when one was pushed and verifies), then by key, and the
-//! rebuild (`crate::runtime::rebuild`) fetches and checks them one at a time. Bounds: at most
-//! [`MAX_DRIVERS`] folders looked at, [`MAX_WORKING_SET_KEYS`] recipes, each at most
-//! `MAX_RECIPE_BYTES`; every request has a timeout.
+//! when its driver is first used), and orders that folder's recipes for the rebuild
+//! (`crate::runtime::rebuild`) in the fleet's first-use order, so that what a process needs first
+//! is ready first:
+//!
+//! - by the fleet's working set there, when one was pushed (`sparkle cache push`) and verifies;
+//!   the recipes it does not name follow by key, and the rebuild fetches and checks them one at
+//!   a time;
+//! - otherwise by when each recipe was published: its envelope's creation time
+//!   (`Provenance::created_unix_ns`). Only the process that compiled a program publishes its
+//!   recipe, right after the compile, create-if-absent, so the kept object's time is the
+//!   program's first use in the fleet (a trusting machine that replaced an object it refused
+//!   gives it its own time; clocks of machines differ by their skew). The recipes are fetched
+//!   and checked up front for it, [`ORDER_CONCURRENCY`] at a time, ties and recipes without a
+//!   time by key; those that do not verify, are gone or could not be fetched go last. The specs
+//!   fetched are handed to the rebuild, which fetches none of them again, up to
+//!   [`MAX_PREFETCHED_BYTES`] in all; past that a recipe is fetched for its time and again when
+//!   it is built. The time decides only the order: what is built is what passed the checks.
+//!
+//! Bounds: at most [`MAX_DRIVERS`] folders looked at, [`MAX_WORKING_SET_KEYS`] recipes, each at
+//! most `MAX_RECIPE_BYTES`; every request has a timeout, and the up-front fetches stop at the
+//! first round in which none was answered (the rest then go last, by key).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -56,6 +72,12 @@ pub(crate) const MAX_DRIVERS: usize = 16;
 const RECIPE_HEADER: usize = 64;
 /// The fleet's working set object is at most this large.
 const MAX_WORKING_SET_BYTES: usize = 2 << 20;
+/// Without a working set, recipes are fetched this many at a time to order them (a round waits
+/// for its slowest request; each has the caller's timeout).
+pub(crate) const ORDER_CONCURRENCY: usize = 8;
+/// The kernel specs fetched to order recipes are kept for the rebuild up to this many bytes in
+/// all (recipes are a few KiB; the bound holds memory, not the usual case).
+pub(crate) const MAX_PREFETCHED_BYTES: usize = 64 << 20;
 
 /// The identity of a GPU folder, as filed under its device.
 #[derive(Serialize, Deserialize)]
@@ -102,22 +124,34 @@ pub(crate) fn check(name: &str, bytes: &[u8], trusted: Option<&TrustedKeys>) -> 
     }
 }
 
-/// The kernel spec a recipe object holds, once it passed every check.
+/// The kernel spec a recipe object holds, once it passed every check, and when the object was
+/// made (its envelope's creation time; `None` when its provenance does not say).
 fn open_recipe(
     name: &str,
     folder: &str,
     key: CacheKey,
     bytes: &[u8],
     trusted: Option<&TrustedKeys>,
-) -> Result<Vec<u8>, String> {
+) -> Result<(Vec<u8>, Option<u64>), String> {
     let opened = check::open_checked(name, bytes, Kind::Recipe, trusted)?;
     let (backend, hash) = folder
         .rsplit_once('-')
         .and_then(|(backend, hash)| Some((backend, u64::from_str_radix(hash, 16).ok()?)))
         .ok_or_else(|| format!("{folder} is not a GPU folder"))?;
-    recipe::open(opened.payload, backend, hash, key)
-        .map(<[u8]>::to_vec)
-        .map_err(|problem| problem.to_string())
+    let spec = recipe::open(opened.payload, backend, hash, key).map_err(|problem| problem.to_string())?;
+    // Time 0 is what a producer that did not say writes (`Provenance::default`).
+    let created = serde_json::from_slice::<Provenance>(opened.provenance)
+        .ok()
+        .map(|p| p.created_unix_ns)
+        .filter(|&ns| ns > 0);
+    Ok((spec.to_vec(), created))
+}
+
+/// The fleet's first-use order of recipes: those with a creation time by it, ties by key; then
+/// the others (no time said, refused, gone, not fetched) by key.
+fn by_first_use(mut found: Vec<(CacheKey, Option<u64>)>) -> Vec<CacheKey> {
+    found.sort_unstable_by_key(|&(key, created)| (created.is_none(), created, key));
+    found.into_iter().map(|(key, _)| key).collect()
 }
 
 /// The GPU identity a device object files, and when it was filed, once it passed every check:
@@ -195,23 +229,36 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     }
 }
 
+/// The object `name` of `background`'s store, at most `max` bytes of payload; `None` when the
+/// remote has none.
+async fn get_object(background: &Background, name: &str, max: usize) -> Result<Option<Vec<u8>>, String> {
+    let got = background.store().get(name, max.saturating_add(envelope::MAX_OVERHEAD)).await;
+    match got.map_err(|err| err.0)? {
+        None => Ok(None),
+        Some(Got::Object { bytes, .. }) => Ok(Some(bytes)),
+        Some(Got::TooLarge { size }) => {
+            Err(format!("{name} is {size} bytes, more than such an object takes"))
+        }
+    }
+}
+
+/// The programs of a GPU folder that have a recipe on the fleet, as a rebuild takes them.
+pub(crate) struct FleetPrograms {
+    /// In the fleet's first-use order; at most [`MAX_WORKING_SET_KEYS`].
+    pub keys: Vec<CacheKey>,
+    /// What fetching a program's recipe found, for those fetched already to order them (never
+    /// [`Fetched::Failed`]: the rebuild asks again for those).
+    pub fetched: HashMap<CacheKey, Fetched>,
+}
+
 impl FleetRecipes {
     /// The object `name`, at most `max` bytes of payload; `None` when the remote has none.
     fn get(&self, name: &str, max: usize, timeout: Duration) -> Result<Option<Vec<u8>>, String> {
         let background = self.background.clone();
         let owned = name.to_owned();
-        let max = max.saturating_add(envelope::MAX_OVERHEAD);
-        let got = self
-            .background
-            .block_on(timeout, async move { background.store().get(&owned, max).await })
-            .map_err(|err| err.0)?;
-        match got {
-            None => Ok(None),
-            Some(Got::Object { bytes, .. }) => Ok(Some(bytes)),
-            Some(Got::TooLarge { size }) => {
-                Err(format!("{name} is {size} bytes, more than such an object takes"))
-            }
-        }
+        self.background
+            .block_on(timeout, async move { Ok(get_object(&background, &owned, max).await) })
+            .map_err(|err| err.0)?
     }
 
     fn list(&self, folder: String, timeout: Duration) -> Result<Vec<String>, String> {
@@ -258,9 +305,10 @@ impl FleetRecipes {
         Ok(found.into_iter().map(|(_, folder)| folder).collect())
     }
 
-    /// The programs of `folder` that have a recipe on the remote: in the order of the fleet's
-    /// working set there (when one verifies), then by key; at most [`MAX_WORKING_SET_KEYS`].
-    pub fn programs(&self, folder: &str, timeout: Duration) -> Result<Vec<CacheKey>, String> {
+    /// The programs of `folder` that have a recipe on the remote, in the fleet's first-use order
+    /// (the module's comment says how): by the fleet's working set there when one verifies,
+    /// otherwise by when each recipe was published, which fetches and checks them here.
+    pub fn programs(&self, folder: &str, timeout: Duration) -> Result<FleetPrograms, String> {
         let mut held: Vec<CacheKey> = self
             .list(folder.to_owned(), timeout)?
             .iter()
@@ -273,6 +321,7 @@ impl FleetRecipes {
             })
             .collect();
         held.sort_unstable();
+        held.dedup();
         let name = format!("{folder}/{WORKING_SET_FILE}");
         let order = match self.get(&name, MAX_WORKING_SET_BYTES, timeout)? {
             None => Vec::new(),
@@ -293,11 +342,88 @@ impl FleetRecipes {
         let mut keys: Vec<CacheKey> = order
             .into_iter()
             .map(|(key, _)| key)
-            .chain(held)
             .filter(|key| recipes.contains(key) && seen.insert(*key))
             .collect();
-        keys.truncate(MAX_WORKING_SET_KEYS);
-        Ok(keys)
+        if !keys.is_empty() {
+            keys.extend(held.into_iter().filter(|key| seen.insert(*key)));
+            keys.truncate(MAX_WORKING_SET_KEYS);
+            return Ok(FleetPrograms { keys, fetched: HashMap::new() });
+        }
+        // No working set that names a recipe here: the order of first use, from the recipes.
+        held.truncate(MAX_WORKING_SET_KEYS);
+        Ok(self.by_publication(folder, held, timeout))
+    }
+
+    /// The recipes `keys` of `folder`, fetched and checked [`ORDER_CONCURRENCY`] at a time, in the
+    /// order they were published (`by_first_use`), and what each fetch found.
+    fn by_publication(&self, folder: &str, keys: Vec<CacheKey>, timeout: Duration) -> FleetPrograms {
+        let max = MAX_RECIPE_BYTES as usize + RECIPE_HEADER;
+        let trusted = self.background.trusted();
+        let mut times = Vec::with_capacity(keys.len());
+        let mut fetched = HashMap::new();
+        let (mut kept_bytes, mut fetched_round) = (0usize, true);
+        for round in keys.chunks(ORDER_CONCURRENCY) {
+            if !fetched_round {
+                // The remote answered nothing last round: the rebuild asks again, one at a time.
+                times.extend(round.iter().map(|&key| (key, None)));
+                continue;
+            }
+            let names: Vec<String> = round.iter().map(|&key| recipe_name(folder, key)).collect();
+            let background = self.background.clone();
+            let asked = names.clone();
+            // Each request has `timeout`; the round as a whole a little more.
+            let answers = self
+                .background
+                .block_on(timeout + Duration::from_secs(1), async move {
+                    let requests = asked.iter().map(|name| {
+                        let background = background.clone();
+                        async move {
+                            tokio::time::timeout(timeout, get_object(&background, name, max))
+                                .await
+                                .unwrap_or_else(|_| {
+                                    Err(format!("no answer within {} ms", timeout.as_millis()))
+                                })
+                        }
+                    });
+                    Ok(futures_util::future::join_all(requests).await)
+                })
+                .unwrap_or_else(|err| vec![Err(err.0); round.len()]);
+            fetched_round = false;
+            for ((&key, name), answer) in round.iter().zip(&names).zip(answers) {
+                let (found, created) = match answer {
+                    Err(why) => {
+                        tracing::debug!(object = %name, "a recipe could not be fetched to order the rebuild: {why}");
+                        times.push((key, None));
+                        continue;
+                    }
+                    Ok(None) => (Fetched::Missing, None),
+                    Ok(Some(bytes)) => match open_recipe(name, folder, key, &bytes, trusted) {
+                        Ok((spec, created)) => (Fetched::Spec(spec), created),
+                        Err(why) => (Fetched::Refused(why), None),
+                    },
+                };
+                fetched_round = true;
+                times.push((key, created));
+                let bytes = match &found {
+                    Fetched::Spec(spec) => spec.len(),
+                    Fetched::Refused(why) => why.len(),
+                    _ => 0,
+                };
+                // Past the bound, only the time is kept: the rebuild fetches the spec again.
+                if kept_bytes.saturating_add(bytes) <= MAX_PREFETCHED_BYTES {
+                    kept_bytes += bytes;
+                    fetched.insert(key, found);
+                }
+            }
+        }
+        tracing::debug!(
+            folder,
+            recipes = times.len(),
+            timed = times.iter().filter(|(_, created)| created.is_some()).count(),
+            kept = fetched.len(),
+            "the fleet's recipes ordered by when they were published"
+        );
+        FleetPrograms { keys: by_first_use(times), fetched }
     }
 
     /// The recipe of `key` in `folder`: its kernel spec once it passed every check.
@@ -307,7 +433,7 @@ impl FleetRecipes {
         match self.get(&name, max, timeout) {
             Ok(None) => Fetched::Missing,
             Ok(Some(bytes)) => match open_recipe(&name, folder, key, &bytes, self.background.trusted()) {
-                Ok(spec) => Fetched::Spec(spec),
+                Ok((spec, _)) => Fetched::Spec(spec),
                 Err(why) => Fetched::Refused(why),
             },
             Err(why) => Fetched::Failed(why),
@@ -368,11 +494,40 @@ mod tests {
         let sealed = recipe::seal("gl", a.hash(), key, b"{}");
         let name = recipe_name(&a.dir_name(), key);
         let object = envelope::seal(&name, Kind::Recipe, &Provenance::default(), &sealed, None);
-        assert_eq!(open_recipe(&name, &a.dir_name(), key, &object, None).unwrap(), b"{}");
+        assert_eq!(open_recipe(&name, &a.dir_name(), key, &object, None).unwrap(), (b"{}".to_vec(), None));
         assert!(open_recipe(&name, &b.dir_name(), key, &object, None).is_err());
         let mut flipped = object.clone();
         let last = flipped.len() - 1;
         flipped[last] ^= 1;
         assert!(open_recipe(&name, &a.dir_name(), key, &flipped, None).is_err());
+    }
+
+    #[test]
+    fn recipes_go_in_the_order_they_were_published_then_by_key() {
+        let k = CacheKey::from_u128;
+        // Published 5 first, then 1, then 9 and 3 at once; 7 and 2 without a time (not said,
+        // refused, gone or not fetched).
+        let found = vec![
+            (k(1), Some(20)),
+            (k(7), None),
+            (k(9), Some(30)),
+            (k(5), Some(10)),
+            (k(2), None),
+            (k(3), Some(30)),
+        ];
+        assert_eq!(by_first_use(found), vec![k(5), k(1), k(3), k(9), k(2), k(7)]);
+        assert_eq!(by_first_use(Vec::new()), Vec::<CacheKey>::new());
+    }
+
+    #[test]
+    fn a_recipes_time_is_its_envelopes() {
+        let a = gpu("1");
+        let key = CacheKey::from_u128(4);
+        let name = recipe_name(&a.dir_name(), key);
+        let sealed = recipe::seal("gl", a.hash(), key, b"{}");
+        let made = Provenance { created_unix_ns: 1_700_000_000_000_000_000, ..Provenance::default() };
+        let object = envelope::seal(&name, Kind::Recipe, &made, &sealed, None);
+        let (spec, created) = open_recipe(&name, &a.dir_name(), key, &object, None).unwrap();
+        assert_eq!((spec.as_slice(), created), (&b"{}"[..], Some(made.created_unix_ns)));
     }
 }
