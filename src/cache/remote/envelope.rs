@@ -58,7 +58,8 @@ impl Kind {
     }
 }
 
-/// Who produced an object: shown by `sparkle cache remote`, never trusted for anything.
+/// Who produced an object: shown by `sparkle cache remote`, never trusted for anything (a
+/// recipe's creation time orders a fleet rebuild, `recipes.rs`; it decides nothing that is built).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub(crate) struct Provenance {
     /// Sparkle's version on the producing machine.
