@@ -14,8 +14,7 @@ use sparkle::amdgpu::sim::{AmdgpuSim, SimDriver, SimOptions, Simulated};
 use sparkle::amdgpu::{AmdgpuDevice, DeviceOptions};
 use sparkle::cache::recipe::{self, RebuildLedger};
 use sparkle::cache::remote::{generate_key_file, parse_hex_key};
-use sparkle::cache::{CacheConfig, RemoteConfig};
-use sparkle::runtime::RebuildOutcome;
+use sparkle::cache::{CacheConfig, CacheKey, RemoteConfig};
 use sparkle::Runtime;
 
 #[path = "../support/fake_compiler.rs"]
@@ -350,10 +349,80 @@ fn nine_programs() -> Vec<sparkle::KernelSpec> {
         .collect()
 }
 
+/// A machine caching in `cache` on the simulated gfx1100 with the compiler `build`, without a
+/// remote.
+fn open_alone(tools: &Path, cache: &Path, build: &str) -> Runtime {
+    let options = DeviceOptions { compiler: Some(compiler(tools, build)), ..DeviceOptions::default() };
+    let device = AmdgpuDevice::<Simulated>::new(SimDriver::new(SimOptions::default()), options).unwrap();
+    Runtime::from_device::<AmdgpuSim>(device, &CacheConfig::in_dir(cache))
+}
+
+/// The keys of `specs` under the compiler `build`, in their order: from a machine without the
+/// remote, which records them in its working set.
+fn keys_of(tools: &Path, build: &str, specs: &[sparkle::KernelSpec]) -> Vec<CacheKey> {
+    let cache = tempfile::tempdir().unwrap();
+    let machine = open_alone(tools, cache.path(), build);
+    for spec in specs {
+        machine.program(spec).unwrap();
+    }
+    let keys = recipe::working_set(&machine.cache_dir().unwrap());
+    assert_eq!(keys.len(), specs.len());
+    keys
+}
+
+/// What the fleet did under driver A: [`nine_programs`] first used (compiled and their recipes
+/// published) in the reverse of their keys' order, and no working set pushed.
+struct UsedUnderA {
+    /// The cache folder of the machine that used them.
+    _cache: tempfile::TempDir,
+    /// Its GPU folder.
+    folder: String,
+    /// The programs with their keys under driver A, by key.
+    by_key: Vec<(CacheKey, sparkle::KernelSpec)>,
+}
+
+impl UsedUnderA {
+    fn new(tools: &Path, server: &Server, remote: &RemoteConfig) -> UsedUnderA {
+        let tag = server.name();
+        let specs = nine_programs();
+        let mut by_key: Vec<_> = keys_of(tools, "driver-a", &specs).into_iter().zip(specs).collect();
+        by_key.sort_by_key(|(key, _)| *key);
+        let cache = tempfile::tempdir().unwrap();
+        let a = open(tools, cache.path(), "driver-a", remote);
+        for (_, spec) in by_key.iter().rev() {
+            a.program(spec).unwrap();
+        }
+        assert_eq!(a.cache_stats().compiles, by_key.len() as u64, "{tag}");
+        let folder = a.cache_dir().unwrap().file_name().unwrap().to_str().unwrap().to_owned();
+        drop(a);
+        assert!(
+            server.get(&format!("{folder}/{}", sparkle::cache::WORKING_SET_FILE)).is_none(),
+            "{tag}: a working set was pushed"
+        );
+        UsedUnderA { _cache: cache, folder, by_key }
+    }
+
+    /// The programs in the order the fleet first used them.
+    fn first_use(&self) -> Vec<(CacheKey, sparkle::KernelSpec)> {
+        let first_use: Vec<_> = self.by_key.iter().rev().cloned().collect();
+        assert_ne!(first_use, self.by_key, "the order of first use must not be the keys'");
+        first_use
+    }
+}
+
+/// Removes the object `name` from `server`.
+fn remove(server: &Server, name: &str) {
+    match server {
+        Server::Redis(redis) => drop(redis.del(format!("sparkle:{name}").as_bytes()).unwrap()),
+        Server::S3(s3) => s3.delete(&format!("fleet/{name}")).unwrap(),
+    }
+}
+
 /// Without a pushed working set, a fresh machine's rebuild from the fleet goes in the order the
-/// fleet first used the programs (when their recipes were published), not by key; a pushed
-/// working set still decides first. The foreground rebuild's progress says the order (the
-/// background rebuild takes the same plan).
+/// fleet first used the programs (when their recipes were published), not by key, and builds
+/// from the recipes it fetched to learn that order (removed from the remote once the first
+/// program is built, the others are still built); a pushed working set still decides first. The
+/// foreground rebuild's progress says the order.
 #[test]
 fn a_fleet_rebuild_goes_in_the_fleets_first_use_order() {
     // The foreground rebuild alone, without a background one beside it.
@@ -368,78 +437,42 @@ fn a_fleet_rebuild_goes_in_the_fleets_first_use_order() {
         let tag = server.name();
         let tools = tempfile::tempdir().unwrap();
         let remote = unsigned(&server);
-        let specs = nine_programs();
-        // Each program's key under driver A, from a machine without the remote.
-        let zero = tempfile::tempdir().unwrap();
-        let z = Runtime::from_device::<AmdgpuSim>(
-            AmdgpuDevice::<Simulated>::new(
-                SimDriver::new(SimOptions::default()),
-                DeviceOptions {
-                    compiler: Some(compiler(tools.path(), "driver-a")),
-                    ..DeviceOptions::default()
-                },
-            )
-            .unwrap(),
-            &CacheConfig::in_dir(zero.path()),
-        );
-        for spec in &specs {
-            z.program(spec).unwrap();
-        }
-        let keys = recipe::working_set(&z.cache_dir().unwrap());
-        drop(z);
-        assert_eq!(keys.len(), specs.len(), "{tag}");
-        // The fleet's first use: the programs whose keys sort last first.
-        let mut by_key: Vec<_> = keys.iter().copied().zip(&specs).collect();
-        by_key.sort_by_key(|(key, _)| *key);
-        let first_use: Vec<_> = by_key.iter().rev().map(|(key, _)| *key).collect();
-        let mut sorted = first_use.clone();
-        sorted.sort();
-        assert_ne!(first_use, sorted, "the order of first use must not be the keys'");
+        let used = UsedUnderA::new(tools.path(), &server, &remote);
+        let (old, n) = (used.folder.as_str(), used.by_key.len());
+        let recipes: Vec<_> = objects(&server, &format!("{old}/"))
+            .into_iter()
+            .filter(|(name, _)| name.ends_with(".recipe"))
+            .collect();
+        assert_eq!(recipes.len(), n, "{tag}");
 
-        // Machine 1 uses them in that order, compiling and publishing each; no working set is
-        // pushed.
-        let one = tempfile::tempdir().unwrap();
-        let a = open(tools.path(), one.path(), "driver-a", &remote);
-        for (_, spec) in by_key.iter().rev() {
-            a.program(spec).unwrap();
-        }
-        assert_eq!(a.cache_stats().compiles, specs.len() as u64, "{tag}");
-        let old = a.cache_dir().unwrap().file_name().unwrap().to_str().unwrap().to_owned();
-        drop(a);
-        assert!(
-            server.get(&format!("{old}/{}", sparkle::cache::WORKING_SET_FILE)).is_none(),
-            "{tag}: a working set was pushed"
-        );
-
-        // A fresh machine under driver B rebuilds them in that order.
-        let rebuilt_order = |cache: &Path| {
+        // A fresh machine under driver B rebuilds them; `remove_recipes`: the recipes go from
+        // the remote once the first program is built.
+        let rebuild = |cache: &Path, remove_recipes: bool| {
             let b = open(tools.path(), cache, "driver-b", &remote);
             let mut order = Vec::new();
-            let mut compiled = 0;
             let report = b
                 .rebuild_working_set(None, &mut |step| {
+                    if order.is_empty() && remove_recipes {
+                        recipes.iter().for_each(|(name, _)| remove(&server, name));
+                    }
                     order.push(step.key);
-                    compiled += usize::from(*step.outcome == RebuildOutcome::Rebuilt);
                 })
                 .unwrap();
-            assert_eq!(compiled, report.rebuilt, "{tag}");
             assert_eq!(report.from, format!("fleet:{old}"), "{tag}");
             // Built here, or (after the first fresh machine) found on the remote under driver B.
             let built = report.rebuilt + report.present;
-            assert_eq!(
-                (report.planned, built, report.no_recipe),
-                (specs.len(), specs.len(), 0),
-                "{tag}: {report:?}"
-            );
+            assert_eq!((report.planned, built, report.no_recipe), (n, n, 0), "{tag}: {report:?}");
             (order, report.rebuilt)
         };
         let two = tempfile::tempdir().unwrap();
-        let (order, rebuilt) = rebuilt_order(two.path());
+        let (order, rebuilt) = rebuild(two.path(), true);
+        let first_use: Vec<_> = used.first_use().into_iter().map(|(key, _)| key).collect();
         assert_eq!(order, first_use, "{tag}: not in the order of first use");
-        assert_eq!(rebuilt, specs.len(), "{tag}: every program compiled for driver B");
+        assert_eq!(rebuilt, n, "{tag}: every program compiled for driver B");
+        restore(&server, &recipes);
 
         // A machine that used them in another order pushes its working set: that order wins.
-        let pushed: Vec<_> = [1, 0, 3, 2, 5, 4, 7, 6, 8].iter().map(|&i| by_key[i]).collect();
+        let pushed: Vec<_> = [1, 0, 3, 2, 5, 4, 7, 6, 8].iter().map(|&i| &used.by_key[i]).collect();
         let three = tempfile::tempdir().unwrap();
         let pusher = open(tools.path(), three.path(), "driver-a", &remote);
         for (_, spec) in &pushed {
@@ -449,6 +482,33 @@ fn a_fleet_rebuild_goes_in_the_fleets_first_use_order() {
         drop(pusher);
         let four = tempfile::tempdir().unwrap();
         let working_set: Vec<_> = pushed.iter().map(|(key, _)| *key).collect();
-        assert_eq!(rebuilt_order(four.path()).0, working_set, "{tag}: not in the pushed working set's order");
+        assert_eq!(
+            rebuild(four.path(), false).0,
+            working_set,
+            "{tag}: not in the pushed working set's order"
+        );
+    }
+}
+
+/// The background rebuild of a fresh machine goes in the fleet's first-use order too: the new
+/// GPU folder's working set (which records each program as the rebuild builds it) lists the
+/// programs in that order.
+#[test]
+fn the_background_rebuild_from_the_fleet_goes_in_the_fleets_first_use_order() {
+    for server in Server::both() {
+        let tag = server.name();
+        let tools = tempfile::tempdir().unwrap();
+        let remote = unsigned(&server);
+        let used = UsedUnderA::new(tools.path(), &server, &remote);
+        let first_use: Vec<_> = used.first_use().into_iter().map(|(_, spec)| spec).collect();
+        let expected = keys_of(tools.path(), "driver-b", &first_use);
+
+        let two = tempfile::tempdir().unwrap();
+        let (ledger, compiles, rebuilt) = machine_two_rebuilds(tools.path(), two.path(), &remote);
+        assert_eq!((ledger.rebuilt, ledger.failed, ledger.refused), (9, 0, 0), "{tag}: {ledger:?}");
+        assert_eq!((compiles, rebuilt), (9, 9), "{tag}");
+        let b = open_alone(tools.path(), two.path(), "driver-b");
+        let order = recipe::working_set(&b.cache_dir().unwrap());
+        assert_eq!(order, expected, "{tag}: not in the order of first use");
     }
 }
