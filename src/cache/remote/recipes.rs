@@ -530,4 +530,53 @@ mod tests {
         let (spec, created) = open_recipe(&name, &a.dir_name(), key, &object, None).unwrap();
         assert_eq!((spec.as_slice(), created), (&b"{}"[..], Some(made.created_unix_ns)));
     }
+
+    #[test]
+    fn without_a_working_set_recipes_are_fetched_once_in_the_order_they_were_published() {
+        let shared = tempfile::tempdir().unwrap();
+        let old = gpu("1");
+        let folder = old.dir_name();
+        std::fs::create_dir_all(shared.path().join(&folder)).unwrap();
+        let put = |name: &str, kind: Kind, created: u64, payload: &[u8]| {
+            let provenance = Provenance { created_unix_ns: created, ..Provenance::default() };
+            let object = envelope::seal(name, kind, &provenance, payload, None);
+            std::fs::write(shared.path().join(name), object).unwrap();
+        };
+        let k = CacheKey::from_u128;
+        // Twenty recipes (rounds of ORDER_CONCURRENCY), published in the reverse of their keys'
+        // order, and one of key 100 sealed for another key: refused.
+        for i in 1..=20u128 {
+            let sealed = recipe::seal("gl", old.hash(), k(i), format!("spec {i}").as_bytes());
+            put(&recipe_name(&folder, k(i)), Kind::Recipe, 1_000 - i as u64, &sealed);
+        }
+        let forged = recipe::seal("gl", old.hash(), k(101), b"spec 101");
+        put(&recipe_name(&folder, k(100)), Kind::Recipe, 1, &forged);
+
+        let mut config =
+            super::super::RemoteConfig::new(&format!("file://{}", shared.path().display())).unwrap();
+        config.allow_unsigned = true;
+        let tier = RemoteTier::open(&gpu("2"), &config).unwrap();
+        let fleet = FleetRecipes { background: tier.background() };
+        let timeout = Duration::from_secs(20);
+        let FleetPrograms { keys, mut fetched } = fleet.programs(&folder, timeout).unwrap();
+        let expected: Vec<CacheKey> = (1..=20).rev().map(k).chain([k(100)]).collect();
+        assert_eq!(keys, expected);
+        assert_eq!(fetched.len(), 21);
+        for i in 1..=20u128 {
+            match fetched.remove(&k(i)) {
+                Some(Fetched::Spec(spec)) => assert_eq!(spec, format!("spec {i}").into_bytes()),
+                _ => panic!("recipe {i} was not kept for the rebuild"),
+            }
+        }
+        assert!(matches!(fetched.remove(&k(100)), Some(Fetched::Refused(_))));
+
+        // A working set that verifies decides first; the others follow by key, fetched when
+        // their turn comes.
+        let listed = format!("{} 1\n{} 1\n", k(5).hex(), k(3).hex());
+        put(&format!("{folder}/{WORKING_SET_FILE}"), Kind::WorkingSet, 1, listed.as_bytes());
+        let FleetPrograms { keys, fetched } = fleet.programs(&folder, timeout).unwrap();
+        let rest = (1..=20).filter(|i| ![3, 5].contains(i)).map(k).chain([k(100)]);
+        assert_eq!(keys, [k(5), k(3)].into_iter().chain(rest).collect::<Vec<_>>());
+        assert!(fetched.is_empty());
+    }
 }
