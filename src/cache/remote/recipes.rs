@@ -27,9 +27,9 @@
 //! (`crate::runtime::rebuild`) in the fleet's first-use order, so that what a process needs first
 //! is ready first:
 //!
-//! - by the fleet's working set there, when one was pushed (`sparkle cache push`) and verifies;
-//!   the recipes it does not name follow by key, and the rebuild fetches and checks them one at
-//!   a time;
+//! - by the fleet's working set there, when one was pushed (`sparkle cache push`), verifies and
+//!   names any of them; the recipes it does not name follow by key, and the rebuild fetches and
+//!   checks them one at a time;
 //! - otherwise by when each recipe was published: its envelope's creation time
 //!   (`Provenance::created_unix_ns`). Only the process that compiled a program publishes its
 //!   recipe, right after the compile, create-if-absent, so the kept object's time is the
