@@ -398,6 +398,17 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
                 .collect::<Vec<_>>()
                 .join("; ")
         );
+        for (device, moves) in placement.moves() {
+            match moves {
+                Some(m) => println!(
+                    "moving to {device}: {} µs or {:.1}% of the run ({} samples)",
+                    format_args!("{:.1}", m.cost_s * 1e6),
+                    m.share * 100.0,
+                    m.samples
+                ),
+                None => println!("moving to {device}: nothing learned"),
+            }
+        }
         let spent = placement.spent();
         let timed_runs = spent.runs_s - spent_learning.runs_s;
         let timed_exploring = spent.exploring_s - spent_learning.exploring_s;

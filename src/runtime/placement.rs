@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use super::placement_history::{self, Miss};
 use super::placement_model::{
-    Decision, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Spent, Workload,
+    Decision, DeviceCosts, ModelDevice, Moves, PlacementModel, PlacementRules, Spent, Workload,
 };
 use super::{registry, Runtime};
 use crate::cache::CacheConfig;
@@ -505,6 +505,13 @@ impl Placement {
     /// [`PlacementRules::explore_share`] keeps).
     pub fn spent(&self) -> Spent {
         self.lock().spent()
+    }
+
+    /// What moving the stream to each device costs its next run, as learned so far (see
+    /// [`Moves`]), in the placement's order; `None` for a device nothing was learned of yet.
+    pub fn moves(&self) -> Vec<(String, Option<Moves>)> {
+        let model = self.lock();
+        self.devices.iter().map(|d| (d.label.clone(), model.moves_of(&d.label))).collect()
     }
 
     /// What the history did in this process.

@@ -503,6 +503,11 @@ impl PlacementModel {
         self.moves.get(device).map_or(0.0, Moves::cost_s)
     }
 
+    /// What was learned of moving the stream to `device`, if anything.
+    pub fn moves_of(&self, device: &str) -> Option<Moves> {
+        self.moves.get(device).copied()
+    }
+
     /// What moving the stream to `device` costs a next run there of `run_s` (see [`Moves`]).
     pub fn move_cost_of(&self, device: &str, run_s: f64) -> f64 {
         self.moves.get(device).map_or(0.0, |moves| moves.cost_of_s(run_s))
