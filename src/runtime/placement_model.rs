@@ -31,8 +31,8 @@
 //! ([`Moves`], in seconds and as a share of the run, a move priced at the smaller) — and a
 //! workload runs away from the device most workloads run on only when its time there plus the
 //! moves there and back still wins by the margin (on llvmpipe beside the simulator, sharing two
-//! cores, a move costs about 0.1 ms; a GPU left idle comes back about 10% slower). Everything here is deterministic:
-//! no clock, no random numbers.
+//! cores, a move costs about 0.1 ms; a GPU left idle comes back about 10% slower). Everything
+//! here is deterministic: no clock, no random numbers.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -143,9 +143,7 @@ pub struct PlacementRules {
     /// Each device's first runs of a workload that are not learned from: they pay for first
     /// use (buffers of a new size allocated and first touched, the driver building the
     /// variant a new state needs), which the stream's later runs do not. On an H200 beside
-    /// llvmpipe such a first run kept a learned mean at 1.8 ms while the runs were 1.0-1.1 ms,
-    /// and its contrast with later runs counted as the cost of moving there: the workload
-    /// stayed on a device twice as slow.
+    /// llvmpipe such first runs kept a learned mean at 1.8 ms while the runs took 1.0-1.1 ms.
     pub warm_up_runs: u32,
 }
 
@@ -409,8 +407,8 @@ impl Spent {
 /// Both, because a move costs some runs a fixed time (the device's threads wake) and others a
 /// share of the run (a GPU left idle while llvmpipe ran 150 ms comes back at lower clocks:
 /// +0.5 ms on a 15 ms run, +0.03 ms on a 0.7 ms one). A workload's move is priced at the smaller
-/// of the two: in seconds alone, the largest workloads priced every move, and on an H200 beside
-/// llvmpipe a saxpy twice as fast there stayed on the GPU.
+/// of the two: in seconds alone, the largest workloads' differences priced the moves of small
+/// ones.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Moves {
     /// Moving average of the difference.
