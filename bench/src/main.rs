@@ -106,6 +106,17 @@ enum Command {
     /// suite's first results, and N = 1, 100, 1,000 distinct kernels cold, warm and from a warm
     /// fleet, in fresh processes.
     BenchStartup(startup::Options),
+    /// Where cold program builds can run at once in one process: N distinct kernels one by one,
+    /// with the driver's parallel compile, and on K independent contexts (one thread each, the
+    /// binaries loaded back on the first). Run it with the driver's disk cache off.
+    BenchCompileContexts {
+        /// Programs per configuration.
+        #[arg(long, default_value_t = 96)]
+        kernels: usize,
+        /// Numbers of independent contexts to try.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+        contexts: Vec<usize>,
+    },
     /// One measured process of `bench-startup`.
     #[command(name = "startup-child", hide = true)]
     StartupChild {
@@ -180,6 +191,11 @@ fn run() -> CliResult<ExitCode> {
         Command::Timeline(options) => timeline::run(options),
         Command::BenchChild { no_cache } => bench::child(no_cache),
         Command::BenchStartup(options) => startup::run(options),
+        Command::BenchCompileContexts { kernels, contexts } => {
+            let report = plain_gl::compile_contexts::run(kernels, &contexts, &startup::generated_glsl)?;
+            print!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
         Command::StartupChild { mode, kernels, one_by_one } => startup::child(&mode, kernels, one_by_one),
     }
 }

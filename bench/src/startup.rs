@@ -243,6 +243,12 @@ const STEPS: [Step; 8] = [
     ("x = clamp(x, -1.0, 1.0) + 0.125;", |x| x.clamp(-1.0, 1.0) + 0.125),
 ];
 
+/// The GLSL the gl backend compiles for generated kernel `index` (for the plain-GL compile study).
+pub fn generated_glsl(index: usize) -> String {
+    sparkle::gl::driver_glsl(&Chain::new(index).spec())
+        .unwrap_or_else(|err| panic!("a generated kernel is valid: {err}"))
+}
+
 /// One generated kernel: a chain of steps, and a constant of its own added last.
 struct Chain {
     index: usize,

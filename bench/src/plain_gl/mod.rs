@@ -7,6 +7,7 @@
 
 mod baseline;
 mod beside;
+pub mod compile_contexts;
 mod error;
 mod overlap;
 pub mod study;

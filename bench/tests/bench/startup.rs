@@ -65,3 +65,21 @@ fn bench_startup_times_fresh_processes_and_compiles_only_when_cold() {
     assert!(text.contains("3 together, one folder, N = 3 (+ the suite's 3): compiles per round"), "{text}");
     assert!(run("warm")["phases"].as_array().unwrap().iter().any(|p| p[0] == "make the context current"));
 }
+
+#[test]
+fn bench_compile_contexts_builds_on_each_context_and_loads_every_binary_back() {
+    let dir = tempfile::tempdir().unwrap();
+    // Mesa gives program binaries only with its shader cache on: a folder of the test's own.
+    let output = crate::sparkle_bench_with(
+        &["bench-compile-contexts", "--kernels", "6", "--contexts", "1,3"],
+        dir.path(),
+        &[("MESA_SHADER_CACHE_DIR", dir.path().join("mesa").to_str().unwrap())],
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("one by one, one context") && text.contains("driver's parallel compile"), "{text}");
+    for contexts in ["1 independent contexts", "3 independent contexts"] {
+        let line = text.lines().find(|line| line.starts_with(contexts)).unwrap_or_else(|| panic!("{text}"));
+        assert!(line.contains("6 binaries loaded on the first context"), "{line}");
+    }
+}
