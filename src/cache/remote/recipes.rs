@@ -357,6 +357,18 @@ impl FleetRecipes {
     /// The recipes `keys` of `folder`, fetched and checked [`ORDER_CONCURRENCY`] at a time, in the
     /// order they were published (`by_first_use`), and what each fetch found.
     fn by_publication(&self, folder: &str, keys: Vec<CacheKey>, timeout: Duration) -> FleetPrograms {
+        self.by_publication_keeping(folder, keys, timeout, MAX_PREFETCHED_BYTES)
+    }
+
+    /// [`by_publication`](Self::by_publication), keeping at most `max_kept` bytes of fetched
+    /// specs and refusals for the rebuild.
+    fn by_publication_keeping(
+        &self,
+        folder: &str,
+        keys: Vec<CacheKey>,
+        timeout: Duration,
+        max_kept: usize,
+    ) -> FleetPrograms {
         let max = MAX_RECIPE_BYTES as usize + RECIPE_HEADER;
         let trusted = self.background.trusted();
         let mut times = Vec::with_capacity(keys.len());
@@ -410,7 +422,7 @@ impl FleetRecipes {
                     _ => 0,
                 };
                 // Past the bound, only the time is kept: the rebuild fetches the spec again.
-                if kept_bytes.saturating_add(bytes) <= MAX_PREFETCHED_BYTES {
+                if kept_bytes.saturating_add(bytes) <= max_kept {
                     kept_bytes += bytes;
                     fetched.insert(key, found);
                 }
@@ -536,7 +548,6 @@ mod tests {
         let shared = tempfile::tempdir().unwrap();
         let old = gpu("1");
         let folder = old.dir_name();
-        std::fs::create_dir_all(shared.path().join(&folder)).unwrap();
         let put = |name: &str, kind: Kind, created: u64, payload: &[u8]| {
             let provenance = Provenance { created_unix_ns: created, ..Provenance::default() };
             let object = envelope::seal(name, kind, &provenance, payload, None);
@@ -545,17 +556,9 @@ mod tests {
         let k = CacheKey::from_u128;
         // Twenty recipes (rounds of ORDER_CONCURRENCY), published in the reverse of their keys'
         // order, and one of key 100 sealed for another key: refused.
-        for i in 1..=20u128 {
-            let sealed = recipe::seal("gl", old.hash(), k(i), format!("spec {i}").as_bytes());
-            put(&recipe_name(&folder, k(i)), Kind::Recipe, 1_000 - i as u64, &sealed);
-        }
+        let tier = file_fleet(shared.path(), &old, 20);
         let forged = recipe::seal("gl", old.hash(), k(101), b"spec 101");
         put(&recipe_name(&folder, k(100)), Kind::Recipe, 1, &forged);
-
-        let mut config =
-            super::super::RemoteConfig::new(&format!("file://{}", shared.path().display())).unwrap();
-        config.allow_unsigned = true;
-        let tier = RemoteTier::open(&gpu("2"), &config).unwrap();
         let fleet = FleetRecipes { background: tier.background() };
         let timeout = Duration::from_secs(20);
         let FleetPrograms { keys, mut fetched } = fleet.programs(&folder, timeout).unwrap();
@@ -578,5 +581,107 @@ mod tests {
         let rest = (1..=20).filter(|i| ![3, 5].contains(i)).map(k).chain([k(100)]);
         assert_eq!(keys, [k(5), k(3)].into_iter().chain(rest).collect::<Vec<_>>());
         assert!(fetched.is_empty());
+    }
+
+    /// A `file://` fleet in `shared` holding the recipes of keys `1..=count` for `old`'s
+    /// folder, published in the reverse of their keys' order, each spec `spec i`; and the tier
+    /// of a machine on another driver reading it.
+    fn file_fleet(shared: &std::path::Path, old: &GpuId, count: u128) -> RemoteTier {
+        let folder = old.dir_name();
+        std::fs::create_dir_all(shared.join(&folder)).unwrap();
+        for i in 1..=count {
+            let key = CacheKey::from_u128(i);
+            let sealed = recipe::seal("gl", old.hash(), key, format!("spec {i}").as_bytes());
+            let name = recipe_name(&folder, key);
+            let provenance = Provenance { created_unix_ns: 1_000 - i as u64, ..Provenance::default() };
+            std::fs::write(
+                shared.join(&name),
+                envelope::seal(&name, Kind::Recipe, &provenance, &sealed, None),
+            )
+            .unwrap();
+        }
+        let mut config = super::super::RemoteConfig::new(&format!("file://{}", shared.display())).unwrap();
+        config.allow_unsigned = true;
+        RemoteTier::open(&gpu("2"), &config).unwrap()
+    }
+
+    #[test]
+    fn past_the_kept_bytes_recipes_are_still_ordered_but_not_kept() {
+        let shared = tempfile::tempdir().unwrap();
+        let old = gpu("1");
+        let tier = file_fleet(shared.path(), &old, 20);
+        let fleet = FleetRecipes { background: tier.background() };
+        let k = CacheKey::from_u128;
+        let keys: Vec<CacheKey> = (1..=20).map(k).collect();
+        // "spec 1" to "spec 5" are 30 bytes: the first five fetched fit, the sixth does not,
+        // and nothing after it is kept either.
+        let FleetPrograms { keys: ordered, fetched } =
+            fleet.by_publication_keeping(&old.dir_name(), keys, Duration::from_secs(20), 30);
+        assert_eq!(
+            ordered,
+            (1..=20).rev().map(k).collect::<Vec<_>>(),
+            "every recipe still ordered by its time"
+        );
+        let mut kept: Vec<u128> =
+            fetched.keys().map(|key| (1..=20).find(|&i| k(i) == *key).unwrap()).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, vec![1, 2, 3, 4, 5]);
+        assert!(fetched.values().all(|found| matches!(found, Fetched::Spec(_))));
+    }
+
+    #[test]
+    fn the_up_front_fetches_stop_after_a_round_with_no_answer() {
+        use std::io::Read;
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        use std::sync::Arc;
+        // An S3 endpoint that accepts connections and never answers: each request of a round
+        // opens a connection of its own (none comes back to the pool).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let (accepted, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        let server = {
+            let (accepted, stop) = (Arc::clone(&accepted), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((mut stream, _)) => {
+                            accepted.fetch_add(1, Ordering::Relaxed);
+                            stream.set_nonblocking(true).unwrap();
+                            let _ = stream.read(&mut [0; 4096]);
+                            held.push(stream);
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                    }
+                }
+            })
+        };
+        let mut config = super::super::RemoteConfig::new("s3://sparkle-fleet/prefix").unwrap();
+        config.allow_unsigned = true;
+        config.s3_options = vec![
+            ("aws_access_key_id".into(), "test".into()),
+            ("aws_secret_access_key".into(), "test".into()),
+            ("aws_region".into(), "us-east-1".into()),
+            ("aws_endpoint_url".into(), format!("http://127.0.0.1:{port}")),
+            ("aws_allow_http".into(), "true".into()),
+        ];
+        let tier = RemoteTier::open(&gpu("2"), &config).unwrap();
+        let fleet = FleetRecipes { background: tier.background() };
+        let k = CacheKey::from_u128;
+        // Five rounds' worth.
+        let keys: Vec<CacheKey> = (1..=40).map(k).collect();
+        let before = accepted.load(Ordering::Relaxed);
+        let FleetPrograms { keys: ordered, fetched } =
+            fleet.by_publication(&gpu("1").dir_name(), keys.clone(), Duration::from_millis(300));
+        let asked = accepted.load(Ordering::Relaxed) - before;
+        stop.store(true, Ordering::Relaxed);
+        server.join().unwrap();
+        assert_eq!(ordered, keys, "nothing timed: by key");
+        assert!(fetched.is_empty());
+        // The first round's requests reached the endpoint (and the tier's own first request, a
+        // list, as it connects); no later round's did.
+        assert!(asked >= 1, "no request reached the endpoint");
+        assert!(asked <= ORDER_CONCURRENCY + 1, "{asked} connections for {} keys", keys.len());
     }
 }
