@@ -414,12 +414,13 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
         let timed_exploring = spent.exploring_s - spent_learning.exploring_s;
         let share = |part: f64, whole: f64| 100.0 * part / whole.max(f64::MIN_POSITIVE);
         println!(
-            "exploring: {} of the {} ms learned from ({:.2}%; the budget is {:.0}% of the time so far); \
-             in the timed passes {} of {} ms ({:.2}%)",
+            "exploring: {} of the {} ms of settled runs learned from ({:.2}%; the budget is {:.0}% of \
+             them; {} ms in all, calibrations included); in the timed passes {} of {} ms ({:.2}%)",
             ms(spent.exploring_s),
-            ms(spent.runs_s),
-            share(spent.exploring_s, spent.runs_s),
+            ms(spent.settled_s),
+            share(spent.exploring_s, spent.settled_s),
             100.0 * placement.rules().explore_share,
+            ms(spent.runs_s),
             ms(timed_exploring),
             ms(timed_runs),
             share(timed_exploring, timed_runs)

@@ -21,8 +21,8 @@
 //! it), and each exploration that finds the losing device still clearly slower doubles the gap
 //! to the next one, up to [`PlacementRules::explore_backoff_max`] doublings; one that finds it
 //! close starts the regular budget again. Exploration is also budgeted in time: explorations of
-//! all workloads together take at most [`PlacementRules::explore_share`] of the time of every run
-//! recorded ([`Spent`]), an exploration costed at the larger of its device's prediction and what
+//! all workloads together take at most [`PlacementRules::explore_share`] of the time of the
+//! settled stream's runs (of workloads a trusted device runs; [`Spent`]), an exploration costed at the larger of its device's prediction and what
 //! that device measured — a device 100× slower cannot cost a stream more than that share. When several trusted devices are within the switch
 //! margin of the best for a new workload, it goes to the one most other workloads run on: moving
 //! a stream between devices for no clear gain costs the wake-up of the other device's threads
@@ -134,8 +134,9 @@ pub struct PlacementRules {
     /// At most this many doublings of the gap between explorations of a workload whose losing
     /// device keeps losing by the switch margin (0: the gap never grows).
     pub explore_backoff_max: u32,
-    /// Explorations of all workloads together take at most this share of the time of every run
-    /// recorded so far: one is taken only when the time explorations took, plus the explored
+    /// Explorations of all workloads together take at most this share of the time of the
+    /// settled stream so far (the runs of workloads a trusted device runs, explorations
+    /// included, calibrations not; [`Spent::settled_s`]): one is taken only when the time explorations took, plus the explored
     /// device's prediction, stays within it (1.0 or more: no cap beyond the counts). Counting
     /// decisions alone would let a device 100× slower cost a stream 5× its time at one
     /// exploration in 20.
@@ -389,13 +390,19 @@ pub struct Spent {
     pub runs_s: f64,
     /// Seconds of the runs that were explorations.
     pub exploring_s: f64,
+    /// Seconds of the runs of workloads that a trusted device already ran: the settled
+    /// stream, explorations included, calibrations not. The exploration budget is a share of
+    /// this: calibrating a slow device (llvmpipe's first runs of a large problem take hundreds
+    /// of milliseconds) must not bank exploration time that the settled stream then pays.
+    #[serde(default)]
+    pub settled_s: f64,
 }
 
 impl Spent {
     /// Whether an exploration predicted to take `seconds` keeps explorations within `share`
-    /// of all the time spent.
+    /// of the settled stream's time.
     pub fn allows(&self, seconds: f64, share: f64) -> bool {
-        share >= 1.0 || self.exploring_s + seconds <= share * self.runs_s
+        share >= 1.0 || self.exploring_s + seconds <= share * self.settled_s
     }
 }
 
@@ -763,14 +770,16 @@ impl PlacementModel {
         // A run on another device than the one running the workload (an exploration): if it
         // lost by the switch margin, the next exploration waits twice as long; if not, the
         // regular budget starts again.
-        let incumbent = self
+        let trusted = self
             .current
             .get(&workload_key)
-            .filter(|current| current.as_str() != device)
-            .and_then(|current| self.entries.get(&format!("{workload_key}|{current}")))
-            .filter(|s| s.count >= u64::from(rules.trust_after.max(1)))
-            .map(|s| s.mean_s);
+            .and_then(|current| Some((current, self.entries.get(&format!("{workload_key}|{current}"))?)))
+            .filter(|(_, s)| s.count >= u64::from(rules.trust_after.max(1)));
+        let incumbent = trusted.filter(|(current, _)| current.as_str() != device).map(|(_, s)| s.mean_s);
         self.spent.runs_s += seconds;
+        if trusted.is_some() {
+            self.spent.settled_s += seconds;
+        }
         if incumbent.is_some() {
             self.spent.exploring_s += seconds;
         }

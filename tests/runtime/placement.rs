@@ -292,6 +292,43 @@ fn placement_exploration_takes_at_most_its_share_of_the_time() {
 }
 
 #[test]
+fn placement_exploration_budget_is_a_share_of_the_settled_stream_not_of_calibrations() {
+    // As llvmpipe beside a GPU: calibrating a large problem on the slow device takes 100 ms a
+    // run. That time must not pay for explorations of small problems afterwards: they take at
+    // most 2% of the time the stream spends settled.
+    let devs = devices(&[("a", FAST), ("b", FAST)]);
+    let rules = PlacementRules {
+        trust_after: 2,
+        explore_every: 10,
+        explore_backoff_max: 0,
+        rule_out_factor: f64::INFINITY,
+        calibrate_within: 1000.0,
+        explore_within: 1000.0,
+        explore_share: 0.02,
+        ..exact()
+    };
+    let large = saxpy(1e6);
+    let small = saxpy(1000.0);
+    let mut model = PlacementModel::new();
+    drive(&mut model, &large, &devs, &rules, 4, |l, _| if l == "a" { 10e-3 } else { 100e-3 });
+    assert_eq!(model.samples(&large, "b").unwrap().count, 2);
+    assert!(model.spent().runs_s > 0.2 && model.spent().settled_s == 0.0, "{:?}", model.spent());
+    let mut explored = Vec::new();
+    for step in 0..1000 {
+        let decision = model.choose(&small, &devs, &rules);
+        let label = devs[decision.device].label.clone();
+        model.record(&small, &label, &FAST, if label == "a" { 1e-3 } else { 3e-3 }, &rules);
+        if decision.reason == Reason::Exploring {
+            explored.push(step);
+        }
+        let spent = model.spent();
+        assert!(spent.exploring_s <= 0.02 * spent.settled_s + 1e-12, "step {step}: {spent:?}");
+    }
+    // Still explored: a change would be noticed.
+    assert!(explored.len() >= 3, "{explored:?}");
+}
+
+#[test]
 fn placement_exploration_budget_counts_what_a_ruled_out_device_measured() {
     let devs = devices(&[("a", FAST), ("b", FAST)]);
     let rules = PlacementRules {
