@@ -819,17 +819,21 @@ impl PlacementModel {
         // One run far off (another process took the machine) counts as twice the mean.
         let bounded = if samples.count > 0 { seconds.min(2.0 * samples.mean_s) } else { seconds };
         samples.add(seconds, rules.alpha, tick);
-        // The same workload on the same device, right after a run elsewhere against right after
-        // one here: the difference is what moving the stream to this device costs. (Calibration
-        // runs count: they move between devices, so they show the contrast that a settled
-        // stream, always moving or never, does not.)
+        // The same workload on the same device, right after a run elsewhere and right after one
+        // here, kept apart: the time of a run with the stream staying on the device, and the
+        // contrast below.
         match moved {
             Some(true) => average_in(&mut samples.moved_s, bounded, rules.alpha),
             Some(false) => average_in(&mut samples.stayed_s, bounded, rules.alpha),
             None => {}
         }
-        if samples.moved_s.1 > 0 && samples.stayed_s.1 > 0 && moved.is_some() {
-            let contrast = samples.moved_s.0 - samples.stayed_s.0;
+        // A run right after one elsewhere is one sample of what moving here costs: its time
+        // against this workload's runs after one of this device's own. Only such a run is new
+        // evidence; a run that stayed says nothing of moves (re-adding the two averages'
+        // difference at every run kept the contrast of a workload's first, erratic runs alive
+        // as long as it ran without moving).
+        if moved == Some(true) && samples.stayed_s.1 > 0 {
+            let contrast = bounded - samples.stayed_s.0;
             let known = self.moves.get(device).copied().unwrap_or_default();
             let mut average = (known.cost_s, known.samples);
             average_in(&mut average, contrast, rules.alpha);
