@@ -18,7 +18,7 @@
 //! change (clocks, load, driver) is noticed. What learning and exploring cost a stream is kept
 //! small: a device whose first runs of a workload were clearly slower than another's
 //! ([`PlacementRules::rule_out_factor`]) is not calibrated to the end (exploration may still try
-//! it), and each exploration that finds the losing device still clearly slower doubles the gap
+//! it, and one that finds it faster than the current device calibrates it after all), and each exploration that finds the losing device still clearly slower doubles the gap
 //! to the next one, up to [`PlacementRules::explore_backoff_max`] doublings; one that finds it
 //! close starts the regular budget again. Exploration is also budgeted in time: explorations of
 //! all workloads together take at most [`PlacementRules::explore_share`] of the time of the
@@ -630,9 +630,13 @@ impl PlacementModel {
         let home = (0..devices.len()).min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i)).unwrap_or(0);
         // A device's time for this workload with the stream staying on it: the runs right after
         // one of its own where there were some (the mean mixes in what moves cost), else the
-        // prediction.
+        // prediction. Never more than the mean: a device that runs a workload only right after
+        // others keeps the average of the runs it stayed for from its first runs (a GPU
+        // calibrated while llvmpipe left it idle: 0.59 ms, against the 0.2 it then ran in).
         let settled = |i: usize| match predictions[i].samples {
-            Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= 2 => s.stayed_s.0,
+            Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= 2 => {
+                s.stayed_s.0.min(s.mean_s)
+            }
             _ => predictions[i].seconds,
         };
         // Moving there, then back home (this workload's time at home stands in for the next run
@@ -694,6 +698,23 @@ impl PlacementModel {
             self.current.insert(key, devices[candidate].label.clone());
             return decide(candidate, Reason::Best, predictions, weighed);
         };
+        // An untrusted device whose latest run (an exploration) beat the current device's
+        // settled time by the margin is calibrated until trusted: its first runs may have been
+        // slow for reasons that passed (a GPU calibrated while llvmpipe's long first runs left
+        // it idle at low clocks), and exploration alone, one run in many, would take hundreds
+        // of decisions to move its average. A fluke costs a run or two: once its latest run
+        // loses again, calibration stops.
+        let promising = (0..predictions.len())
+            .filter(|&i| i != incumbent && predictions[i].basis == Basis::Heuristic)
+            .filter(|&i| {
+                predictions[i]
+                    .samples
+                    .is_some_and(|s| s.count > 0 && s.last_s[0] * rules.switch_margin <= settled(incumbent))
+            })
+            .min_by_key(|&i| (predictions[i].samples.map_or(0, |s| s.count), i));
+        if let Some(i) = promising {
+            return decide(i, Reason::Calibrating, predictions, weighed);
+        }
         // Once a device runs the workload, other devices are tried on the exploration budget
         // only: trusted ones that were close, untrusted ones whose prediction became close
         // (a noisy run of the current device does not start a calibration at once).
@@ -712,11 +733,14 @@ impl PlacementModel {
                 })
                 .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
             // Due by the count, but taken only within the time budget: otherwise the next
-            // decision asks again. Its cost is the larger of the prediction and what was measured
-            // there: a device ruled out after two runs is still predicted by the heuristic,
-            // which its runs of other workloads may have made optimistic for this one.
-            let cost =
-                |i: usize| predictions[i].seconds.max(predictions[i].samples.map_or(0.0, |s| s.mean_s));
+            // decision asks again. Its cost is what was measured there where something was: a
+            // device ruled out after two runs is still predicted by the heuristic, which its runs
+            // of other workloads may have made optimistic for this one (or pessimistic: a GPU's
+            // scale learned from runs slowed by idling priced its explorations at 2.6 ms against
+            // the 1 ms it measured).
+            let cost = |i: usize| {
+                predictions[i].samples.filter(|s| s.count > 0).map_or(predictions[i].seconds, |s| s.mean_s)
+            };
             let loser = loser.filter(|&i| self.spent.allows(cost(i), rules.explore_share));
             if let Some(loser) = loser {
                 self.explored_at.insert(key, count);
