@@ -43,6 +43,10 @@ pub struct Options {
     /// another, the learning passes).
     #[arg(long)]
     pub breakdown: bool,
+    /// Also print every learning run: its pass, shape, device, the reason it went there and
+    /// its time.
+    #[arg(long)]
+    pub learning_log: bool,
     /// Larger problems (for GPUs; the default sizes suit llvmpipe and the simulator).
     #[arg(long)]
     pub large: bool,
@@ -229,6 +233,16 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
             check_placed(&placement, case.as_ref(), &placed)?;
             let d = placed.device;
             let compiled = placement.runtime(d).map_or(0, |r| r.cache_stats().compiles) > compiles[d];
+            if options.learning_log {
+                println!(
+                    "learning pass {learn_passes:>2}  {:<32} {:<10} {:>10.3} ms  {:?}{}",
+                    case.describe(),
+                    placed.label,
+                    seconds * 1e3,
+                    placed.decision.reason,
+                    if compiled { " (compiled)" } else { "" }
+                );
+            }
             if let Some(learning) = learning.get_mut(d) {
                 learning.runs += 1;
                 learning.seconds += seconds;

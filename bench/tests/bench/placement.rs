@@ -8,7 +8,15 @@ use std::process::Command;
 #[test]
 fn bench_placement_runs_the_stream_on_each_device_and_on_the_placement() {
     let output = Command::new(env!("CARGO_BIN_EXE_sparkle-bench"))
-        .args(["bench-placement", "--devices", "gl,amdgpu-sim", "--repeats", "1", "--breakdown"])
+        .args([
+            "bench-placement",
+            "--devices",
+            "gl,amdgpu-sim",
+            "--repeats",
+            "1",
+            "--breakdown",
+            "--learning-log",
+        ])
         .output()
         .unwrap();
     let out =
@@ -25,6 +33,7 @@ fn bench_placement_runs_the_stream_on_each_device_and_on_the_placement() {
         "learning:",
         "the placement's own decision + learning",
         "right after a run of",
+        "learning pass  1  saxpy n=256",
     ] {
         assert!(out.contains(part), "`{part}` missing:\n{out}");
     }
