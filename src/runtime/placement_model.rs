@@ -18,12 +18,13 @@
 //! change (clocks, load, driver) is noticed. What learning and exploring cost a stream is kept
 //! small: a device whose first runs of a workload were clearly slower than another's
 //! ([`PlacementRules::rule_out_factor`]) is not calibrated to the end (exploration may still try
-//! it, and one that finds it faster than the current device calibrates it after all), and each exploration that finds the losing device still clearly slower doubles the gap
-//! to the next one, up to [`PlacementRules::explore_backoff_max`] doublings; one that finds it
+//! it, and one that finds it faster than the current device calibrates it after all), and each
+//! exploration that finds the losing device still clearly slower doubles the gap to the next one, up to [`PlacementRules::explore_backoff_max`] doublings; one that finds it
 //! close starts the regular budget again. Exploration is also budgeted in time: explorations of
 //! all workloads together take at most [`PlacementRules::explore_share`] of the time of the
-//! settled stream's runs (of workloads a trusted device runs; [`Spent`]), an exploration costed at the larger of its device's prediction and what
-//! that device measured — a device 100× slower cannot cost a stream more than that share. When several trusted devices are within the switch
+//! settled stream's runs (of workloads a trusted device runs; [`Spent`]), an exploration costed at
+//! what its device measured for the workload, else its prediction — a device 100× slower cannot
+//! cost a stream more than that share. When several trusted devices are within the switch
 //! margin of the best for a new workload, it goes to the one most other workloads run on: moving
 //! a stream between devices for no clear gain costs the wake-up of the other device's threads
 //! (measured: 15-20 µs per move between two H200s). That cost is also learned per device — how
@@ -129,17 +130,18 @@ pub struct PlacementRules {
     /// An untrusted device whose better of its last two runs of a workload was slower than this
     /// factor times another device's worse of its last two is not calibrated further (infinite:
     /// every device within [`calibrate_within`](Self::calibrate_within) is calibrated to the
-    /// end). Four: a GPU's first runs of a small problem measured 3-5x its later ones on an
-    /// H200 (0.34, 1.07, 1.02 ms, then 0.19; buffers allocated after an idle gap, clocks held
-    /// or not), and at two that ruled it out against llvmpipe's 0.4 ms.
+    /// end). Four: on an H200 beside llvmpipe, a GPU's learning runs of a small problem took
+    /// 3-5x its later ones (1.07 and 1.02 ms, then 0.19; its clocks held or not, the cause not
+    /// found), and at two that ruled it out against llvmpipe's 0.4 ms.
     pub rule_out_factor: f64,
     /// At most this many doublings of the gap between explorations of a workload whose losing
     /// device keeps losing by the switch margin (0: the gap never grows).
     pub explore_backoff_max: u32,
     /// Explorations of all workloads together take at most this share of the time of the
     /// settled stream so far (the runs of workloads a trusted device runs, explorations
-    /// included, calibrations not; [`Spent::settled_s`]): one is taken only when the time explorations took, plus the explored
-    /// device's prediction, stays within it (1.0 or more: no cap beyond the counts). Counting
+    /// included, calibrations not; [`Spent::settled_s`]): one is taken only when the time
+    /// explorations took, plus the explored device's cost (what it measured for the workload,
+    /// else its prediction), stays within it (1.0 or more: no cap beyond the counts). Counting
     /// decisions alone would let a device 100× slower cost a stream 5× its time at one
     /// exploration in 20.
     pub explore_share: f64,
@@ -633,8 +635,8 @@ impl PlacementModel {
         // A device's time for this workload with the stream staying on it: the runs right after
         // one of its own where there were some (the mean mixes in what moves cost), else the
         // prediction. Never more than the mean: a device that runs a workload only right after
-        // others keeps the average of the runs it stayed for from its first runs (a GPU
-        // calibrated while llvmpipe left it idle: 0.59 ms, against the 0.2 it then ran in).
+        // others keeps the average of the runs it stayed for from its first runs (0.59 ms,
+        // against the 0.2 it then ran in, in a test shaped on an H200's learning runs).
         let settled = |i: usize| match predictions[i].samples {
             Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= 2 => {
                 s.stayed_s.0.min(s.mean_s)
@@ -702,9 +704,9 @@ impl PlacementModel {
         };
         // An untrusted device whose latest run (an exploration) beat the current device's
         // settled time by the margin is calibrated until trusted: its first runs may have been
-        // slow for reasons that passed (a GPU calibrated while llvmpipe's long first runs left
-        // it idle at low clocks), and exploration alone, one run in many, would take hundreds
-        // of decisions to move its average. A fluke costs a run or two: once its latest run
+        // slow for reasons that passed (an H200's learning runs of a small problem took 1 ms
+        // against 0.2 later), and exploration alone, one run in many, would take hundreds of
+        // decisions to move its average. A fluke costs a run or two: once its latest run
         // loses again, calibration stops.
         let promising = (0..predictions.len())
             .filter(|&i| i != incumbent && predictions[i].basis == Basis::Heuristic)
@@ -737,8 +739,8 @@ impl PlacementModel {
             // Due by the count, but taken only within the time budget: otherwise the next
             // decision asks again. Its cost is what was measured there where something was: a
             // device ruled out after two runs is still predicted by the heuristic, which its runs
-            // of other workloads may have made optimistic for this one (or pessimistic: a GPU's
-            // scale learned from runs slowed by idling priced its explorations at 2.6 ms against
+            // of other workloads may have made optimistic for this one (or pessimistic: an H200's
+            // scale, learned from slow learning runs, priced its explorations at 2.6 ms against
             // the 1 ms it measured).
             let cost = |i: usize| {
                 predictions[i].samples.filter(|s| s.count > 0).map_or(predictions[i].seconds, |s| s.mean_s)
