@@ -844,6 +844,19 @@ impl PlacementModel {
             samples.seen = tick;
             return;
         }
+        // An exploration that found a trusted device clearly faster than both the device running
+        // the workload and its own history: that history is from a time the device ran slower
+        // (a GPU's first ~100 ms of use in a process ran a small problem in 1 ms, later in 0.2).
+        // It starts again from this run, so that it is calibrated afresh (`choose` calibrates an
+        // untrusted device whose latest run wins) instead of one exploration in many moving its
+        // average a step.
+        let stale = incumbent.is_some_and(|current| {
+            samples.count >= u64::from(rules.trust_after.max(1))
+                && seconds * rules.switch_margin <= current.min(samples.mean_s)
+        });
+        if stale {
+            *samples = Samples { warm_ups: samples.warm_ups, ..empty };
+        }
         // One run far off (another process took the machine) counts as twice the mean.
         let bounded = if samples.count > 0 { seconds.min(2.0 * samples.mean_s) } else { seconds };
         samples.add(seconds, rules.alpha, tick);

@@ -896,6 +896,45 @@ fn placement_takes_back_a_device_ruled_out_by_slow_first_runs_once_an_exploratio
 }
 
 #[test]
+fn placement_starts_a_device_s_history_again_when_an_exploration_finds_it_far_faster_than_it_was() {
+    // As saxpy n=16384 on an H200 beside llvmpipe: the GPU's first runs of it in the process
+    // took 1 ms (a placement over the GPU alone shows them too), its later ones 0.2; llvmpipe's
+    // 0.35. Calibrated on the slow ones, the GPU is trusted at about 1 ms and loses. The first
+    // exploration that finds it at 0.2 must bring it back, not six of them moving its average.
+    let devs = devices(&[("gpu", FAST), ("cpu", FAST)]);
+    let work = saxpy(16_384.0);
+    let rules = PlacementRules { explore_every: 20, explore_share: 1.0, ..exact() };
+    let gpu_runs = std::cell::Cell::new(0);
+    let cost = |label: &str, _| {
+        if label == "cpu" {
+            return 0.35e-3;
+        }
+        gpu_runs.set(gpu_runs.get() + 1);
+        if gpu_runs.get() <= 5 {
+            1e-3
+        } else {
+            0.2e-3
+        }
+    };
+    let mut model = PlacementModel::new();
+    let steps = drive(&mut model, &work, &devs, &rules, 200, cost);
+    let trusted_slow = steps.iter().position(|(l, r)| l == "cpu" && *r == Reason::Best);
+    assert!(trusted_slow.is_some(), "the GPU first loses: {steps:?}");
+    let explorations: Vec<usize> = explorations(&steps);
+    let first = explorations.first().copied().unwrap_or_else(|| panic!("never explored: {steps:?}"));
+    // From the first exploration on, the GPU is calibrated afresh and takes the workload over;
+    // after that the CPU runs it only on exploration turns.
+    let switched = steps.iter().position(|(_, r)| matches!(r, Reason::Switched { .. }));
+    let switched = switched.unwrap_or_else(|| panic!("never switched: {steps:?}"));
+    assert!(first < switched && switched <= first + 8, "explored at {first}: {steps:?}");
+    assert!(
+        steps[first + 1..switched].iter().all(|(l, r)| l == "gpu" && *r == Reason::Calibrating),
+        "{steps:?}"
+    );
+    assert!(steps[switched..].iter().all(|(l, r)| l == "gpu" || *r == Reason::Exploring), "{steps:?}");
+}
+
+#[test]
 fn placement_tries_a_device_left_out_only_on_the_exploration_budget() {
     // The counts alone (their time share is tested on its own).
     let rules = PlacementRules {
