@@ -725,6 +725,15 @@ impl PlacementModel {
         let backoff = self.backoff.get(&key).copied().unwrap_or(0).min(rules.explore_backoff_max).min(16);
         let gap = u64::from(rules.explore_every) << backoff;
         let last = self.explored_at.get(&key).copied().unwrap_or(0);
+        // Due by the count, but taken only within the time budget: otherwise the next decision
+        // asks again. Its cost is what was measured there where something was: a device ruled
+        // out after two runs is still predicted by the heuristic, which its runs of other
+        // workloads may have made optimistic for this one (or pessimistic: an H200's scale,
+        // learned from slow learning runs, priced its explorations at 2.6 ms against the 1 ms
+        // it measured).
+        let cost = |i: usize| {
+            predictions[i].samples.filter(|s| s.count > 0).map_or(predictions[i].seconds, |s| s.mean_s)
+        };
         if rules.explore_every > 0 && count >= last + gap {
             let current = predictions[incumbent].seconds;
             let loser = (0..predictions.len())
@@ -736,26 +745,36 @@ impl PlacementModel {
                         }
                 })
                 .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
-            // Due by the count, but taken only within the time budget: otherwise the next
-            // decision asks again. Its cost is what was measured there where something was: a
-            // device ruled out after two runs is still predicted by the heuristic, which its runs
-            // of other workloads may have made optimistic for this one (or pessimistic: an H200's
-            // scale, learned from slow learning runs, priced its explorations at 2.6 ms against
-            // the 1 ms it measured).
-            let cost = |i: usize| {
-                predictions[i].samples.filter(|s| s.count > 0).map_or(predictions[i].seconds, |s| s.mean_s)
-            };
-            let loser = loser.filter(|&i| self.spent.allows(cost(i), rules.explore_share));
-            if let Some(loser) = loser {
+            if let Some(loser) = loser.filter(|&i| self.spent.allows(cost(i), rules.explore_share)) {
                 self.explored_at.insert(key, count);
                 return decide(loser, Reason::Exploring, predictions, weighed);
             }
         }
+        // Kept, unless a trusted device whose better of its last two runs beat the current
+        // device's settled time by the margin can be re-tried within the time budget: its mean
+        // lost, but a run of it did not (an H200's runs of a small problem took 1 ms in its
+        // first ~100 ms of use in a process, 0.2 after), and waiting for the count, or for a
+        // budget that prices it at that mean, would leave a short stream no time to notice.
+        let hopeful = (0..predictions.len())
+            .filter(|&i| i != incumbent && rules.explore_every > 0)
+            .filter(|&i| {
+                predictions[i].basis == Basis::Learned
+                    && predictions[i]
+                        .samples
+                        .and_then(|s| s.best_of_two())
+                        .is_some_and(|best| best * rules.switch_margin <= settled(incumbent))
+            })
+            // Costed at the run it hopes for: the mean is what it doubts.
+            .filter(|&i| {
+                let hoped = predictions[i].samples.and_then(|s| s.best_of_two()).unwrap_or_else(|| cost(i));
+                self.spent.allows(hoped, rules.explore_share)
+            })
+            .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
         let Some(candidate) = (0..predictions.len())
             .filter(|&i| learned(i).is_some())
             .min_by(|&a, &b| (settled(a) + away[a]).total_cmp(&(settled(b) + away[b])))
         else {
-            return decide(incumbent, Reason::Kept, predictions, weighed);
+            return self.kept(incumbent, hopeful, &key, count, (predictions, weighed), decide);
         };
         if candidate != incumbent {
             // Without moves to weigh, the candidate must win in the worse of its last two runs;
@@ -776,7 +795,27 @@ impl PlacementModel {
                 }
             }
         }
-        decide(incumbent, Reason::Kept, predictions, weighed)
+        self.kept(incumbent, hopeful, &key, count, (predictions, weighed), decide)
+    }
+
+    /// The decision to keep `incumbent`, unless `hopeful` names a device to re-try first (an
+    /// exploration, counted as one).
+    fn kept(
+        &mut self,
+        incumbent: usize,
+        hopeful: Option<usize>,
+        key: &str,
+        count: u64,
+        (predictions, weighed): (Vec<Prediction>, Vec<(f64, f64)>),
+        decide: impl Fn(usize, Reason, Vec<Prediction>, Vec<(f64, f64)>) -> Decision,
+    ) -> Decision {
+        match hopeful {
+            Some(device) => {
+                self.explored_at.insert(key.to_owned(), count);
+                decide(device, Reason::Exploring, predictions, weighed)
+            }
+            None => decide(incumbent, Reason::Kept, predictions, weighed),
+        }
     }
 
     /// Records that `workload` took `seconds` to result on `device` (whose heuristic costs are

@@ -935,6 +935,38 @@ fn placement_starts_a_device_s_history_again_when_an_exploration_finds_it_far_fa
 }
 
 #[test]
+fn placement_re_tries_a_trusted_device_soon_when_one_of_its_last_two_runs_won() {
+    // As saxpy n=16384 on an H200 beside llvmpipe: the GPU's learning runs alternate 1 ms and
+    // 0.2 ms (its first ~100 ms of use in a process), then stay at 0.2; llvmpipe takes 0.35.
+    // Trusted at a mean near 0.6 ms, the GPU loses, but one of its last two runs won: it is
+    // re-tried as soon as 2% of the stream pays for that run, not for its mean.
+    let devs = devices(&[("gpu", FAST), ("cpu", FAST)]);
+    let work = saxpy(16_384.0);
+    let rules = exact();
+    let gpu_runs = std::cell::Cell::new(0);
+    let cost = |label: &str, _| {
+        if label == "cpu" {
+            return 0.35e-3;
+        }
+        gpu_runs.set(gpu_runs.get() + 1);
+        match gpu_runs.get() {
+            1 | 2 | 4 => 1e-3,
+            _ => 0.2e-3,
+        }
+    };
+    let mut model = PlacementModel::new();
+    let steps = drive(&mut model, &work, &devs, &rules, 200, cost);
+    let best = steps.iter().position(|(l, r)| l == "cpu" && *r == Reason::Best);
+    assert!(best.is_some(), "the GPU first loses: {steps:?}");
+    let switched = steps.iter().position(|(_, r)| matches!(r, Reason::Switched { .. }));
+    let switched = switched.unwrap_or_else(|| panic!("never switched: {steps:?}"));
+    // About 30 runs of 0.35 ms pay for a 0.2 ms re-try; its mean would need about 90.
+    assert!(switched < 60, "switched at {switched}: {steps:?}");
+    let spent = model.spent();
+    assert!(spent.exploring_s <= 0.02 * spent.settled_s + 1e-3, "{spent:?}");
+}
+
+#[test]
 fn placement_tries_a_device_left_out_only_on_the_exploration_budget() {
     // The counts alone (their time share is tested on its own).
     let rules = PlacementRules {
