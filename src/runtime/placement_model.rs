@@ -630,7 +630,15 @@ impl PlacementModel {
             .filter(|&i| learned(i).is_some());
         // The device most workloads run on (then the first), and what running this workload
         // elsewhere costs besides its own time: moving the stream there and back.
-        let home_count = |i: usize| self.current.values().filter(|label| **label == devices[i].label).count();
+        // Counted in one pass over the workloads: a placed run right after a device run finds
+        // the model cold in the caches, and each walk of `current` costs it a microsecond.
+        let mut homes = vec![0usize; devices.len()];
+        for label in self.current.values() {
+            if let Some(i) = devices.iter().position(|d| &d.label == label) {
+                homes[i] += 1;
+            }
+        }
+        let home_count = |i: usize| homes[i];
         let home = (0..devices.len()).min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i)).unwrap_or(0);
         // A device's time for this workload with the stream staying on it: the runs right after
         // one of its own where there were some (the mean mixes in what moves cost), else the
