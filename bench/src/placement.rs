@@ -58,6 +58,10 @@ pub struct Options {
     /// default: the rules' own).
     #[arg(long)]
     pub warm_up_runs: Option<u32>,
+    /// The share of the settled stream's time explorations may take
+    /// (`PlacementRules::explore_share`; default: the rules' own).
+    #[arg(long)]
+    pub explore_share: Option<f64>,
 }
 
 /// The order the sides of a pass run in.
@@ -196,6 +200,13 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     let mut placement = Placement::open(list.as_deref(), &CacheConfig::in_dir(cache_dir.path()))?;
     if let Some(warm_up_runs) = options.warm_up_runs {
         let rules = sparkle::runtime::PlacementRules { warm_up_runs, ..*placement.rules() };
+        placement = placement.with_rules(rules);
+    }
+    if let Some(explore_share) = options.explore_share {
+        if !(0.0..=1.0).contains(&explore_share) {
+            return Err(format!("--explore-share {explore_share}: a share from 0 to 1").into());
+        }
+        let rules = sparkle::runtime::PlacementRules { explore_share, ..*placement.rules() };
         placement = placement.with_rules(rules);
     }
     let calibrate_start = Instant::now();
@@ -539,6 +550,23 @@ fn breakdown(
         "the same right after a device run: {:.2} µs per call (median of {})",
         median(&after_run) * 1e6,
         after_run.len()
+    );
+    // What reading the clock twice costs right after a device run: what any step there pays
+    // (the device's threads winding down, a cold core), against which the line above is read.
+    let mut clock_after_run = Vec::new();
+    for _ in 0..5 {
+        for case in cases {
+            for d in 0..labels.len() {
+                run_alone(placement.runtime(d).ok_or("no such device")?, case.as_ref())?;
+                let start = Instant::now();
+                clock_after_run.push(start.elapsed().as_secs_f64());
+            }
+        }
+    }
+    println!(
+        "the clock alone right after a device run: {:.2} µs (median of {})",
+        median(&clock_after_run) * 1e6,
+        clock_after_run.len()
     );
     // The placement asks the device's program cache whether a run compiled (its statistics):
     // what that costs right after a device run.

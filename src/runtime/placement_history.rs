@@ -186,3 +186,78 @@ pub fn clear_histories(cache_dir: &Path) -> std::io::Result<u64> {
     let _ = fs::remove_dir(&dir);
     Ok(removed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::placement_model::{DeviceCosts, ModelDevice, PlacementRules, Workload};
+
+    /// A model that learned a stream of three workloads on two devices: samples on both,
+    /// current devices, explorations and backed-off gaps.
+    fn learned() -> PlacementModel {
+        let costs = DeviceCosts { launch_s: 1e-4, flops_per_s: 1e10, bytes_per_s: 1e10 };
+        let devices: Vec<ModelDevice> =
+            ["a", "b"].iter().map(|l| ModelDevice { label: (*l).to_owned(), costs }).collect();
+        let rules = PlacementRules::default();
+        let workloads = [
+            Workload::new("saxpy", 2e3, 12e3),
+            Workload::new("saxpy", 2e6, 12e6),
+            Workload::new("sgemm", 2e6, 1e4),
+        ];
+        let mut model = PlacementModel::new();
+        for pass in 0..200 {
+            for (w, workload) in workloads.iter().enumerate() {
+                let decision = model.choose(workload, &devices, &rules);
+                let label = &devices[decision.device].label;
+                // `a` wins the first two workloads, `b` the third.
+                let seconds = if (label == "a") == (w < 2) { 1e-3 } else { 2e-3 } + pass as f64 * 1e-9;
+                model.record(workload, label, &costs, seconds, &rules);
+            }
+        }
+        model
+    }
+
+    #[test]
+    fn a_history_reads_back_as_the_model_it_was_written_from_in_the_first_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.json");
+        let identities = vec!["a".to_owned(), "b".to_owned()];
+        let mut model = learned();
+        // The devices' workload counts, kept as decisions change them, are what a recount finds.
+        let mut recounted = model.clone();
+        recounted.count_homes();
+        assert_eq!(recounted.homes, model.homes);
+        assert!(model.homes.values().sum::<usize>() == 3 && model.homes.len() == 2, "{:?}", model.homes);
+        model.bound(MAX_HISTORIES);
+        assert!(model.workloads.values().flatten().any(|s| s.explored_at > 0 && s.backoff > 0), "{model:?}");
+        save(&path, &identities, &model).unwrap();
+        // Kept across processes: everything but the pins and the last device (none here).
+        let mut loaded = load(&path, &identities).unwrap();
+        loaded.last_device = model.last_device.clone();
+        assert_eq!(loaded, model);
+        // The body keeps the first format's keys: `kernel|size class|device`.
+        let text = fs::read_to_string(&path).unwrap();
+        let class = Workload::new("saxpy", 2e3, 12e3).size_class();
+        assert!(text.contains(&format!("\"saxpy|{class}|a\"")) && text.contains("\"current\""), "{text}");
+    }
+
+    #[test]
+    fn a_history_whose_keys_name_no_size_class_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.json");
+        let identities = vec!["a".to_owned()];
+        save(&path, &identities, &learned()).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let body = text.split_once('\n').unwrap().1;
+        let class = Workload::new("saxpy", 2e3, 12e3).size_class().to_string();
+        for broken in ["x9.y9", ""] {
+            let body = body.replace(&class, broken);
+            let bytes = format!("{MAGIC} {HISTORY_FORMAT_VERSION} {:016x}\n{body}", xxh3_64(body.as_bytes()));
+            fs::write(&path, bytes).unwrap();
+            match load(&path, &identities) {
+                Err(Miss::Damaged(why)) => assert!(why.contains("size class"), "{why}"),
+                other => panic!("{broken:?}: {other:?}"),
+            }
+        }
+    }
+}

@@ -35,7 +35,7 @@
 //! cores, a move costs about 0.1 ms; a GPU left idle comes back about 10% slower). Everything
 //! here is deterministic: no clock, no random numbers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -67,8 +67,36 @@ impl Workload {
 
     /// The size class its history is kept under: the power-of-two buckets of its operations
     /// and bytes (`f20.b23`), so that problems of about the same size share what was learned.
-    pub fn size_class(&self) -> String {
-        format!("f{}.b{}", bucket(self.flops), bucket(self.bytes))
+    pub fn size_class(&self) -> SizeClass {
+        SizeClass { flops: bucket(self.flops), bytes: bucket(self.bytes) }
+    }
+}
+
+/// A workload's size class: the power-of-two buckets of its operations and bytes, written
+/// `f20.b23` (⌊log2⌋ + 1 of each, 0 below one).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SizeClass {
+    /// The bucket of its floating-point operations.
+    pub flops: u32,
+    /// The bucket of its bytes.
+    pub bytes: u32,
+}
+
+impl fmt::Display for SizeClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "f{}.b{}", self.flops, self.bytes)
+    }
+}
+
+impl std::str::FromStr for SizeClass {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<SizeClass, String> {
+        let parsed =
+            text.strip_prefix('f').and_then(|rest| rest.split_once(".b")).and_then(|(flops, bytes)| {
+                Some(SizeClass { flops: flops.parse().ok()?, bytes: bytes.parse().ok()? })
+            });
+        parsed.ok_or_else(|| format!("`{text}` is no size class (f<bucket>.b<bucket>)"))
     }
 }
 
@@ -283,7 +311,7 @@ pub struct Decision {
     /// Every device's prediction, in the placement's order.
     pub predictions: Vec<Prediction>,
     /// The workload's size class.
-    pub size_class: String,
+    pub size_class: SizeClass,
     /// Per device, in the placement's order, what the choice weighed where it weighed learned
     /// times: the device's time with the stream staying on it, and what moving the stream there
     /// and back costs (empty for a pinned kernel, a single device or a calibration).
@@ -347,44 +375,174 @@ fn seconds(value: f64) -> String {
     }
 }
 
-/// The learned state: the history and each workload's current device. Serialized as the
-/// placement's history file.
+/// The learned state: per workload (kernel, size class) its history on each device and the
+/// device running it; per device its heuristic's scale, measured costs and move costs.
+/// Serialized as the placement's history file, in the form [`StoredModel`] writes.
+///
+/// Laid out for the placed run's path: a decision and its record right after a device run find
+/// the model cold in the caches, and each string key compared costs a miss. A workload is found
+/// by one hash of its kernel's name and a scan of that kernel's size classes, its devices' samples
+/// side by side; the string-keyed maps it replaced cost a decision and its record 8.5 µs right
+/// after a device run on an H200 (2 µs when warm).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StoredModel", into = "StoredModel")]
 pub struct PlacementModel {
-    /// `kernel|size class|device` → samples.
-    pub(crate) entries: BTreeMap<String, Samples>,
-    /// `kernel|size class` → the device running it.
-    pub(crate) current: BTreeMap<String, String>,
-    /// `kernel|size class` → decisions taken (for exploration).
-    pub(crate) decisions: BTreeMap<String, u64>,
-    /// `kernel|size class` → the decision count of its last exploration.
-    #[serde(default)]
-    pub(crate) explored_at: BTreeMap<String, u64>,
-    /// `kernel|size class` → doublings of its exploration gap (explorations in a row that found
-    /// the losing device still losing by the switch margin).
-    #[serde(default)]
-    pub(crate) backoff: BTreeMap<String, u32>,
+    /// Kernel → its workloads, one per size class.
+    pub(crate) workloads: HashMap<String, Vec<WorkloadState>>,
+    /// Device → how many workloads it runs (their current device), kept as they change.
+    pub(crate) homes: BTreeMap<String, usize>,
     /// Device → moving average of ln(measured / heuristic).
     pub(crate) scale: BTreeMap<String, f64>,
     /// Device → its heuristic costs as measured by [`Placement::calibrate`](super::Placement::calibrate).
-    #[serde(default)]
     pub(crate) costs: BTreeMap<String, DeviceCosts>,
     /// Kernel → the device it is pinned to (not kept across processes).
-    #[serde(skip)]
     pub(crate) pins: BTreeMap<String, String>,
     /// Device → how its runs right after a run on another device and right after one on itself
     /// differ from their learned means (what moving the stream to it costs).
-    #[serde(default)]
     pub(crate) moves: BTreeMap<String, Moves>,
     /// The device of the latest run recorded (not kept across processes).
-    #[serde(skip)]
     pub(crate) last_device: Option<String>,
     /// Decisions and samples taken, for ordering entries by age.
     pub(crate) tick: u64,
     /// Seconds of every run recorded, and of those that were explorations (a run of a workload
     /// on another device than the trusted one running it): the time budget of exploration.
-    #[serde(default)]
     pub(crate) spent: Spent,
+}
+
+/// What the model keeps for one workload: a kernel's problems of one size class.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct WorkloadState {
+    /// Its size class.
+    pub(crate) class: SizeClass,
+    /// Per device label, its samples (in the order the devices were first sampled).
+    pub(crate) samples: Vec<(String, Samples)>,
+    /// The device running it, once a trusted one was chosen.
+    pub(crate) current: Option<String>,
+    /// Decisions taken (for exploration).
+    pub(crate) decisions: u64,
+    /// The decision count of its last exploration.
+    pub(crate) explored_at: u64,
+    /// Doublings of its exploration gap (explorations in a row that found the losing device
+    /// still losing by the switch margin).
+    pub(crate) backoff: u32,
+}
+
+impl WorkloadState {
+    fn samples_of(&self, device: &str) -> Option<&Samples> {
+        self.samples.iter().find(|(label, _)| label == device).map(|(_, samples)| samples)
+    }
+}
+
+/// The history file's form of a [`PlacementModel`]: maps keyed by `kernel|size class` and
+/// `kernel|size class|device`, as the format's first version wrote them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct StoredModel {
+    /// `kernel|size class|device` → samples.
+    entries: BTreeMap<String, Samples>,
+    /// `kernel|size class` → the device running it.
+    current: BTreeMap<String, String>,
+    /// `kernel|size class` → decisions taken.
+    decisions: BTreeMap<String, u64>,
+    /// `kernel|size class` → the decision count of its last exploration.
+    #[serde(default)]
+    explored_at: BTreeMap<String, u64>,
+    /// `kernel|size class` → doublings of its exploration gap.
+    #[serde(default)]
+    backoff: BTreeMap<String, u32>,
+    scale: BTreeMap<String, f64>,
+    #[serde(default)]
+    costs: BTreeMap<String, DeviceCosts>,
+    #[serde(default)]
+    moves: BTreeMap<String, Moves>,
+    tick: u64,
+    #[serde(default)]
+    spent: Spent,
+}
+
+impl From<PlacementModel> for StoredModel {
+    fn from(model: PlacementModel) -> StoredModel {
+        let mut stored = StoredModel {
+            scale: model.scale,
+            costs: model.costs,
+            moves: model.moves,
+            tick: model.tick,
+            spent: model.spent,
+            ..StoredModel::default()
+        };
+        for (kernel, states) in model.workloads {
+            for state in states {
+                let key = format!("{kernel}|{}", state.class);
+                for (device, samples) in state.samples {
+                    stored.entries.insert(format!("{key}|{device}"), samples);
+                }
+                if let Some(current) = state.current {
+                    stored.current.insert(key.clone(), current);
+                }
+                if state.decisions > 0 {
+                    stored.decisions.insert(key.clone(), state.decisions);
+                }
+                if state.explored_at > 0 {
+                    stored.explored_at.insert(key.clone(), state.explored_at);
+                }
+                if state.backoff > 0 {
+                    stored.backoff.insert(key, state.backoff);
+                }
+            }
+        }
+        stored
+    }
+}
+
+impl TryFrom<StoredModel> for PlacementModel {
+    type Error = String;
+
+    fn try_from(stored: StoredModel) -> Result<PlacementModel, String> {
+        let mut model = PlacementModel {
+            scale: stored.scale,
+            costs: stored.costs,
+            moves: stored.moves,
+            tick: stored.tick,
+            spent: stored.spent,
+            ..PlacementModel::default()
+        };
+        fn made<'a>(
+            workloads: &'a mut HashMap<String, Vec<WorkloadState>>,
+            kernel: &str,
+            class: SizeClass,
+        ) -> Result<&'a mut WorkloadState, String> {
+            PlacementModel::state_mut(workloads, kernel, class)
+                .ok_or_else(|| format!("no room for `{kernel}|{class}`"))
+        }
+        let workload = |key: &str| -> Result<(String, SizeClass), String> {
+            let (kernel, class) =
+                key.rsplit_once('|').ok_or_else(|| format!("`{key}` names no size class"))?;
+            Ok((kernel.to_owned(), class.parse()?))
+        };
+        for (key, samples) in stored.entries {
+            let (workload_key, device) =
+                key.rsplit_once('|').ok_or_else(|| format!("`{key}` names no device"))?;
+            let (kernel, class) = workload(workload_key)?;
+            made(&mut model.workloads, &kernel, class)?.samples.push((device.to_owned(), samples));
+        }
+        for (key, current) in stored.current {
+            let (kernel, class) = workload(&key)?;
+            made(&mut model.workloads, &kernel, class)?.current = Some(current);
+        }
+        for (key, decisions) in stored.decisions {
+            let (kernel, class) = workload(&key)?;
+            made(&mut model.workloads, &kernel, class)?.decisions = decisions;
+        }
+        for (key, explored_at) in stored.explored_at {
+            let (kernel, class) = workload(&key)?;
+            made(&mut model.workloads, &kernel, class)?.explored_at = explored_at;
+        }
+        for (key, backoff) in stored.backoff {
+            let (kernel, class) = workload(&key)?;
+            made(&mut model.workloads, &kernel, class)?.backoff = backoff;
+        }
+        model.count_homes();
+        Ok(model)
+    }
 }
 
 /// The time of the runs a model learned from, and how much of it exploring took.
@@ -471,9 +629,16 @@ pub struct ModelDevice {
     pub costs: DeviceCosts,
 }
 
-/// `kernel|size class`, made in one allocation.
-fn workload_key(workload: &Workload) -> String {
-    format!("{}|f{}.b{}", workload.kernel, bucket(workload.flops), bucket(workload.bytes))
+/// What a decision changes in its workload's state besides counting itself.
+enum Change {
+    /// Nothing more.
+    Counted,
+    /// The decision is an exploration.
+    Explored,
+    /// The device of this index in the decision's devices runs the workload from now on.
+    Runs(usize),
+    /// The workload switched to the device of this index: its exploration gap starts again.
+    Switched(usize),
 }
 
 impl PlacementModel {
@@ -524,17 +689,55 @@ impl PlacementModel {
 
     /// How many (kernel, size class, device) histories are kept.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.workloads.values().flatten().map(|state| state.samples.len()).sum()
     }
 
     /// Whether nothing was measured.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// The samples of `workload` on `device`, if any.
     pub fn samples(&self, workload: &Workload, device: &str) -> Option<Samples> {
-        self.entries.get(&format!("{}|{device}", workload_key(workload))).copied()
+        self.state(&workload.kernel, workload.size_class())?.samples_of(device).copied()
+    }
+
+    /// The state of `kernel`'s workload of size class `class`, if there is one.
+    fn state(&self, kernel: &str, class: SizeClass) -> Option<&WorkloadState> {
+        self.workloads.get(kernel)?.iter().find(|state| state.class == class)
+    }
+
+    /// The state of `kernel`'s workload of size class `class` in `workloads`, made if there is
+    /// none (`None` only if the map lost what it was just given). The kernel's name is copied
+    /// only when it is new.
+    fn state_mut<'a>(
+        workloads: &'a mut HashMap<String, Vec<WorkloadState>>,
+        kernel: &str,
+        class: SizeClass,
+    ) -> Option<&'a mut WorkloadState> {
+        let classes = if workloads.contains_key(kernel) {
+            workloads.get_mut(kernel)?
+        } else {
+            workloads.entry(kernel.to_owned()).or_default()
+        };
+        let at = match classes.iter().position(|state| state.class == class) {
+            Some(at) => at,
+            None => {
+                classes.push(WorkloadState { class, ..WorkloadState::default() });
+                classes.len() - 1
+            }
+        };
+        classes.get_mut(at)
+    }
+
+    /// Counts again how many workloads each device runs.
+    pub(crate) fn count_homes(&mut self) {
+        self.homes.clear();
+        for state in self.workloads.values().flatten() {
+            if let Some(current) = &state.current {
+                *self.homes.entry(current.clone()).or_insert(0) += 1;
+            }
+        }
     }
 
     /// Each device's prediction for `workload`, without deciding anything.
@@ -544,27 +747,21 @@ impl PlacementModel {
         devices: &[ModelDevice],
         rules: &PlacementRules,
     ) -> Vec<Prediction> {
-        self.predict_keyed(workload, &workload_key(workload), devices, rules)
+        self.predict_in(workload, self.state(&workload.kernel, workload.size_class()), devices, rules)
     }
 
-    /// [`predict`](Self::predict) with the workload's key made once (a placed run asks for it
-    /// several times: each string built is an allocation the stream pays for).
-    fn predict_keyed(
+    /// [`predict`](Self::predict) from the workload's state, found once.
+    fn predict_in(
         &self,
         workload: &Workload,
-        key: &str,
+        state: Option<&WorkloadState>,
         devices: &[ModelDevice],
         rules: &PlacementRules,
     ) -> Vec<Prediction> {
-        let mut entry = String::with_capacity(key.len() + 24);
         devices
             .iter()
             .map(|d| {
-                entry.clear();
-                entry.push_str(key);
-                entry.push('|');
-                entry.push_str(&d.label);
-                let samples = self.entries.get(entry.as_str()).copied();
+                let samples = state.and_then(|state| state.samples_of(&d.label)).copied();
                 match samples {
                     Some(s) if s.count >= u64::from(rules.trust_after.max(1)) => Prediction {
                         device: d.label.clone(),
@@ -593,51 +790,95 @@ impl PlacementModel {
         devices: &[ModelDevice],
         rules: &PlacementRules,
     ) -> Decision {
-        let size_class = workload.size_class();
-        let key = format!("{}|{size_class}", workload.kernel);
-        let predictions = self.predict_keyed(workload, &key, devices, rules);
-        let decide =
+        let class = workload.size_class();
+        let state = self.state(&workload.kernel, class);
+        let predictions = self.predict_in(workload, state, devices, rules);
+        // What the decision reads of the workload's state: its count, its last exploration, the
+        // doublings of its gap and the index of the device running it.
+        let (decisions, last, backoff, running) = state.map_or((0, 0, 0, None), |s| {
+            let running =
+                s.current.as_deref().and_then(|label| devices.iter().position(|d| d.label == label));
+            (s.decisions, s.explored_at, s.backoff, running)
+        });
+        let decision =
             |device: usize, reason: Reason, predictions: Vec<Prediction>, weighed: Vec<(f64, f64)>| {
-                Decision { device, reason, predictions, size_class: size_class.clone(), weighed }
+                Decision { device, reason, predictions, size_class: class, weighed }
             };
         if let Some(pinned) = self.pins.get(&workload.kernel) {
             if let Some(i) = devices.iter().position(|d| &d.label == pinned) {
-                return decide(i, Reason::Pinned, predictions, Vec::new());
+                return decision(i, Reason::Pinned, predictions, Vec::new());
             }
         }
         if devices.len() <= 1 {
-            return decide(0, Reason::Only, predictions, Vec::new());
+            return decision(0, Reason::Only, predictions, Vec::new());
         }
         self.tick += 1;
-        // Looked up before inserting: a decision is taken on every placed run, and cloning the
-        // key each time is an allocation the stream pays for.
-        let count = match self.decisions.get_mut(&key) {
-            Some(count) => {
-                *count += 1;
-                *count
+        let count = decisions + 1;
+        let (device, reason, weighed, change) =
+            self.weigh(&predictions, devices, rules, (count, last, backoff, running));
+        self.settle(&workload.kernel, class, devices, count, change);
+        decision(device, reason, predictions, weighed)
+    }
+
+    /// Counts a decision of the workload of `kernel` and `class` and applies what it changes.
+    fn settle(
+        &mut self,
+        kernel: &str,
+        class: SizeClass,
+        devices: &[ModelDevice],
+        count: u64,
+        change: Change,
+    ) {
+        let Some(state) = Self::state_mut(&mut self.workloads, kernel, class) else { return };
+        state.decisions = count;
+        let runs = match change {
+            Change::Counted => None,
+            Change::Explored => {
+                state.explored_at = count;
+                None
             }
-            None => {
-                self.decisions.insert(key.clone(), 1);
-                1
+            Change::Runs(i) => Some(i),
+            Change::Switched(i) => {
+                state.backoff = 0;
+                Some(i)
             }
         };
-        let best = predictions.iter().map(|p| p.seconds).fold(f64::INFINITY, f64::min);
-        let learned = |i: usize| predictions[i].samples.filter(|_| predictions[i].basis == Basis::Learned);
-        let incumbent = self
-            .current
-            .get(&key)
-            .and_then(|label| devices.iter().position(|d| &d.label == label))
-            .filter(|&i| learned(i).is_some());
-        // The device most workloads run on (then the first), and what running this workload
-        // elsewhere costs besides its own time: moving the stream there and back.
-        // Counted in one pass over the workloads: a placed run right after a device run finds
-        // the model cold in the caches, and each walk of `current` costs it a microsecond.
-        let mut homes = vec![0usize; devices.len()];
-        for label in self.current.values() {
-            if let Some(i) = devices.iter().position(|d| &d.label == label) {
-                homes[i] += 1;
+        let Some(label) = runs.and_then(|i| devices.get(i)).map(|d| d.label.as_str()) else { return };
+        if state.current.as_deref() == Some(label) {
+            return;
+        }
+        if let Some(before) = state.current.take() {
+            if let Some(n) = self.homes.get_mut(&before) {
+                *n = n.saturating_sub(1);
             }
         }
+        state.current = Some(label.to_owned());
+        match self.homes.get_mut(label) {
+            Some(n) => *n += 1,
+            None => {
+                self.homes.insert(label.to_owned(), 1);
+            }
+        }
+    }
+
+    /// The rule itself: for a workload's `predictions` on `devices` and what its state says —
+    /// `(count, last, backoff, running)`: this decision's count, that of its last exploration,
+    /// the doublings of its exploration gap and the device running it — the device, why, what
+    /// was weighed and what the decision changes.
+    fn weigh(
+        &self,
+        predictions: &[Prediction],
+        devices: &[ModelDevice],
+        rules: &PlacementRules,
+        (count, last, backoff, running): (u64, u64, u32, Option<usize>),
+    ) -> (usize, Reason, Vec<(f64, f64)>, Change) {
+        let best = predictions.iter().map(|p| p.seconds).fold(f64::INFINITY, f64::min);
+        let learned = |i: usize| predictions[i].samples.filter(|_| predictions[i].basis == Basis::Learned);
+        let incumbent = running.filter(|&i| learned(i).is_some());
+        // The device most workloads run on (then the first), and what running this workload
+        // elsewhere costs besides its own time: moving the stream there and back.
+        let homes: Vec<usize> =
+            devices.iter().map(|d| self.homes.get(&d.label).copied().unwrap_or(0)).collect();
         let home_count = |i: usize| homes[i];
         let home = (0..devices.len()).min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i)).unwrap_or(0);
         // A device's time for this workload with the stream staying on it: the runs right after
@@ -683,7 +924,7 @@ impl PlacementModel {
                 .filter(|&(i, _)| beaten_by(i).is_none())
                 .min_by_key(|(i, p)| (p.samples.map_or(0, |s| s.count), *i));
             if let Some((i, _)) = calibrate {
-                return decide(i, Reason::Calibrating, predictions, Vec::new());
+                return (i, Reason::Calibrating, Vec::new(), Change::Counted);
             }
             // The best trusted device (there is one unless every device left was ruled out or
             // predicted far slower: then the best measured one, else the best prediction).
@@ -707,8 +948,7 @@ impl PlacementModel {
                         .map(|(i, _)| i)
                 })
                 .unwrap_or_else(|| predictions.iter().position(|p| p.seconds <= best).unwrap_or(0));
-            self.current.insert(key, devices[candidate].label.clone());
-            return decide(candidate, Reason::Best, predictions, weighed);
+            return (candidate, Reason::Best, weighed, Change::Runs(candidate));
         };
         // An untrusted device whose latest run (an exploration) beat the current device's
         // settled time by the margin is calibrated until trusted: its first runs may have been
@@ -725,14 +965,13 @@ impl PlacementModel {
             })
             .min_by_key(|&i| (predictions[i].samples.map_or(0, |s| s.count), i));
         if let Some(i) = promising {
-            return decide(i, Reason::Calibrating, predictions, weighed);
+            return (i, Reason::Calibrating, weighed, Change::Counted);
         }
         // Once a device runs the workload, other devices are tried on the exploration budget
         // only: trusted ones that were close, untrusted ones whose prediction became close
         // (a noisy run of the current device does not start a calibration at once).
-        let backoff = self.backoff.get(&key).copied().unwrap_or(0).min(rules.explore_backoff_max).min(16);
+        let backoff = backoff.min(rules.explore_backoff_max).min(16);
         let gap = u64::from(rules.explore_every) << backoff;
-        let last = self.explored_at.get(&key).copied().unwrap_or(0);
         // Due by the count, but taken only within the time budget: otherwise the next decision
         // asks again. Its cost is what was measured there where something was: a device ruled
         // out after two runs is still predicted by the heuristic, which its runs of other
@@ -754,8 +993,7 @@ impl PlacementModel {
                 })
                 .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
             if let Some(loser) = loser.filter(|&i| self.spent.allows(cost(i), rules.explore_share)) {
-                self.explored_at.insert(key, count);
-                return decide(loser, Reason::Exploring, predictions, weighed);
+                return (loser, Reason::Exploring, weighed, Change::Explored);
             }
         }
         // Kept, unless a trusted device whose better of its last two runs beat the current
@@ -778,11 +1016,15 @@ impl PlacementModel {
                 self.spent.allows(hoped, rules.explore_share)
             })
             .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));
+        let kept = match hopeful {
+            Some(device) => (device, Reason::Exploring, Change::Explored),
+            None => (incumbent, Reason::Kept, Change::Counted),
+        };
         let Some(candidate) = (0..predictions.len())
             .filter(|&i| learned(i).is_some())
             .min_by(|&a, &b| (settled(a) + away[a]).total_cmp(&(settled(b) + away[b])))
         else {
-            return self.kept(incumbent, hopeful, &key, count, (predictions, weighed), decide);
+            return (kept.0, kept.1, weighed, kept.2);
         };
         if candidate != incumbent {
             // Without moves to weigh, the candidate must win in the worse of its last two runs;
@@ -797,33 +1039,11 @@ impl PlacementModel {
                 let staying = settled(incumbent) + away[incumbent];
                 if staying >= moving * rules.switch_margin {
                     let from = devices[incumbent].label.clone();
-                    self.backoff.remove(&key);
-                    self.current.insert(key, devices[candidate].label.clone());
-                    return decide(candidate, Reason::Switched { from }, predictions, weighed);
+                    return (candidate, Reason::Switched { from }, weighed, Change::Switched(candidate));
                 }
             }
         }
-        self.kept(incumbent, hopeful, &key, count, (predictions, weighed), decide)
-    }
-
-    /// The decision to keep `incumbent`, unless `hopeful` names a device to re-try first (an
-    /// exploration, counted as one).
-    fn kept(
-        &mut self,
-        incumbent: usize,
-        hopeful: Option<usize>,
-        key: &str,
-        count: u64,
-        (predictions, weighed): (Vec<Prediction>, Vec<(f64, f64)>),
-        decide: impl Fn(usize, Reason, Vec<Prediction>, Vec<(f64, f64)>) -> Decision,
-    ) -> Decision {
-        match hopeful {
-            Some(device) => {
-                self.explored_at.insert(key.to_owned(), count);
-                decide(device, Reason::Exploring, predictions, weighed)
-            }
-            None => decide(incumbent, Reason::Kept, predictions, weighed),
-        }
+        (kept.0, kept.1, weighed, kept.2)
     }
 
     /// Records that `workload` took `seconds` to result on `device` (whose heuristic costs are
@@ -841,16 +1061,19 @@ impl PlacementModel {
         }
         self.tick += 1;
         let tick = self.tick;
-        let workload_key = workload_key(workload);
+        let Some(state) = Self::state_mut(&mut self.workloads, &workload.kernel, workload.size_class())
+        else {
+            return;
+        };
         // A run on another device than the one running the workload (an exploration): if it
         // lost by the switch margin, the next exploration waits twice as long; if not, the
         // regular budget starts again.
-        let trusted = self
+        let trusted = state
             .current
-            .get(&workload_key)
-            .and_then(|current| Some((current, self.entries.get(&format!("{workload_key}|{current}"))?)))
+            .as_deref()
+            .and_then(|current| Some((current, state.samples_of(current)?)))
             .filter(|(_, s)| s.count >= u64::from(rules.trust_after.max(1)));
-        let incumbent = trusted.filter(|(current, _)| current.as_str() != device).map(|(_, s)| s.mean_s);
+        let incumbent = trusted.filter(|(current, _)| *current != device).map(|(_, s)| s.mean_s);
         self.spent.runs_s += seconds;
         if trusted.is_some() {
             self.spent.settled_s += seconds;
@@ -858,17 +1081,19 @@ impl PlacementModel {
         if incumbent.is_some() {
             self.spent.exploring_s += seconds;
         }
-        let key = format!("{workload_key}|{device}");
+        let at = state.samples.iter().position(|(label, _)| label == device);
         let warming = rules.warm_up_runs > 0
-            && self.entries.get(&key).is_none_or(|s| s.count == 0 && s.warm_ups < rules.warm_up_runs);
+            && at.is_none_or(|at| {
+                let s = &state.samples[at].1;
+                s.count == 0 && s.warm_ups < rules.warm_up_runs
+            });
         // A warm-up run says nothing of whether the explored device lost.
         if let Some(incumbent) = incumbent.filter(|_| !warming) {
-            let backoff = self.backoff.entry(workload_key.clone()).or_insert(0);
-            if seconds >= incumbent * rules.switch_margin {
-                *backoff = (*backoff + 1).min(rules.explore_backoff_max).min(16);
+            state.backoff = if seconds >= incumbent * rules.switch_margin {
+                (state.backoff + 1).min(rules.explore_backoff_max).min(16)
             } else {
-                *backoff = 0;
-            }
+                0
+            };
         }
         let moved = self.last_device.as_deref().map(|last| last != device);
         if moved != Some(false) {
@@ -884,7 +1109,14 @@ impl PlacementModel {
             stayed_s: (0.0, 0),
             warm_ups: 0,
         };
-        let samples = self.entries.entry(key).or_insert(empty);
+        let at = match at {
+            Some(at) => at,
+            None => {
+                state.samples.push((device.to_owned(), empty));
+                state.samples.len() - 1
+            }
+        };
+        let samples = &mut state.samples[at].1;
         if warming {
             // Its time is spent (counted above) and the device ran last, but nothing is learned.
             samples.warm_ups += 1;
@@ -921,13 +1153,14 @@ impl PlacementModel {
         // difference at every run kept the contrast of a workload's first, erratic runs alive
         // as long as it ran without moving).
         if moved == Some(true) && samples.stayed_s.1 > 0 {
-            let contrast = bounded - samples.stayed_s.0;
+            let stayed = samples.stayed_s.0;
+            let contrast = bounded - stayed;
             let known = self.moves.get(device).copied().unwrap_or_default();
             let mut average = (known.cost_s, known.samples);
             average_in(&mut average, contrast, rules.alpha);
             let mut share = (known.share, known.samples);
-            if samples.stayed_s.0 > 0.0 {
-                average_in(&mut share, contrast / samples.stayed_s.0, rules.alpha);
+            if stayed > 0.0 {
+                average_in(&mut share, contrast / stayed, rules.alpha);
             }
             let moves = Moves { cost_s: average.0, samples: average.1, share: share.0 };
             match self.moves.get_mut(device) {
@@ -952,33 +1185,36 @@ impl PlacementModel {
     /// Keeps at most `max` histories, dropping those sampled longest ago, and forgets the
     /// current devices and counters of workloads with no history left.
     pub fn bound(&mut self, max: usize) {
-        if self.entries.len() > max {
-            let mut seen: Vec<u64> = self.entries.values().map(|s| s.seen).collect();
-            seen.sort_unstable();
-            let cut = seen[self.entries.len() - max];
-            let mut excess = self.entries.len() - max;
-            self.entries.retain(|_, s| {
-                if excess > 0 && s.seen < cut {
-                    excess -= 1;
-                    false
-                } else {
-                    true
-                }
-            });
-            if self.entries.len() > max {
-                let mut keys: Vec<(u64, String)> =
-                    self.entries.iter().map(|(k, s)| (s.seen, k.clone())).collect();
-                keys.sort();
-                for (_, k) in keys.into_iter().take(self.entries.len() - max) {
-                    self.entries.remove(&k);
+        let total = self.len();
+        if total > max {
+            // (when sampled, kernel, size class, device) of every history, oldest first.
+            let mut ages: Vec<(u64, String, SizeClass, String)> = self
+                .workloads
+                .iter()
+                .flat_map(|(kernel, states)| {
+                    states.iter().flat_map(move |state| {
+                        state
+                            .samples
+                            .iter()
+                            .map(move |(device, s)| (s.seen, kernel.clone(), state.class, device.clone()))
+                    })
+                })
+                .collect();
+            ages.sort();
+            for (_, kernel, class, device) in ages.into_iter().take(total - max) {
+                if let Some(state) = self
+                    .workloads
+                    .get_mut(&kernel)
+                    .and_then(|states| states.iter_mut().find(|s| s.class == class))
+                {
+                    state.samples.retain(|(label, _)| *label != device);
                 }
             }
         }
-        let workloads: std::collections::BTreeSet<String> =
-            self.entries.keys().filter_map(|k| k.rsplit_once('|').map(|(w, _)| w.to_owned())).collect();
-        self.current.retain(|k, _| workloads.contains(k));
-        self.decisions.retain(|k, _| workloads.contains(k));
-        self.explored_at.retain(|k, _| workloads.contains(k));
-        self.backoff.retain(|k, _| workloads.contains(k));
+        for states in self.workloads.values_mut() {
+            states.retain(|state| !state.samples.is_empty());
+        }
+        self.workloads.retain(|_, states| !states.is_empty());
+        self.count_homes();
     }
 }
