@@ -43,8 +43,8 @@ pub struct Options {
     /// another, the learning passes).
     #[arg(long)]
     pub breakdown: bool,
-    /// Also print every learning run: its pass, shape, device, the reason it went there and
-    /// its time.
+    /// Also print every learning run and every timed placed run: its pass, shape, device, the
+    /// reason it went there and its time.
     #[arg(long)]
     pub learning_log: bool,
     /// Larger problems (for GPUs; the default sizes suit llvmpipe and the simulator).
@@ -284,6 +284,8 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
     // calls alone, the same way on every side.
     let mut times = vec![vec![Vec::new(); sides]; cases.len()];
     let mut passes = vec![Vec::new(); sides];
+    // Per placement pass: the shapes run elsewhere than their device of most runs, by reason.
+    let mut pass_notes: Vec<Vec<String>> = Vec::new();
     let mut chosen = vec![Vec::new(); cases.len()];
     let mut explored = vec![Vec::new(); cases.len()];
     for repeat in 0..repeats {
@@ -307,8 +309,35 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
                 let runtime = placement.runtime(side).ok_or("no such device")?;
                 check_alone(runtime, cases[c].as_ref(), &program, &got);
             }
+            if side == labels.len() {
+                pass_notes.push(
+                    placed_results
+                        .iter()
+                        .filter(|(_, placed)| !matches!(placed.decision.reason, Reason::Kept | Reason::Only))
+                        .map(|(c, placed)| {
+                            format!(
+                                "{} on {} ({:?})",
+                                cases[*c].describe(),
+                                placed.label,
+                                placed.decision.reason
+                            )
+                        })
+                        .collect(),
+                );
+            }
             for (c, placed) in placed_results {
                 check_placed(&placement, cases[c].as_ref(), &placed)?;
+                if options.learning_log {
+                    let (whole, work) = times[c][side].last().copied().unwrap_or((f64::NAN, f64::NAN));
+                    println!(
+                        "timed pass {repeat:>2}  {:<32} {:<10} {:>10.3} ms (run {:.3})  {:?}",
+                        cases[c].describe(),
+                        placed.label,
+                        whole * 1e3,
+                        work * 1e3,
+                        placed.decision.reason
+                    );
+                }
                 if matches!(placed.decision.reason, Reason::Exploring | Reason::Calibrating) {
                     explored[c].push((placed.label.clone(), times[c][side].last().map_or(0.0, |t| t.0)));
                 }
@@ -450,6 +479,15 @@ pub fn run(options: Options) -> CliResult<ExitCode> {
             ms(timed_runs),
             share(timed_exploring, timed_runs)
         );
+        // Pass by pass, in the order they ran: the placement's time against the best device's
+        // pass of the same repeat, and what the placement did other than keep.
+        let best =
+            (0..labels.len()).min_by(|&a, &b| median(&passes[a]).total_cmp(&median(&passes[b]))).unwrap_or(0);
+        println!("passes (ms), placement against {}:", labels[best]);
+        for (r, (p, b)) in passes[labels.len()].iter().zip(&passes[best]).enumerate() {
+            let notes = pass_notes.get(r).map(|n| n.join("; ")).unwrap_or_default();
+            println!("  {r:>3} {} {} {:.3}x {notes}", ms(*p), ms(*b), p / b);
+        }
         breakdown(&placement, &cases, &labels, &times, &chosen, &explored)?;
     }
     if options.explain {
@@ -474,6 +512,28 @@ fn breakdown(
     explored: &[Vec<(String, f64)>],
 ) -> CliResult<()> {
     let placed = labels.len();
+    // Each side's runs of each shape beyond their median: a device whose runs have a tail is
+    // slower in a stream than its median says, and the placement learns means.
+    println!("runs per shape and side (ms): median / mean / 90th percentile / max");
+    for (c, case) in cases.iter().enumerate() {
+        let sides: Vec<String> = (0..=labels.len())
+            .map(|side| {
+                let mut runs: Vec<f64> = times[c][side].iter().map(|t| t.0).collect();
+                runs.sort_by(f64::total_cmp);
+                let mean = runs.iter().sum::<f64>() / runs.len().max(1) as f64;
+                let p90 = runs.get((runs.len().saturating_sub(1) as f64 * 0.9).round() as usize).copied();
+                format!(
+                    "{} {}/{}/{}/{}",
+                    labels.get(side).map_or("placement", String::as_str),
+                    ms(median(&runs)),
+                    ms(mean),
+                    ms(p90.unwrap_or(f64::NAN)),
+                    ms(runs.last().copied().unwrap_or(f64::NAN))
+                )
+            })
+            .collect();
+        println!("  {:<28} {}", case.describe(), sides.join("  "));
+    }
     println!("breakdown (µs, medians; excess = placed call - its device alone):");
     println!(
         "{:<28} {:>10} {:>10} {:>10} {:>12} {:>12} {:>12}",

@@ -30,7 +30,7 @@ pub use placement::{Placed, Placement, PlacementStats, DEVICES_ENV};
 pub use placement_history::{clear_histories, HISTORY_DIR, HISTORY_FORMAT_VERSION, MAX_HISTORIES};
 pub use placement_model::{
     Basis, Decision, DeviceCosts, ModelDevice, Moves, PlacementModel, PlacementRules, Prediction, Reason,
-    Samples, SizeClass, Spent, Workload,
+    Samples, SizeClass, Spent, Workload, FIRST_SAMPLES,
 };
 pub use rebuild::{RebuildOutcome, RebuildProgress, RebuildReport, BACKGROUND_BUDGET, REBUILD_ENV};
 pub use registry::{BackendChoice, BackendEntry, BACKENDS, BACKEND_ENV};

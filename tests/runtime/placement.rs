@@ -125,6 +125,37 @@ fn placement_does_not_learn_from_a_device_s_first_run_of_a_workload() {
 }
 
 #[test]
+fn placement_sets_a_history_s_mean_by_its_first_samples_median_not_by_the_first() {
+    // As an H200 ran saxpy n=16384 beside llvmpipe: the GPU's first run learned from took
+    // 1.25 ms, its next ones 0.26; llvmpipe took 0.31 every time. A moving average started from
+    // the first sample still said 0.5 ms after five, and the workload went to llvmpipe.
+    let mut model = PlacementModel::new();
+    let devs = devices(&[("gpu", FAST), ("cpu", FAST)]);
+    let rules = exact();
+    let gpu_runs = std::cell::Cell::new(0);
+    let cost = |label: &str, _| {
+        if label == "cpu" {
+            return 0.31e-3;
+        }
+        gpu_runs.set(gpu_runs.get() + 1);
+        if gpu_runs.get() == 1 {
+            1.25e-3
+        } else {
+            0.26e-3
+        }
+    };
+    let work = saxpy(16_384.0);
+    let steps = drive(&mut model, &work, &devs, &rules, 30, cost);
+    let calibrations = steps.iter().take_while(|(_, reason)| *reason == Reason::Calibrating).count();
+    assert_eq!(calibrations, 2 * rules.trust_after as usize, "{steps:?}");
+    assert!(steps[calibrations..].iter().all(|(label, _)| label == "gpu"), "{steps:?}");
+    let gpu = model.samples(&work, "gpu").unwrap();
+    assert!((gpu.mean_s - 0.26e-3).abs() < 1e-12, "{gpu:?}");
+    // The spread is that of the runs, not of the one far off.
+    assert!(gpu.spread_s() < 0.05e-3, "{gpu:?}");
+}
+
+#[test]
 fn placement_never_calibrates_a_device_predicted_far_slower() {
     let rules = PlacementRules { trust_after: 3, ..PlacementRules::default() };
     let sim = DeviceCosts { launch_s: 1.0, flops_per_s: 1e3, bytes_per_s: 1e3 };
