@@ -156,6 +156,33 @@ fn placement_sets_a_history_s_mean_by_its_first_samples_median_not_by_the_first(
 }
 
 #[test]
+fn placement_prices_an_exploration_at_the_device_s_fastest_run_kept() {
+    // As an H200 ran saxpy n=16384 beside llvmpipe: the GPU's calibration runs took 0.22-1.4 ms
+    // (median 0.53), llvmpipe's 0.23; later the GPU ran it in 0.16. Priced at its mean, the
+    // exploration waited for 2% of the stream to hold 0.53 ms (115 runs); priced at its
+    // fastest run, 0.22 ms, it comes after about 50, finds the GPU faster and moves there.
+    let mut model = PlacementModel::new();
+    let devs = devices(&[("gpu", FAST), ("cpu", FAST)]);
+    let rules = exact();
+    let calibration = [1.40e-3, 0.37e-3, 0.22e-3, 0.776e-3, 0.5276e-3];
+    let gpu_runs = std::cell::Cell::new(0);
+    let cost = |label: &str, _| {
+        if label == "cpu" {
+            return 0.23e-3;
+        }
+        gpu_runs.set(gpu_runs.get() + 1);
+        calibration.get(gpu_runs.get() - 1).copied().unwrap_or(0.16e-3)
+    };
+    let work = saxpy(16_384.0);
+    let steps = drive(&mut model, &work, &devs, &rules, 90, cost);
+    assert_eq!(steps[10].0, "cpu", "the calibration's median puts it on llvmpipe first: {steps:?}");
+    assert!(steps[80..].iter().all(|(label, _)| label == "gpu"), "{steps:?}");
+    // One exploration did it (then the GPU, found faster, was calibrated afresh).
+    let explorations = steps.iter().filter(|(_, reason)| *reason == Reason::Exploring).count();
+    assert_eq!(explorations, 1, "{steps:?}");
+}
+
+#[test]
 fn placement_never_calibrates_a_device_predicted_far_slower() {
     let rules = PlacementRules { trust_after: 3, ..PlacementRules::default() };
     let sim = DeviceCosts { launch_s: 1.0, flops_per_s: 1e3, bytes_per_s: 1e3 };
