@@ -281,7 +281,8 @@ impl<F: Flavor> hal::Device<AmdgpuApi<F>> for AmdgpuDevice<F> {
             flush_to_zero_unsupported: F::CLASS == DeviceClass::Simulator,
         };
         let (key_material, input) = program::prepare(kernel, &cx)?;
-        Ok(Prepared { key_material, input })
+        // An OpenCL source's included headers are read at each prepare.
+        Ok(Prepared { key_material, input, from_spec_alone: false })
     }
 
     fn compile(&self, input: &AmdgpuSource) -> Result<Compiled<AmdgpuProgram>> {

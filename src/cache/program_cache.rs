@@ -161,6 +161,24 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         self.disk().map(|disk| disk.gpu_dir().to_path_buf())
     }
 
+    /// The program for `key` if memory holds it (counted and traced as [`get`](Self::get)'s
+    /// memory hits are), without anything to build it from.
+    #[inline]
+    pub fn memory_hit(&self, key: &CacheKey) -> Option<ProgramHandle<P>> {
+        let mut span = crate::trace::span("cache", "cache memory");
+        match self.memory.get(key) {
+            Some(handle) => {
+                span.arg("hit", true);
+                Some(handle)
+            }
+            None => {
+                // Not a lookup of its own in the trace: `get` follows and shows the miss.
+                span.discard();
+                None
+            }
+        }
+    }
+
     /// The program for `key`: from memory, else loaded from disk or compiled by `source`, once
     /// however many threads ask at the same time. A compile error (with the compiler's log) goes
     /// to every thread that asked, and nothing is cached.

@@ -161,7 +161,11 @@ impl hal::Device<Gl> for GlDevice {
         let glsl = glsl::assemble(kernel, source)?;
         // The driver compiles exactly this text; its identity is in the GpuId.
         let key_material = vec![b"glsl".to_vec(), glsl.text.as_bytes().to_vec()];
-        Ok(Prepared { key_material, input: GlSource { kernel: kernel.name.clone(), glsl } })
+        Ok(Prepared {
+            key_material,
+            input: GlSource { kernel: kernel.name.clone(), glsl },
+            from_spec_alone: true,
+        })
     }
 
     fn compile(&self, input: &GlSource) -> Result<Compiled<GlProgram>> {

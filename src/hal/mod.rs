@@ -139,6 +139,11 @@ pub struct Prepared<C> {
     pub key_material: Vec<Vec<u8>>,
     /// The backend's compiler input, for [`Device::compile`] and [`Device::load`].
     pub input: C,
+    /// Whether the key material comes from the spec alone (no file read, nothing of the machine
+    /// beyond the device itself): the runtime then remembers the spec's key and finds its
+    /// program in memory again without preparing it. False where a prepare reads files (OpenCL
+    /// headers found through `-I`): an edited header must give another key.
+    pub from_spec_alone: bool,
 }
 
 /// What a compile produced.

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::commands::{Commands, Recorded};
 use super::objects::ProgramShared;
+use super::spec_keys::SpecKeys;
 use super::validate;
 use super::{Buffer, Program};
 use crate::cache::{
@@ -117,6 +118,9 @@ struct InFlight {
 pub(crate) struct Core<A: Api> {
     device: A::Device,
     cache: ProgramCache<A::Program>,
+    /// The keys of the specs asked for lately, so that a program in memory is found without
+    /// preparing its source again.
+    spec_keys: SpecKeys,
     in_flight: Mutex<VecDeque<InFlight>>,
 }
 
@@ -134,21 +138,22 @@ impl<A: Api> Core<A> {
         let span = crate::trace::phase("cache", "open the program cache");
         let cache = ProgramCache::open(info.gpu_id.clone(), config);
         drop(span);
-        Self { device, cache, in_flight: Mutex::new(VecDeque::new()) }
+        Self { device, cache, spec_keys: SpecKeys::default(), in_flight: Mutex::new(VecDeque::new()) }
     }
 
     fn token(&self) -> u64 {
         self.device.token()
     }
 
-    fn key_and_input(&self, kernel: &KernelSpec) -> Result<(CacheKey, A::CompileInput)> {
+    /// The spec's key and compiler input; whether the key comes from the spec alone.
+    fn key_and_input(&self, kernel: &KernelSpec) -> Result<(CacheKey, A::CompileInput, bool)> {
         let span = crate::trace::span("runtime", "check spec");
         validate::check_spec(kernel, &self.device.info().limits)?;
         drop(span);
         let _span = crate::trace::span("runtime", "prepare source");
         let prepared = self.device.prepare(kernel)?;
         let parts: Vec<&[u8]> = prepared.key_material.iter().map(Vec::as_slice).collect();
-        Ok((CacheKey::derive(&self.device.info().gpu_id, &parts), prepared.input))
+        Ok((CacheKey::derive(&self.device.info().gpu_id, &parts), prepared.input, prepared.from_spec_alone))
     }
 
     fn wrap(&self, kernel: &KernelSpec, handle: ProgramHandle<A::Program>) -> Result<Program> {
@@ -307,9 +312,16 @@ impl<A: Api> DynDevice for Core<A> {
     }
 
     fn program(&self, kernel: &KernelSpec) -> Result<Program> {
-        let (key, input) = self.key_and_input(kernel)?;
+        // A spec asked for before whose program is in memory: nothing to prepare.
+        if let Some(handle) = self.spec_keys.key(kernel).and_then(|key| self.cache.memory_hit(&key)) {
+            return self.wrap(kernel, handle);
+        }
+        let (key, input, from_spec_alone) = self.key_and_input(kernel)?;
         let handle =
             self.cache.get(&key, &Source::<A> { device: &self.device, input: &input, spec: kernel })?;
+        if from_spec_alone {
+            self.spec_keys.remember(kernel, key);
+        }
         self.wrap(kernel, handle)
     }
 
@@ -318,7 +330,7 @@ impl<A: Api> DynDevice for Core<A> {
         let requests: Vec<_> = prepared
             .iter()
             .zip(kernels)
-            .map(|((key, input), spec)| (*key, Source::<A> { device: &self.device, input, spec }))
+            .map(|((key, input, _), spec)| (*key, Source::<A> { device: &self.device, input, spec }))
             .collect();
         let threads = match parallel_compiles_from_env() {
             Some(threads) => threads.min(requests.len().max(1)),
@@ -459,7 +471,7 @@ impl<A: Api> DynDevice for Core<A> {
     }
 
     fn rebuild_one(&self, kernel: &KernelSpec) -> Result<bool> {
-        let (key, input) = self.key_and_input(kernel)?;
+        let (key, input, _) = self.key_and_input(kernel)?;
         if self.cache.contains_in_memory(&key) || self.cache.has_entry_on_disk(&key) {
             return Ok(false);
         }

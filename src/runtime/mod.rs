@@ -13,6 +13,7 @@ mod placement_history;
 mod placement_model;
 mod rebuild;
 mod registry;
+mod spec_keys;
 
 mod validate;
 

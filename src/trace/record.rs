@@ -282,6 +282,12 @@ impl Span {
         }
     }
 
+    /// Drops the span without recording it (what it timed is shown by another span).
+    #[inline]
+    pub(crate) fn discard(mut self) {
+        self.open = None;
+    }
+
     /// Starts or ends a flow at this span. A miss's flow made in another trace is not ended.
     #[inline]
     pub(crate) fn flow(&mut self, flow: Flow) {

@@ -64,6 +64,8 @@ pub struct Gpu {
     pub live_buffers: AtomicUsize,
     pub peak_buffers: AtomicUsize,
     pub reads: AtomicUsize,
+    /// Sources prepared for the program cache (a key derived).
+    pub prepares: AtomicUsize,
     /// Reads of a buffer that unfinished work still writes: must stay 0.
     pub premature_reads: AtomicUsize,
     /// How a read that may settle its writer first behaves: `None`, the fake declines; else the
@@ -142,10 +144,15 @@ impl hal::Device<Fake> for FakeDevice {
     }
 
     fn prepare(&self, kernel: &KernelSpec) -> Result<Prepared<String>> {
+        self.gpu.prepares.fetch_add(1, Ordering::Relaxed);
         let KernelSource::Glsl(source) = kernel.source(SourceLanguage::Glsl, Fake::NAME)? else {
             unreachable!("asked for GLSL")
         };
-        Ok(Prepared { key_material: vec![source.as_bytes().to_vec()], input: source.clone() })
+        Ok(Prepared {
+            key_material: vec![source.as_bytes().to_vec()],
+            input: source.clone(),
+            from_spec_alone: true,
+        })
     }
 
     fn compile(&self, input: &String) -> Result<Compiled<FakeProgram>> {

@@ -259,3 +259,29 @@ fn a_command_writing_what_an_earlier_one_reads_gets_a_barrier_and_readers_share_
     );
     h.gpu.timeline.signal(submission.fence());
 }
+
+#[test]
+fn a_spec_asked_for_again_finds_its_program_without_preparing_its_source() {
+    let h = harness(11);
+    let kernel = copy_kernel();
+    let first = h.runtime.program(&kernel).unwrap();
+    assert_eq!(h.gpu.prepares.load(Ordering::Relaxed), 1);
+    let hits = h.runtime.cache_stats().memory_hits;
+    let again = h.runtime.program(&kernel.clone()).unwrap();
+    assert_eq!(h.gpu.prepares.load(Ordering::Relaxed), 1, "an equal spec's key is remembered");
+    assert_eq!(h.runtime.cache_stats().memory_hits, hits + 1, "and counted as a memory hit");
+    assert_eq!(again.spec(), first.spec());
+    // Any field that differs is another spec: prepared (and checked) again.
+    let mut defined = kernel.clone();
+    defined.defines.push(("N".into(), "1".into()));
+    h.runtime.program(&defined).unwrap();
+    assert_eq!(h.gpu.prepares.load(Ordering::Relaxed), 2);
+    let mut pinned = kernel.clone();
+    pinned.workgroup_size = [32, 1, 1];
+    h.runtime.program(&pinned).unwrap();
+    assert_eq!(h.gpu.prepares.load(Ordering::Relaxed), 3);
+    h.runtime.program(&kernel).unwrap();
+    assert_eq!(h.gpu.prepares.load(Ordering::Relaxed), 3);
+    // The fake's key is its source alone: one compile served all four.
+    assert_eq!(h.gpu.calls.lock().unwrap().iter().filter(|c| *c == "compile").count(), 1);
+}
