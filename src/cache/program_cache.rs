@@ -161,22 +161,26 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         self.disk().map(|disk| disk.gpu_dir().to_path_buf())
     }
 
-    /// The program for `key` if memory holds it (counted and traced as [`get`](Self::get)'s
-    /// memory hits are), without anything to build it from.
+    /// Looks `key` up in memory, traced: the handle (a hit, counted), or the lookup's open span
+    /// for the caller to finish as a miss.
     #[inline]
-    pub fn memory_hit(&self, key: &CacheKey) -> Option<ProgramHandle<P>> {
+    fn look_up(&self, key: &CacheKey) -> Result<ProgramHandle<P>, crate::trace::Span> {
         let mut span = crate::trace::span("cache", "cache memory");
         match self.memory.get(key) {
             Some(handle) => {
                 span.arg("hit", true);
-                Some(handle)
+                Ok(handle)
             }
-            None => {
-                // Not a lookup of its own in the trace: `get` follows and shows the miss.
-                span.discard();
-                None
-            }
+            None => Err(span),
         }
+    }
+
+    /// The program for `key` if memory holds it (counted and traced as [`get`](Self::get)'s
+    /// memory hits are), without anything to build it from.
+    #[inline]
+    pub fn memory_hit(&self, key: &CacheKey) -> Option<ProgramHandle<P>> {
+        // A miss is not a lookup of its own in the trace: `get` follows and shows it.
+        self.look_up(key).map_err(crate::trace::Span::discard).ok()
     }
 
     /// The program for `key`: from memory, else loaded from disk or compiled by `source`, once
@@ -184,24 +188,19 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     /// to every thread that asked, and nothing is cached.
     #[inline]
     pub fn get<S: ProgramSource<P>>(&self, key: &CacheKey, source: &S) -> Result<ProgramHandle<P>, S::Error> {
-        let mut span = crate::trace::span("cache", "cache memory");
-        match self.memory.get(key) {
-            Some(handle) => {
-                span.arg("hit", true);
-                Ok(handle)
-            }
-            None => {
-                // A flow from this miss to the compile it may cause.
-                let miss_flow =
-                    if span.is_on() { crate::trace::next_flow_id(crate::trace::FlowKind::Miss) } else { 0 };
-                if miss_flow != 0 {
-                    span.arg("hit", false);
-                    span.flow(crate::trace::Flow::Out(miss_flow));
-                }
-                drop(span);
-                self.get_slow(key, source, miss_flow)
-            }
+        let mut span = match self.look_up(key) {
+            Ok(handle) => return Ok(handle),
+            Err(span) => span,
+        };
+        // A flow from this miss to the compile it may cause.
+        let miss_flow =
+            if span.is_on() { crate::trace::next_flow_id(crate::trace::FlowKind::Miss) } else { 0 };
+        if miss_flow != 0 {
+            span.arg("hit", false);
+            span.flow(crate::trace::Flow::Out(miss_flow));
         }
+        drop(span);
+        self.get_slow(key, source, miss_flow)
     }
 
     #[cold]

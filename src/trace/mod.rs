@@ -58,7 +58,8 @@ use std::time::Duration;
 pub(crate) use clock::{on_flush, GpuClock, GpuSlice, GpuTrack};
 #[cfg_attr(not(any(feature = "gl", feature = "amdgpu")), allow(unused_imports))]
 pub(crate) use record::{
-    flow_id, instant, next_flow_id, now_ns, span, submitting, Arg, Flow, FlowKind, Submitter, Submitting,
+    flow_id, instant, next_flow_id, now_ns, span, submitting, Arg, Flow, FlowKind, Span, Submitter,
+    Submitting,
 };
 
 pub(crate) use phases::{phase, OpenRecorder};
