@@ -843,12 +843,17 @@ fn placement_on_llvmpipe_and_the_simulator_gives_right_results_and_keeps_its_his
     use sparkle::suite::{saxpy::Saxpy, verify, Case};
     let cache = tempfile::tempdir().unwrap();
     let config = CacheConfig::in_dir(cache.path());
-    // Every device is calibrated whatever the heuristic says, so that both run whatever their speed.
+    // Every device is calibrated whatever the heuristic says, so that both run whatever their
+    // speed; once one is trusted, the other is re-tried every third decision whatever that costs
+    // (no time budget: a slow run of one device, under load, must not decide whether the other
+    // is ever trusted).
     let rules = PlacementRules {
         trust_after: 2,
         explore_every: 3,
         calibrate_within: 1e9,
         rule_out_factor: f64::INFINITY,
+        explore_share: 1.0,
+        explore_backoff_max: 0,
         ..Default::default()
     };
     let mut ran_on = std::collections::BTreeSet::new();
@@ -862,7 +867,16 @@ fn placement_on_llvmpipe_and_the_simulator_gives_right_results_and_keeps_its_his
                 assert!(value.is_finite() && value > 0.0, "{costs:?}");
             }
         }
-        for round in 0..10 {
+        // Until both devices' histories are trusted (runs that compiled and warm-ups teach
+        // nothing, so how many that takes depends on the machine), at most 60 runs.
+        let trusted = |placement: &Placement| {
+            let decision = placement.explain(&Placement::case_workload(&Saxpy::random(256, 0)));
+            decision.predictions.iter().all(|p| p.basis == Basis::Learned)
+        };
+        for round in 0..60 {
+            if round >= 10 && trusted(&placement) {
+                break;
+            }
             let case = Saxpy::random(256, round);
             let placed = placement.run_case(&case).unwrap();
             let (want, tolerance) = case.reference(&case.spec());
@@ -870,6 +884,11 @@ fn placement_on_llvmpipe_and_the_simulator_gives_right_results_and_keeps_its_his
             assert!(verdict.mismatch.is_none(), "{} on {}: {verdict:?}", case.describe(), placed.label);
             ran_on.insert(placed.label);
         }
+        assert!(
+            trusted(&placement),
+            "{}",
+            placement.explain(&Placement::case_workload(&Saxpy::random(256, 0)))
+        );
         placement.save().unwrap();
     }
     assert_eq!(ran_on.len(), 2, "both devices calibrated: {ran_on:?}");
