@@ -9,8 +9,11 @@ mod executor;
 mod executor_stream;
 mod objects;
 mod placement;
+mod placement_decision;
 mod placement_history;
+mod placement_inputs;
 mod placement_model;
+mod placement_samples;
 mod rebuild;
 mod registry;
 mod spec_keys;
@@ -28,11 +31,11 @@ pub use executor::{BatchError, Pipeline, Stage, DEFAULT_BATCH_TIMEOUT, DEFAULT_D
 pub use executor_stream::{Feeder, Results};
 pub use objects::{Buffer, Program};
 pub use placement::{Placed, Placement, PlacementStats, DEVICES_ENV};
+pub use placement_decision::{Basis, Decision, Prediction, Reason};
 pub use placement_history::{clear_histories, HISTORY_DIR, HISTORY_FORMAT_VERSION, MAX_HISTORIES};
-pub use placement_model::{
-    Basis, Decision, DeviceCosts, ModelDevice, Moves, PlacementModel, PlacementRules, Prediction, Reason,
-    Samples, SizeClass, Spent, Workload, FIRST_SAMPLES,
-};
+pub use placement_inputs::{DeviceCosts, ModelDevice, SizeClass, Workload};
+pub use placement_model::{PlacementModel, PlacementRules};
+pub use placement_samples::{Moves, Samples, Spent, FIRST_SAMPLES};
 pub use rebuild::{RebuildOutcome, RebuildProgress, RebuildReport, BACKGROUND_BUDGET, REBUILD_ENV};
 pub use registry::{BackendChoice, BackendEntry, BACKENDS, BACKEND_ENV};
 pub use validate::Arg;

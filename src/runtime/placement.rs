@@ -14,10 +14,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
+use super::placement_decision::Decision;
 use super::placement_history::{self, Miss};
-use super::placement_model::{
-    Decision, DeviceCosts, ModelDevice, Moves, PlacementModel, PlacementRules, Spent, Workload,
-};
+use super::placement_inputs::{DeviceCosts, ModelDevice, Workload};
+use super::placement_model::{PlacementModel, PlacementRules};
+use super::placement_samples::{Moves, Spent};
 use super::{registry, Runtime};
 use crate::cache::CacheConfig;
 use crate::suite::{self, Case};

@@ -190,7 +190,8 @@ pub fn clear_histories(cache_dir: &Path) -> std::io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::placement_model::{DeviceCosts, ModelDevice, PlacementRules, Workload};
+    use crate::runtime::placement_inputs::{DeviceCosts, ModelDevice, Workload};
+    use crate::runtime::placement_model::PlacementRules;
 
     /// A model that learned a stream of three workloads on two devices: samples on both,
     /// current devices, explorations and backed-off gaps.
