@@ -78,6 +78,13 @@ impl fmt::Display for Decision {
             };
             write!(f, "{mark} {:<12} predicted {:>12} ({basis})", p.device, seconds(p.seconds))?;
             match &p.samples {
+                // Only warm-up runs so far: nothing learned yet.
+                Some(s) if s.count == 0 => writeln!(
+                    f,
+                    ", no samples yet ({} warm-up run{} not learned from)",
+                    s.warm_ups,
+                    if s.warm_ups == 1 { "" } else { "s" }
+                )?,
                 Some(s) => writeln!(
                     f,
                     ", {} sample(s), mean {} ± {}, last two {} / {}",
@@ -121,5 +128,50 @@ fn seconds(value: f64) -> String {
         format!("{:.3} ms", value * 1e3)
     } else {
         format!("{:.1} µs", value * 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::placement_samples::FIRST_SAMPLES;
+
+    fn samples(count: u64, warm_ups: u32) -> Samples {
+        Samples {
+            mean_s: 1e-3,
+            var_s2: 0.0,
+            count,
+            last_s: [1e-3, 1e-3],
+            seen: 1,
+            moved_s: (0.0, 0),
+            stayed_s: (0.0, 0),
+            warm_ups,
+            first_s: [1e-3; FIRST_SAMPLES],
+        }
+    }
+
+    #[test]
+    fn an_explanation_says_when_a_device_ran_only_warm_ups() {
+        let prediction = |device: &str, samples| Prediction {
+            device: device.into(),
+            seconds: 1e-3,
+            basis: Basis::Heuristic,
+            samples: Some(samples),
+        };
+        let decision = Decision {
+            device: 0,
+            reason: Reason::Calibrating,
+            predictions: vec![prediction("gl", samples(0, 1)), prediction("amdgpu-sim", samples(2, 1))],
+            size_class: SizeClass { flops: 11, bytes: 14 },
+            weighed: Vec::new(),
+        };
+        let text = decision.to_string();
+        assert!(
+            text.contains("gl           predicted")
+                && text.contains("no samples yet (1 warm-up run not learned from)"),
+            "{text}"
+        );
+        assert!(text.contains("2 sample(s), mean 1.000 ms"), "{text}");
+        assert!(!text.contains("0 sample(s)"), "{text}");
     }
 }
