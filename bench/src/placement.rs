@@ -594,18 +594,10 @@ fn breakdown(
     // The same right after a device ran a shape (caches and branch predictors as a stream
     // leaves them), on a workload of its own so that the stream's history is left alone.
     let probe = workload;
-    let mut after_run = Vec::new();
-    for _ in 0..5 {
-        for case in cases {
-            for d in 0..labels.len() {
-                run_alone(placement.runtime(d).ok_or("no such device")?, case.as_ref())?;
-                let start = Instant::now();
-                let decision = placement.choose(&probe);
-                placement.record(&probe, decision.device, 1e-3);
-                after_run.push(start.elapsed().as_secs_f64());
-            }
-        }
-    }
+    let after_run = after_each_device_run(placement, cases, |_| {
+        let decision = placement.choose(&probe);
+        placement.record(&probe, decision.device, 1e-3);
+    })?;
     println!(
         "the same right after a device run: {:.2} µs per call (median of {})",
         median(&after_run) * 1e6,
@@ -613,16 +605,7 @@ fn breakdown(
     );
     // What reading the clock twice costs right after a device run: what any step there pays
     // (the device's threads winding down, a cold core), against which the line above is read.
-    let mut clock_after_run = Vec::new();
-    for _ in 0..5 {
-        for case in cases {
-            for d in 0..labels.len() {
-                run_alone(placement.runtime(d).ok_or("no such device")?, case.as_ref())?;
-                let start = Instant::now();
-                clock_after_run.push(start.elapsed().as_secs_f64());
-            }
-        }
-    }
+    let clock_after_run = after_each_device_run(placement, cases, |_| {})?;
     println!(
         "the clock alone right after a device run: {:.2} µs (median of {})",
         median(&clock_after_run) * 1e6,
@@ -630,18 +613,9 @@ fn breakdown(
     );
     // The placement asks the device's program cache whether a run compiled (its statistics):
     // what that costs right after a device run.
-    let mut stats_after_run = Vec::new();
-    for _ in 0..5 {
-        for case in cases {
-            for d in 0..labels.len() {
-                let runtime = placement.runtime(d).ok_or("no such device")?;
-                run_alone(runtime, case.as_ref())?;
-                let start = Instant::now();
-                std::hint::black_box(runtime.cache_stats());
-                stats_after_run.push(start.elapsed().as_secs_f64());
-            }
-        }
-    }
+    let stats_after_run = after_each_device_run(placement, cases, |runtime| {
+        std::hint::black_box(runtime.cache_stats());
+    })?;
     println!(
         "a device's cache statistics right after a device run: {:.2} µs per call (median of {})",
         median(&stats_after_run) * 1e6,
@@ -690,4 +664,26 @@ fn breakdown(
         }
     }
     Ok(())
+}
+
+/// The seconds `step` takes right after each device runs each shape alone (five rounds), given
+/// the device that ran.
+fn after_each_device_run(
+    placement: &Placement,
+    cases: &[Box<dyn Case>],
+    mut step: impl FnMut(&Runtime),
+) -> CliResult<Vec<f64>> {
+    let mut seconds = Vec::new();
+    for _ in 0..5 {
+        for case in cases {
+            for d in 0..placement.len() {
+                let runtime = placement.runtime(d).ok_or("no such device")?;
+                run_alone(runtime, case.as_ref())?;
+                let start = Instant::now();
+                step(runtime);
+                seconds.push(start.elapsed().as_secs_f64());
+            }
+        }
+    }
+    Ok(seconds)
 }
