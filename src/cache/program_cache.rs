@@ -252,23 +252,44 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
         source: &S,
         miss_flow: u64,
     ) -> Result<(ProgramHandle<P>, bool), S::Error> {
-        // Before anything reaches the driver, and before remote lookups, which then find the
-        // connection the driver-cache fetch opened.
-        self.before_driver_work();
-        let mut over_foreign = false;
         // Held until this function returns, after the publish: other processes of this machine
         // that miss the key meanwhile wait for this one's entry instead of compiling it too.
         let mut _turn = None;
+        // A machine's first process waits for the fleet's driver caches before anything reaches
+        // the driver; its remote lookup need not wait with it.
+        #[cfg(feature = "remote")]
+        let early = self.look_up_early(key);
+        #[cfg(not(feature = "remote"))]
+        let early = None;
+        self.before_driver_work();
+        let mut over_foreign = false;
         if let Some(disk) = self.disk() {
-            if let Some(found) = self.look_on_disk(disk, key, source, &mut over_foreign)? {
-                return Ok((found, false));
-            }
-            let (lock, look_again) = self.take_turn(disk, key);
-            _turn = lock;
-            if look_again {
-                if let Some(found) = self.look_on_disk(disk, key, source, &mut over_foreign)? {
-                    return Ok((found, false));
+            let found = match early {
+                // This machine's turn was taken before the wait: one look finds what another
+                // process of this machine published before it.
+                Some(lock) => {
+                    _turn = Some(lock);
+                    self.look_on_disk(disk, key, source, &mut over_foreign)?
                 }
+                None => match self.look_on_disk(disk, key, source, &mut over_foreign)? {
+                    Some(found) => Some(found),
+                    None => {
+                        let (lock, look_again) = self.take_turn(disk, key);
+                        _turn = lock;
+                        if look_again {
+                            self.look_on_disk(disk, key, source, &mut over_foreign)?
+                        } else {
+                            None
+                        }
+                    }
+                },
+            };
+            if let Some(found) = found {
+                #[cfg(feature = "remote")]
+                if let Some(remote) = &self.remote {
+                    remote.forget_early(key);
+                }
+                return Ok((found, false));
             }
         }
         #[cfg(feature = "remote")]
@@ -575,6 +596,26 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
                 Err(self.compile_failed(err))
             }
         }
+    }
+
+    /// While the driver caches are fetched from the fleet (a machine's first process for this
+    /// GPU), starts the remote lookup of `key` before waiting for them; when this process can
+    /// take its machine's turn at `key` at once, a miss also claims the program's fleet lease
+    /// then, and the turn is returned, to be held as if taken after the wait. Another process
+    /// of this machine holding the turn: the lookup alone goes (that process claims).
+    #[cfg(feature = "remote")]
+    fn look_up_early(&self, key: CacheKey) -> Option<ProcessLock> {
+        let remote = self.remote.as_ref()?;
+        if !remote.driver_caches_pending() {
+            return None;
+        }
+        let (lock, claim) = match self.disk().map(|disk| disk.take_turn(key, std::time::Duration::ZERO)) {
+            Some(Turn::Held(lock, _)) => (Some(lock), true),
+            Some(Turn::Unavailable) | None => (None, true),
+            Some(Turn::Finished(_) | Turn::GaveUp(_)) => (None, false),
+        };
+        remote.look_up_early(key, claim);
+        lock
     }
 
     /// Lets the driver caches being fetched from the remote arrive (bounded) before the first

@@ -58,6 +58,7 @@ pub(crate) struct ClockReport {
 
 /// Registers `flush`, called before a trace is finished, for as long as the returned handle
 /// lives.
+#[cfg_attr(not(any(test, feature = "gl")), allow(dead_code))]
 pub(crate) fn on_flush(flush: Arc<dyn Fn() + Send + Sync>) {
     FLUSHERS.lock().unwrap_or_else(PoisonError::into_inner).push(flush);
 }
@@ -134,6 +135,7 @@ struct Anchor {
     /// In which trace.
     generation: u64,
     /// Where the offset comes from bounds ([`GpuClock::bound`]): the range still possible.
+    #[cfg_attr(not(any(test, feature = "amdgpu")), allow(dead_code))]
     bounds: Option<(i128, i128)>,
 }
 
@@ -166,6 +168,7 @@ impl GpuClock {
 
     /// Whether the clock should be read against the host's now: never yet in this trace, or
     /// not for [`REANCHOR_EVERY`].
+    #[cfg_attr(not(any(test, feature = "gl")), allow(dead_code))]
     pub(crate) fn needs_anchor(&self) -> bool {
         match self.anchor {
             None => true,
@@ -175,6 +178,7 @@ impl GpuClock {
 
     /// Reads the GPU's clock (`read`: nanoseconds) between two reads of the host's and ties
     /// them at the middle. `None` from `read` leaves the anchor as it was.
+    #[cfg_attr(not(any(test, feature = "gl")), allow(dead_code))]
     pub(crate) fn anchor(&mut self, read: impl FnOnce() -> Option<u64>) {
         let before = Instant::now();
         let Some(gpu_ns) = read() else { return };
@@ -205,6 +209,7 @@ impl GpuClock {
     /// submission of an anchor period (about a second) narrow the range; the offset is its
     /// middle and the uncertainty half its width. A period whose bounds no longer meet (the
     /// clocks drifted apart) starts afresh, and the jump is the skew.
+    #[cfg_attr(not(any(test, feature = "amdgpu")), allow(dead_code))]
     pub(crate) fn bound(&mut self, gpu_start_ns: u64, gpu_end_ns: u64, issued_ns: u64, seen_ns: u64) {
         let low = i128::from(gpu_end_ns) - i128::from(seen_ns);
         let high = i128::from(gpu_start_ns) - i128::from(issued_ns);

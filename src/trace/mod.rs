@@ -55,12 +55,17 @@ use std::time::Duration;
 
 // GPU tracks and the submission mark are for backends that stamp GPU work (gl, amdgpu).
 #[cfg_attr(not(any(feature = "gl", feature = "amdgpu")), allow(unused_imports))]
-pub(crate) use clock::{on_flush, GpuClock, GpuSlice, GpuTrack};
+pub(crate) use clock::{GpuClock, GpuSlice, GpuTrack};
+// Only the GL thread flushes its GPU slices when a trace ends.
+#[cfg(feature = "gl")]
+pub(crate) use clock::on_flush;
 #[cfg_attr(not(any(feature = "gl", feature = "amdgpu")), allow(unused_imports))]
 pub(crate) use record::{
-    flow_id, instant, next_flow_id, now_ns, span, submitting, Arg, Flow, FlowKind, Span, Submitter,
-    Submitting,
+    flow_id, instant, next_flow_id, now_ns, span, submitting, Arg, Flow, FlowKind, Span, Submitting,
 };
+// Only amdgpu keeps the submitter across its submit thread.
+#[cfg(feature = "amdgpu")]
+pub(crate) use record::Submitter;
 
 pub(crate) use phases::{phase, OpenRecorder};
 pub use phases::{OpenPhase, OpenTimings};

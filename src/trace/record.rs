@@ -276,6 +276,7 @@ impl Span {
     }
 
     /// Renames the span (a name known only once it is open).
+    #[cfg_attr(not(any(test, feature = "gl")), allow(dead_code))]
     pub(crate) fn rename(&mut self, name: impl FnOnce() -> String) {
         if let Some(open) = &mut self.open {
             open.0.name = Cow::Owned(name());

@@ -65,6 +65,10 @@ pub(crate) struct DriverFolders {
     work: Mutex<Option<Work>>,
     files_at_open: Mutex<Option<HashMap<String, u64>>>,
     settled: AtomicBool,
+    /// On a first open: until when the first miss waits for the fetch.
+    fetch_deadline: Option<Instant>,
+    /// Set when the fetch ended (fetched, missing, refused or stopped).
+    fetch_ended: Arc<AtomicBool>,
 }
 
 /// The background thread's outcome, and how to stop its fetch.
@@ -113,17 +117,42 @@ impl DriverFolders {
     /// Starts the background work: on a machine's first open for this GPU (`first`), fetching
     /// the archive of every driver folder under `root`; then counting their files.
     pub fn open(tier: &RemoteTier, root: &Path, first: bool) -> DriverFolders {
-        let (work, files_at_open) = match start(tier, root, first) {
+        let fetch_ended = Arc::new(AtomicBool::new(false));
+        let (work, files_at_open) = match start(tier, root, first, Arc::clone(&fetch_ended)) {
             Some(work) => (Some(work), None),
             // No thread: count here, and fetch nothing.
             None => (None, Some(file_counts(root))),
         };
         DriverFolders {
             root: root.to_path_buf(),
+            fetch_deadline: work.as_ref().and_then(|work| work.fetch_deadline),
             work: Mutex::new(work),
             files_at_open: Mutex::new(files_at_open),
             settled: AtomicBool::new(false),
+            fetch_ended,
         }
+    }
+
+    /// Folders under `root` whose archives are being fetched until `deadline`, by nothing: the
+    /// state a first open is in while the fetch goes on, held for as long as a test needs it.
+    #[cfg(test)]
+    pub(crate) fn fetching_until(root: &Path, deadline: Instant) -> DriverFolders {
+        DriverFolders {
+            root: root.to_path_buf(),
+            work: Mutex::new(None),
+            files_at_open: Mutex::new(Some(HashMap::new())),
+            settled: AtomicBool::new(false),
+            fetch_deadline: Some(deadline),
+            fetch_ended: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Whether the first load or compile would wait for the archives now: they are being
+    /// fetched, nobody waited for them yet and their deadline has not passed.
+    pub fn fetching(&self) -> bool {
+        !self.settled.load(Relaxed)
+            && !self.fetch_ended.load(Relaxed)
+            && self.fetch_deadline.is_some_and(|deadline| Instant::now() < deadline)
     }
 
     /// Before the first miss reaches the driver: on a first open, waits for the fetch until its
@@ -181,7 +210,7 @@ impl DriverFolders {
 
 /// Starts the background thread: the fetch of every driver folder's archive under `root` when
 /// `first`, then the count of their files.
-fn start(tier: &RemoteTier, root: &Path, first: bool) -> Option<Work> {
+fn start(tier: &RemoteTier, root: &Path, first: bool, fetch_ended: Arc<AtomicBool>) -> Option<Work> {
     let (sender, counted) = std::sync::mpsc::sync_channel(1);
     let cancelled = Arc::new(AtomicBool::new(false));
     let fixed = tier.budgets.fixed();
@@ -211,6 +240,7 @@ fn start(tier: &RemoteTier, root: &Path, first: bool) -> Option<Work> {
                 }
             }
         }
+        fetch_ended.store(true, Relaxed);
         // Counted after the fetch: what came from the remote is not this process's growth.
         let _ = sender.send(file_counts(&root));
     });

@@ -54,6 +54,20 @@ pub(crate) struct Lease {
     pub publishing: Option<Arc<AtomicUsize>>,
 }
 
+#[cfg(test)]
+impl Lease {
+    /// A lease named `name` that nothing renews, for tests of code that hands leases around.
+    pub(crate) fn for_test(name: &str) -> Lease {
+        Lease {
+            name: name.to_owned(),
+            token: new_token(),
+            expected: Duration::from_millis(1),
+            released: Arc::new(AtomicBool::new(false)),
+            publishing: None,
+        }
+    }
+}
+
 impl Drop for Lease {
     /// A lease dropped without being released (its hedge ended first) stops being renewed and
     /// expires on its own.

@@ -44,6 +44,8 @@ mod connecting;
 #[cfg(feature = "remote")]
 mod driver_archive;
 #[cfg(feature = "remote")]
+mod early;
+#[cfg(feature = "remote")]
 pub(crate) mod envelope;
 #[cfg(feature = "remote")]
 pub(crate) mod fleet_files;

@@ -637,3 +637,81 @@ fn a_process_that_only_reads_sends_no_write_check() {
     assert_eq!(reader.remote_status().unwrap().writable, Some(true));
     assert!(check.exists());
 }
+
+/// Waits (bounded) until `done` holds; whether it did.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    done()
+}
+
+#[test]
+fn while_the_driver_caches_come_a_miss_is_looked_up_and_its_lease_claimed_before_anyone_asks() {
+    let shared = tempfile::tempdir().unwrap();
+    let config = unsigned(shared.path());
+    let first = super::RemoteTier::open(&gpu(), &config).unwrap();
+    let key = CacheKey::derive(&gpu(), &[b"early"]);
+    let lease = shared.path().join(gpu().dir_name()).join(format!("{}.lease", key.hex()));
+
+    // Nothing is fetched: nothing goes early.
+    first.look_up_early(key, true);
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!lease.exists(), "no driver caches are fetched, so no lease is claimed early");
+
+    // A machine's first process, while its driver caches are fetched.
+    let later = std::time::Instant::now() + Duration::from_secs(3600);
+    first.set_driver_folders(super::driver_archive::DriverFolders::fetching_until(shared.path(), later));
+    assert!(first.driver_caches_pending());
+    first.look_up_early(key, true);
+    assert!(eventually(|| lease.exists()), "the lease is claimed before the lookup is asked for");
+
+    // Another machine now finds the program missing and its compile taken.
+    let other = super::RemoteTier::open(&gpu(), &config).unwrap();
+    assert!(matches!(other.lookup(key), super::RemoteLookup::Miss));
+    assert!(matches!(other.claim_within(key), Ok(super::Claim::Theirs)));
+
+    // The first process's own lookup and claim take the early answers: the lease is its own.
+    assert!(matches!(first.lookup(key), super::RemoteLookup::Miss));
+    let claim = match first.claim_within(key) {
+        Ok(claim) => claim,
+        Err(_) => panic!("the early claim's answer was there"),
+    };
+    let super::Claim::Mine(held) = claim else { panic!("the early claim holds the lease") };
+    first.release(held);
+    assert!(eventually(|| !lease.exists()), "released");
+}
+
+#[test]
+fn an_early_claim_nobody_takes_is_released() {
+    let shared = tempfile::tempdir().unwrap();
+    let config = unsigned(shared.path());
+    let tier = super::RemoteTier::open(&gpu(), &config).unwrap();
+    let later = std::time::Instant::now() + Duration::from_secs(3600);
+    tier.set_driver_folders(super::driver_archive::DriverFolders::fetching_until(shared.path(), later));
+    let lease_of = |key: CacheKey| shared.path().join(gpu().dir_name()).join(format!("{}.lease", key.hex()));
+
+    // The program came from this machine's disk meanwhile.
+    let found_on_disk = CacheKey::derive(&gpu(), &[b"found on disk"]);
+    tier.look_up_early(found_on_disk, true);
+    assert!(eventually(|| lease_of(found_on_disk).exists()));
+    tier.forget_early(found_on_disk);
+    assert!(eventually(|| !lease_of(found_on_disk).exists()), "a forgotten claim's lease is released");
+
+    // Another process of this machine holds the turn: the lookup goes early, the claim does not.
+    let turn_elsewhere = CacheKey::derive(&gpu(), &[b"turn elsewhere"]);
+    tier.look_up_early(turn_elsewhere, false);
+    assert!(matches!(tier.lookup(turn_elsewhere), super::RemoteLookup::Miss));
+    assert!(!lease_of(turn_elsewhere).exists());
+
+    // The process ends before asking: its lease goes with it.
+    let never_asked = CacheKey::derive(&gpu(), &[b"never asked"]);
+    tier.look_up_early(never_asked, true);
+    assert!(eventually(|| lease_of(never_asked).exists()));
+    drop(tier);
+    assert!(!lease_of(never_asked).exists(), "released before the tier closed");
+}

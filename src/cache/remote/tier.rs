@@ -32,6 +32,7 @@ use super::config::{
 };
 use super::connecting::Connecting;
 use super::driver_archive::DriverFolders;
+use super::early::EarlyAnswers;
 use super::envelope::{self, Kind, Provenance};
 use super::lease::{self, Lease};
 use super::signing::{Signer25519, TrustedKeys};
@@ -265,6 +266,8 @@ pub(crate) struct RemoteTier {
     /// The GPU folder whose ledger gets this process's counters at the end.
     ledger_dir: Mutex<Option<std::path::PathBuf>>,
     rejected: Mutex<HashSet<CacheKey>>,
+    /// Lookups and claims that went while the driver caches were fetched (`early.rs`).
+    early: EarlyAnswers,
     pub(crate) budgets: Budgets,
 }
 
@@ -449,6 +452,7 @@ impl RemoteTier {
             publishes,
             not_publishing,
             rejected: Mutex::new(HashSet::new()),
+            early: EarlyAnswers::default(),
             budgets: Budgets::new(config.budget),
             drivers: Mutex::new(None),
             ledger_dir: Mutex::new(None),
@@ -492,15 +496,20 @@ impl RemoteTier {
         }
         let budget = self.budgets.for_key(key);
         let wait = self.shared.wait_for(budget);
-        let (sender, receiver) = sync_channel(1);
-        let name = self.name(key);
-        let shared = Arc::clone(&self.shared);
-        shared.awaiting(key);
         let started = Instant::now();
-        self.runtime().spawn(async move {
-            let answer = shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await;
-            shared.answer_came(key, &name, &answer).await;
-            let _ = sender.send(answer);
+        let early = self.early.take_lookup(key);
+        let went_early = early.is_some();
+        let receiver = early.unwrap_or_else(|| {
+            let (sender, receiver) = sync_channel(1);
+            let name = self.name(key);
+            let shared = Arc::clone(&self.shared);
+            shared.awaiting(key);
+            self.runtime().spawn(async move {
+                let answer = shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await;
+                shared.answer_came(key, &name, &answer).await;
+                let _ = sender.send(answer);
+            });
+            receiver
         });
         let answer = if wait.is_zero() {
             receiver.try_recv().map_err(|err| match err {
@@ -514,7 +523,8 @@ impl RemoteTier {
         stats::add(&counters.lookups, 1);
         stats::add_duration(&counters.lookup_ns, waited);
         match answer {
-            Ok(answer) => self.settle(key, answer, waited),
+            // An early answer's wait here is not the request's round trip.
+            Ok(answer) => self.settle(key, answer, if went_early { Duration::ZERO } else { waited }),
             Err(RecvTimeoutError::Timeout) => {
                 stats::add(&counters.hedged, 1);
                 if !wait.is_zero() {
@@ -629,6 +639,9 @@ impl RemoteTier {
         if !self.publishes() {
             return None;
         }
+        if let Some(answer) = self.early.take_claim(key) {
+            return Some(PendingClaim { answer });
+        }
         self.shared.write_check_wanted.notify_one();
         let (name, token, expected) =
             (format!("{}.lease", self.name(key)), lease::new_token(), self.budgets.for_key(key));
@@ -638,6 +651,65 @@ impl RemoteTier {
             let _ = sender.send(Shared::claim(shared, name, token, expected).await);
         });
         Some(PendingClaim { answer })
+    }
+
+    /// Whether the first load or compile of this process would wait for the fleet's driver
+    /// caches now (a machine's first process for this GPU, while they are fetched).
+    pub fn driver_caches_pending(&self) -> bool {
+        match self.drivers.try_lock() {
+            Ok(drivers) => drivers.as_ref().is_some_and(DriverFolders::fetching),
+            // Another thread is waiting for them right now.
+            Err(std::sync::TryLockError::WouldBlock) => true,
+            Err(std::sync::TryLockError::Poisoned(drivers)) => {
+                drivers.into_inner().as_ref().is_some_and(DriverFolders::fetching)
+            }
+        }
+    }
+
+    /// Looks `key` up now, while the driver caches are fetched, instead of after the wait for
+    /// them; with `claim` (this process holds its machine's turn at the program) a miss claims
+    /// the program's lease at once. The lookup and the claim that ask later take the answers
+    /// (`early.rs`). Does nothing when nothing waits for the driver caches, when `key` went
+    /// already, or when a lookup would be skipped.
+    pub fn look_up_early(&self, key: CacheKey, claim: bool) {
+        if !self.driver_caches_pending()
+            || self.early.started(key)
+            || self.is_rejected(key)
+            || self.shared.breaker.is_open()
+        {
+            return;
+        }
+        let claim = claim && self.publishes();
+        tracing::debug!(%key, claim, "remote lookup started while the driver caches are fetched");
+        let name = self.name(key);
+        let (lease_name, token, expected) =
+            (format!("{name}.lease"), lease::new_token(), self.budgets.for_key(key));
+        let (lookup_sender, lookup) = sync_channel(1);
+        let (claim_sender, claimed) = sync_channel(1);
+        let shared = Arc::clone(&self.shared);
+        shared.awaiting(key);
+        self.runtime().spawn(async move {
+            let answer = shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await;
+            shared.answer_came(key, &name, &answer).await;
+            let missing = matches!(answer, Ok(None));
+            let _ = lookup_sender.send(answer);
+            if claim && missing {
+                // A machine that only reads sends no write check; this one is about to write.
+                shared.write_check_wanted.notify_one();
+                let claimed = Shared::claim(Arc::clone(&shared), lease_name, token, expected).await;
+                // Nobody will take it (the program came from elsewhere, or the process ends).
+                if let Err(std::sync::mpsc::SendError(Claim::Mine(lease))) = claim_sender.send(claimed) {
+                    shared.release(lease).await;
+                }
+            }
+        });
+        self.early.keep(key, lookup, claim.then_some(claimed));
+    }
+
+    /// The program of `key` came from elsewhere (this machine's disk): an early lookup's answers
+    /// are not needed, and a lease its claim holds is released.
+    pub fn forget_early(&self, key: CacheKey) {
+        self.early.forget(key, &mut |lease| self.release(lease));
     }
 
     /// Waits for the entry of `key` that another machine is compiling, as long as its lease is
@@ -1034,6 +1106,13 @@ impl RemoteTier {
     /// the tier is dropped.
     pub fn sync_driver_caches(&self, root: &std::path::Path, first: bool) {
         let folders = DriverFolders::open(self, root, first);
+        *self.drivers.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(folders);
+    }
+
+    /// Puts `folders` in place of the driver folders this tier shares (tests: a fetch that
+    /// lasts as long as the test needs).
+    #[cfg(test)]
+    pub(crate) fn set_driver_folders(&self, folders: DriverFolders) {
         *self.drivers.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(folders);
     }
 
@@ -1610,6 +1689,7 @@ impl Shared {
 
 impl Drop for RemoteTier {
     fn drop(&mut self) {
+        self.early.release_all(&mut |lease| self.release(lease));
         let drivers = self.drivers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         if let Some(drivers) = drivers {
             drivers.publish_grown(self);
