@@ -633,6 +633,33 @@ fn placement_learns_moves_from_runs_that_moved_not_from_a_settled_workload_s_fir
 }
 
 #[test]
+fn placement_keeps_a_small_workload_home_when_the_run_after_it_would_pay_for_the_move() {
+    // As on the 2-core machine, llvmpipe ("cpu") beside the simulator ("sim"): the stream's first
+    // workload runs in 0.26 ms on the CPU and 0.12 on the simulator, every other one far faster
+    // on the CPU, and a CPU run right after a simulator run pays 0.24 ms to wake its threads.
+    // Calibration alternates the devices, so many of the workloads' CPU runs come right after the
+    // simulator's. Running the first workload on the simulator costs 0.12 ms plus 0.24 for the
+    // CPU run after it: it stays on the CPU.
+    let devs = devices(&[("cpu", FAST), ("sim", FAST)]);
+    let workloads = [saxpy(256.0), saxpy(16_384.0), saxpy(262_144.0), saxpy(1e6), saxpy(4e6)];
+    let cost = |w: usize, device: &str, previous: Option<&str>| {
+        let (cpu, sim) =
+            [(0.26e-3, 0.12e-3), (0.19e-3, 2.9e-3), (1.05e-3, 45e-3), (0.57e-3, 5.7e-3), (0.5e-3, 2.4e-3)][w];
+        match device {
+            "sim" => sim,
+            _ if previous == Some("sim") => cpu + 0.24e-3,
+            _ => cpu,
+        }
+    };
+    let rules = PlacementRules { trust_after: 3, explore_every: 0, ..exact() };
+    let mut model = PlacementModel::new();
+    let passes = stream(&mut model, &workloads, &devs, &rules, 60, cost);
+    for w in 0..workloads.len() {
+        assert_eq!(runs_on(&passes, 20, w, "cpu"), 20, "workload {w}: {passes:?}");
+    }
+}
+
+#[test]
 fn placement_stops_calibrating_a_device_whose_first_runs_were_clearly_slower() {
     // The heuristic cannot tell a from b; measured, b takes 5x as long.
     let devs = devices(&[("a", FAST), ("b", FAST)]);
