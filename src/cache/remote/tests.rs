@@ -708,6 +708,15 @@ fn an_early_claim_nobody_takes_is_released() {
     assert!(matches!(tier.lookup(turn_elsewhere), super::RemoteLookup::Miss));
     assert!(!lease_of(turn_elsewhere).exists());
 
+    // The key was refused meanwhile, so the lookup is skipped and the program compiled without
+    // the fleet: the lease claimed for it is released.
+    let refused = CacheKey::derive(&gpu(), &[b"refused meanwhile"]);
+    tier.look_up_early(refused, true);
+    assert!(eventually(|| lease_of(refused).exists()));
+    tier.reject(refused, "refused for the test");
+    assert!(matches!(tier.lookup(refused), super::RemoteLookup::Skipped));
+    assert!(eventually(|| !lease_of(refused).exists()), "a skipped lookup's early lease is released");
+
     // The process ends before asking: its lease goes with it.
     let never_asked = CacheKey::derive(&gpu(), &[b"never asked"]);
     tier.look_up_early(never_asked, true);

@@ -492,6 +492,8 @@ impl RemoteTier {
         let counters = &self.shared.counters;
         if self.is_rejected(key) || self.shared.breaker.permit() == Permit::Skip {
             stats::add(&counters.skipped, 1);
+            // A lease claimed early would hold other machines up for a compile it does not cover.
+            self.forget_early(key);
             return RemoteLookup::Skipped;
         }
         let budget = self.budgets.for_key(key);
@@ -637,6 +639,7 @@ impl RemoteTier {
     /// its compile runs). `None` when this machine does not publish.
     pub fn claim_later(&self, key: CacheKey) -> Option<PendingClaim> {
         if !self.publishes() {
+            self.forget_early(key);
             return None;
         }
         if let Some(answer) = self.early.take_claim(key) {
