@@ -507,9 +507,7 @@ impl RemoteTier {
             let shared = Arc::clone(&self.shared);
             shared.awaiting(key);
             self.runtime().spawn(async move {
-                let answer = shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await;
-                shared.answer_came(key, &name, &answer).await;
-                let _ = sender.send(answer);
+                let _ = sender.send(shared.get_entry(key, &name).await);
             });
             receiver
         });
@@ -692,8 +690,7 @@ impl RemoteTier {
         let shared = Arc::clone(&self.shared);
         shared.awaiting(key);
         self.runtime().spawn(async move {
-            let answer = shared.store.get(&name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await;
-            shared.answer_came(key, &name, &answer).await;
+            let answer = shared.get_entry(key, &name).await;
             let missing = matches!(answer, Ok(None));
             let _ = lookup_sender.send(answer);
             if claim && missing {
@@ -1420,6 +1417,14 @@ impl Shared {
             }
             None => Some(parked),
         }
+    }
+
+    /// A lookup's request: the object `name` holding the entry of `key`, with what its answer
+    /// means for a publish parked behind it ([`answer_came`](Self::answer_came)).
+    async fn get_entry(&self, key: CacheKey, name: &str) -> Result<Option<Got>, StoreError> {
+        let answer = self.store.get(name, MAX_ENTRY_BYTES + envelope::MAX_OVERHEAD).await;
+        self.answer_came(key, name, &answer).await;
+        answer
     }
 
     /// A lookup of `key` got `answer`: a publish parked behind it goes now if the remote does
