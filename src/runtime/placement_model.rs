@@ -24,8 +24,7 @@
 //! all workloads together take at most [`PlacementRules::explore_share`] of the time of the
 //! settled stream's runs (of workloads a trusted device runs; [`Spent`]), an exploration costed at
 //! the fastest run its device showed for the workload, else its prediction, and counted at what
-//! it took, with what the first run back on the stream's device took for the move back — a device
-//! 100× slower cannot cost a stream more than that share. When several trusted devices are within the switch
+//! it took — a device 100× slower cannot cost a stream more than that share. When several trusted devices are within the switch
 //! margin of the best for a new workload, it goes to the one most other workloads run on: moving
 //! a stream between devices for no clear gain costs the wake-up of the other device's threads
 //! (measured: 15-20 µs per move between two H200s). That cost is also learned per device — how
@@ -131,9 +130,6 @@ pub struct PlacementModel {
     pub(crate) moves: BTreeMap<String, Moves>,
     /// The device of the latest run recorded (not kept across processes).
     pub(crate) last_device: Option<String>,
-    /// Whether the latest run recorded was an exploration: the run after it, back on the device
-    /// the stream runs on, pays for the move back (not kept across processes).
-    pub(crate) last_explored: bool,
     /// Decisions and samples taken, for ordering entries by age.
     pub(crate) tick: u64,
     /// Seconds of every run recorded, and of those that were explorations (a run of a workload
@@ -729,11 +725,9 @@ impl PlacementModel {
         if trusted.is_some() {
             self.spent.settled_s += seconds;
         }
-        let exploring = incumbent.is_some();
-        if exploring {
+        if incumbent.is_some() {
             self.spent.exploring_s += seconds;
         }
-        let after_exploration = std::mem::replace(&mut self.last_explored, exploring);
         let at = state.samples.iter().position(|(label, _)| label == device);
         let warming = rules.warm_up_runs > 0
             && at.is_none_or(|at| {
@@ -792,20 +786,6 @@ impl PlacementModel {
         }
         // One run far off (another process took the machine) counts as twice the mean.
         let bounded = if samples.count > 0 { seconds.min(2.0 * samples.mean_s) } else { seconds };
-        // The first run back after an exploration pays for the move back (a device's threads
-        // wake, a GPU's clocks come back up): part of what the exploration cost the stream, so
-        // it is charged to the exploration budget at what it took — what this run took over
-        // the workload's runs that stayed on the device, else what moves to the device were
-        // learned to cost. An exploration of a small problem can cost the next run more than
-        // itself (llvmpipe after the simulator: 0.2 ms more for a 0.2 ms run).
-        if after_exploration && !exploring && moved == Some(true) {
-            let excess = if samples.stayed_s.1 > 0 {
-                seconds - samples.stayed_s.0
-            } else {
-                self.moves.get(device).map_or(0.0, |moves| moves.cost_of_s(seconds))
-            };
-            self.spent.exploring_s += excess.max(0.0);
-        }
         samples.add(seconds, rules.alpha, tick);
         // The same workload on the same device, right after a run elsewhere and right after one
         // here, kept apart: the time of a run with the stream staying on the device, and the

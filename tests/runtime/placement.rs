@@ -660,55 +660,6 @@ fn placement_keeps_a_small_workload_home_when_the_run_after_it_would_pay_for_the
 }
 
 #[test]
-fn placement_charges_an_exploration_with_the_move_back_it_costs_the_next_run() {
-    // The small workload runs on the CPU in 0.20 ms and on the simulator in 0.25: the simulator
-    // is re-tried as often as the time budget allows. Each time, the CPU's next run (the other
-    // workload's) pays 0.3 ms to wake up, more than the exploration itself took. What exploring
-    // costs the stream, the wake-ups included, stays within the budget's share of its time.
-    let devs = devices(&[("cpu", FAST), ("sim", FAST)]);
-    let workloads = [saxpy(256.0), saxpy(16_384.0)];
-    let (explored, woken) = (std::cell::Cell::new(0.0), std::cell::Cell::new(0.0));
-    let cost = |w: usize, device: &str, previous: Option<&str>| match (w, device) {
-        (0, "sim") => {
-            explored.set(explored.get() + 0.25e-3);
-            0.25e-3
-        }
-        (0, _) => 0.20e-3,
-        (_, "sim") => 2.0e-3,
-        _ if previous == Some("sim") => {
-            woken.set(woken.get() + 0.3e-3);
-            0.5e-3
-        }
-        _ => 0.2e-3,
-    };
-    let rules = PlacementRules {
-        trust_after: 3,
-        explore_every: 1,
-        explore_backoff_max: 0,
-        explore_share: 0.05,
-        ..exact()
-    };
-    let mut model = PlacementModel::new();
-    // Learning first, then the stream it settles into.
-    stream(&mut model, &workloads, &devs, &rules, 20, cost);
-    let (explored_before, woken_before, settled_before) =
-        (explored.get(), woken.get(), model.spent().settled_s);
-    let passes = stream(&mut model, &workloads, &devs, &rules, 400, cost);
-    assert!(runs_on(&passes, 400, 1, "cpu") == 400, "{passes:?}");
-    let explorations = runs_on(&passes, 400, 0, "sim");
-    assert!(explorations > 0, "the simulator is still re-tried");
-    let exploring = (explored.get() - explored_before) + (woken.get() - woken_before);
-    let settled = model.spent().settled_s - settled_before;
-    assert!(
-        exploring <= rules.explore_share * settled + 0.55e-3,
-        "exploring cost {:.2} ms (wake-ups {:.2} ms) of {:.2} ms settled; {explorations} explorations",
-        exploring * 1e3,
-        (woken.get() - woken_before) * 1e3,
-        settled * 1e3
-    );
-}
-
-#[test]
 fn placement_stops_calibrating_a_device_whose_first_runs_were_clearly_slower() {
     // The heuristic cannot tell a from b; measured, b takes 5x as long.
     let devs = devices(&[("a", FAST), ("b", FAST)]);
