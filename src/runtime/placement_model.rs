@@ -43,6 +43,10 @@ use super::placement_decision::{Basis, Decision, Prediction, Reason};
 use super::placement_inputs::{DeviceCosts, ModelDevice, SizeClass, Workload};
 use super::placement_samples::{average_in, Moves, Samples, Spent, FIRST_SAMPLES};
 
+/// Runs right after one on the same device that a workload's history needs before their
+/// average stands for its time with the stream staying on the device (one may be a spike).
+const STAYED_SAMPLES: u64 = 2;
+
 /// The knobs of the decision rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PlacementRules {
@@ -526,13 +530,20 @@ impl PlacementModel {
         let home_count = |i: usize| homes[i];
         let home = (0..devices.len()).min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i)).unwrap_or(0);
         // A device's time for this workload with the stream staying on it: the runs right after
-        // one of its own where there were some (the mean mixes in what moves cost), else the
-        // prediction. Never more than the mean: a device that runs a workload only right after
-        // others keeps the average of the runs it stayed for from its first runs (0.59 ms,
-        // against the 0.2 it then ran in, in a test shaped on an H200's learning runs).
+        // one of its own where there were some (the mean mixes in what moves cost). Never more
+        // than the mean: a device that runs a workload only right after others keeps the
+        // average of the runs it stayed for from its first runs (0.59 ms, against the 0.2 it
+        // then ran in, in a test shaped on an H200's learning runs). Where its runs came right
+        // after other devices' (calibration alternates them), the mean less what moving to the
+        // device costs a run: an H200 whose learning runs of saxpy n=16384 all came right after
+        // llvmpipe's averaged 0.34 ms, and ran it in 0.13 in the settled stream. Else the
+        // prediction.
         let settled = |i: usize| match predictions[i].samples {
-            Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= 2 => {
+            Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= STAYED_SAMPLES => {
                 s.stayed_s.0.min(s.mean_s)
+            }
+            Some(s) if predictions[i].basis == Basis::Learned && s.moved_s.1 > 0 => {
+                s.mean_s - self.move_cost_of(&devices[i].label, s.mean_s)
             }
             _ => predictions[i].seconds,
         };
@@ -799,9 +810,14 @@ impl PlacementModel {
         // against this workload's runs after one of this device's own. Only such a run is new
         // evidence; a run that stayed says nothing of moves (re-adding the two averages'
         // difference at every run kept the contrast of a workload's first, erratic runs alive
-        // as long as it ran without moving).
-        if moved == Some(true) && samples.stayed_s.1 > 0 {
-            let stayed = samples.stayed_s.0;
+        // as long as it ran without moving). The runs it is set against are those `weigh`
+        // takes for the device's time with the stream staying on it: two stayed runs at least,
+        // never more than the mean. Against one stayed run, an H200's saxpy n=16384 learned
+        // from a 1.35 ms spike among its 0.2-0.3 ms runs: every later run that moved there
+        // said a move *saved* 1.1 ms, and the GPU's move cost stayed below zero (-0.4 to
+        // -1.3 ms) for the whole stream.
+        if moved == Some(true) && samples.stayed_s.1 >= STAYED_SAMPLES {
+            let stayed = samples.stayed_s.0.min(samples.mean_s);
             let contrast = bounded - stayed;
             let known = self.moves.get(device).copied().unwrap_or_default();
             let mut average = (known.cost_s, known.samples);

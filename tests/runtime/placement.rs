@@ -1181,3 +1181,120 @@ fn placement_by_default_opens_every_egl_device_and_never_the_simulator() {
         }
     }
 }
+
+#[test]
+fn placement_settles_every_workload_on_a_gpu_whose_calibration_runs_came_after_the_cpu_s() {
+    // As an H200 beside llvmpipe ran the six-shape stream: the GPU is the faster device for
+    // every workload, but its first dozen runs in the process take 1 ms, and a GPU run right
+    // after a CPU run pays 0.25 ms (its clocks dropped while it waited). Calibration alternates
+    // the devices, so most of the GPU's learning runs are such runs, and its first stayed runs
+    // are the slow first ones: what it learned of moving to the GPU must come from runs of
+    // the settled stream, not from those, and every workload ends on the GPU.
+    let devs = devices(&[("gpu", FAST), ("cpu", FAST)]);
+    let workloads =
+        [saxpy(256.0), saxpy(16_384.0), saxpy(262_144.0), saxpy(4096.0), saxpy(65_536.0), saxpy(1e6)];
+    let gpu_runs = std::cell::Cell::new(0);
+    let moved_runs = std::cell::Cell::new(0);
+    let cost = |w: usize, device: &str, previous: Option<&str>| {
+        let (gpu, cpu) = [
+            (0.13e-3, 0.23e-3),
+            (0.13e-3, 0.22e-3),
+            (0.77e-3, 0.80e-3),
+            (0.11e-3, 0.36e-3),
+            (0.11e-3, 0.71e-3),
+            (0.11e-3, 0.64e-3),
+        ][w];
+        if device == "cpu" {
+            return cpu;
+        }
+        gpu_runs.set(gpu_runs.get() + 1);
+        if gpu_runs.get() <= 12 {
+            1e-3
+        } else if previous == Some("cpu") {
+            moved_runs.set(moved_runs.get() + 1);
+            gpu + if moved_runs.get() % 3 == 0 { 0.65e-3 } else { 0.25e-3 }
+        } else {
+            gpu
+        }
+    };
+    let rules = PlacementRules::default();
+    let mut model = PlacementModel::new();
+    let passes = stream(&mut model, &workloads, &devs, &rules, 80, cost);
+    let moves = model.moves_of("gpu").unwrap_or_default();
+    assert!(moves.cost_s > 0.0, "moving to the GPU costs its next run: {moves:?}");
+    for w in 0..workloads.len() {
+        assert!(runs_on(&passes, 30, w, "gpu") >= 28, "workload {w}: {passes:?}");
+    }
+}
+
+/// The six shapes of `sparkle-bench bench-placement`'s stream, as the placement names them.
+fn bench_stream_workloads() -> Vec<(String, Workload)> {
+    let limits = sparkle::hal::Limits {
+        max_workgroup_size: [1024, 1024, 64],
+        max_workgroup_invocations: 1024,
+        max_workgroup_count: [65535; 3],
+        max_shared_memory_bytes: 49152,
+        max_storage_buffer_bytes: 1 << 30,
+        max_storage_buffer_bindings: 16,
+        storage_buffer_offset_alignment: 16,
+        max_texel_buffer_texels: 1 << 27,
+        texel_buffer_offset_alignment: 16,
+    };
+    let shapes: [(&str, &[usize]); 6] = [
+        ("saxpy", &[256]),
+        ("saxpy", &[16_384]),
+        ("saxpy", &[262_144]),
+        ("sgemm", &[16]),
+        ("sgemm", &[64]),
+        ("conv2d", &[1, 4, 8, 8, 4]),
+    ];
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(seed, (kernel, sizes))| {
+            let case = sparkle::suite::case(kernel, sizes, seed as u64, &limits).expect("a suite shape");
+            (case.describe(), Placement::case_workload(case.as_ref()))
+        })
+        .collect()
+}
+
+#[test]
+fn placement_learns_no_negative_move_from_one_stayed_spike_in_an_h200_s_learning_runs() {
+    // An H200's learning runs, replayed as they were measured (the fixture's header says how).
+    // Its saxpy n=16384 ran once right after another GPU run, in 1.35 ms (its other GPU runs
+    // took 0.2-0.34 ms), and never again: every later GPU run of it came right after llvmpipe's.
+    // Set against that one run, each of them said moving to the GPU *saved* about 1.1 ms; the
+    // GPU's learned move cost stayed below zero, a move back to it cost nothing in the
+    // decisions, and the workload went to llvmpipe (0.26 ms against the GPU's 0.13 in the
+    // settled stream).
+    let log = include_str!("../fixtures/placement/h200-llvmpipe-learning.txt");
+    let workloads = bench_stream_workloads();
+    let devs = devices(&[
+        ("gl:0", DeviceCosts::for_class(sparkle::hal::DeviceClass::Gpu)),
+        ("gl:1", DeviceCosts::for_class(sparkle::hal::DeviceClass::Cpu)),
+    ]);
+    let rules = PlacementRules::default();
+    let mut model = PlacementModel::new();
+    let mut replayed = 0;
+    for line in log.lines().filter(|line| !line.starts_with('#')) {
+        // `learning pass  N  <shape, 32 columns> <device> <ms> ms  <reason>`
+        let run = line.get(18..).expect("a learning run");
+        let (shape, rest) = run.split_at(32);
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (label, ms) = (fields[0], fields[1].parse::<f64>().expect("milliseconds"));
+        let (_, workload) = workloads.iter().find(|(name, _)| name == shape.trim()).expect("a shape");
+        model.choose(workload, &devs, &rules);
+        if line.ends_with("(compiled)") {
+            continue;
+        }
+        let device = devs.iter().find(|d| d.label == label).expect("a device");
+        model.record(workload, label, &device.costs, ms * 1e-3, &rules);
+        replayed += 1;
+    }
+    assert_eq!(replayed, 82);
+    let moves = model.moves_of("gl:0").unwrap_or_default();
+    assert!(moves.cost_s >= 0.0, "moving to the GPU learned as a saving: {moves:?}");
+    let (_, saxpy) = &workloads[1];
+    let decision = model.choose(saxpy, &devs, &rules);
+    assert_eq!(devs[decision.device].label, "gl:0", "{decision}");
+}
