@@ -543,7 +543,7 @@ impl PlacementModel {
                 s.stayed_s.0.min(s.mean_s)
             }
             Some(s) if predictions[i].basis == Basis::Learned && s.moved_s.1 > 0 => {
-                s.mean_s - self.move_cost_of(&devices[i].label, s.mean_s)
+                self.moves.get(&devices[i].label).map_or(s.mean_s, |moves| moves.stayed_of_s(s.mean_s))
             }
             _ => predictions[i].seconds,
         };
