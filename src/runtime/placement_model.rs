@@ -814,8 +814,8 @@ impl PlacementModel {
         // takes for the device's time with the stream staying on it: two stayed runs at least,
         // never more than the mean. Against one stayed run, an H200's saxpy n=16384 learned
         // from a 1.35 ms spike among its 0.2-0.3 ms runs: every later run that moved there
-        // said a move *saved* 1.1 ms, and the GPU's move cost stayed below zero (-0.4 to
-        // -1.3 ms) for the whole stream.
+        // said a move *saved* 1.1 ms, and the GPU's move cost stayed below zero (-0.08 to
+        // -1.26 ms) for the whole stream.
         if moved == Some(true) && samples.stayed_s.1 >= STAYED_SAMPLES {
             let stayed = samples.stayed_s.0.min(samples.mean_s);
             let contrast = bounded - stayed;

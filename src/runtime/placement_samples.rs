@@ -171,9 +171,8 @@ impl Moves {
     /// The inverse of [`cost_of_s`](Self::cost_of_s): what a run that took `moved_s` right
     /// after a run on another device takes right after one on this device — the time `t` with
     /// `t + cost_of_s(t) = moved_s` (`moved_s` itself until three samples were taken). Never
-    /// below zero: subtracting a learned share of the moved run itself instead (llvmpipe beside
-    /// the simulator learned moves to the simulator at twice the run) left a workload "staying"
-    /// there at -0.24 ms.
+    /// below zero: subtracting the move priced at the moved run itself instead left a workload
+    /// "staying" on the simulator at -0.24 ms on the 2-core machine.
     pub fn stayed_of_s(&self, moved_s: f64) -> f64 {
         let moved_s = moved_s.max(0.0);
         // Priced at the smaller of the two, so the run is the larger of the two inverses.
