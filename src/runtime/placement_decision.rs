@@ -145,7 +145,6 @@ mod tests {
             seen: 1,
             moved_s: (0.0, 0),
             stayed_s: (0.0, 0),
-            last_stayed_s: 0.0,
             warm_ups,
             first_s: [1e-3; FIRST_SAMPLES],
         }

@@ -765,7 +765,6 @@ impl PlacementModel {
             seen: 0,
             moved_s: (0.0, 0),
             stayed_s: (0.0, 0),
-            last_stayed_s: 0.0,
             warm_ups: 0,
             first_s: [0.0; FIRST_SAMPLES],
         };
@@ -804,10 +803,7 @@ impl PlacementModel {
         // contrast below.
         match moved {
             Some(true) => average_in(&mut samples.moved_s, bounded, rules.alpha),
-            Some(false) => {
-                average_in(&mut samples.stayed_s, bounded, rules.alpha);
-                samples.last_stayed_s = bounded;
-            }
+            Some(false) => average_in(&mut samples.stayed_s, bounded, rules.alpha),
             None => {}
         }
         // A run right after one elsewhere is one sample of what moving here costs: its time
@@ -819,16 +815,9 @@ impl PlacementModel {
         // never more than the mean. Against one stayed run, an H200's saxpy n=16384 learned
         // from a 1.35 ms spike among its 0.2-0.3 ms runs: every later run that moved there
         // said a move *saved* 1.1 ms, and the GPU's move cost stayed below zero (-0.08 to
-        // -1.26 ms) for the whole stream. Nor more than the latest stayed run: a workload whose
-        // every run comes right after another device's stays only when that device's workload
-        // is explored back, and its average still held its learning runs' times (0.44 ms of
-        // llvmpipe's saxpy n=16384 beside the simulator, against 0.24 at its latest stayed run
-        // and 0.30-0.33 at its moved ones): the move learned there was 0-17 µs, the runs paid
-        // about 0.1 ms.
+        // -1.26 ms) for the whole stream.
         if moved == Some(true) && samples.stayed_s.1 >= STAYED_SAMPLES {
-            // (0: a history written before the latest stayed run was kept.)
-            let latest = if samples.last_stayed_s > 0.0 { samples.last_stayed_s } else { f64::INFINITY };
-            let stayed = samples.stayed_s.0.min(latest).min(samples.mean_s);
+            let stayed = samples.stayed_s.0.min(samples.mean_s);
             let contrast = bounded - stayed;
             let known = self.moves.get(device).copied().unwrap_or_default();
             let mut average = (known.cost_s, known.samples);

@@ -24,9 +24,6 @@ pub struct Samples {
     /// Moving average of the runs right after a run on the same device, and their count.
     #[serde(default)]
     pub stayed_s: (f64, u64),
-    /// The latest of those runs (0 while there is none).
-    #[serde(default)]
-    pub last_stayed_s: f64,
     /// First runs taken as warm-up, not learned from ([`PlacementRules::warm_up_runs`](super::PlacementRules::warm_up_runs)).
     #[serde(default)]
     pub warm_ups: u32,

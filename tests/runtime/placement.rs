@@ -1298,35 +1298,3 @@ fn placement_learns_no_negative_move_from_one_stayed_spike_in_an_h200_s_learning
     let decision = model.choose(saxpy, &devs, &rules);
     assert_eq!(devs[decision.device].label, "gl:0", "{decision}");
 }
-
-#[test]
-fn placement_learns_a_move_against_the_latest_stayed_run_not_the_learning_runs() {
-    // As llvmpipe ("cpu") beside the simulator on the 2-core machine: the stream's second
-    // workload runs right after the first, which runs on the simulator; its CPU runs pay 0.09 ms
-    // for the move (0.33 ms against 0.24 after a CPU run). Its only stayed runs are its first
-    // ones, slow (0.44 ms), and one when the first workload was explored back on the CPU.
-    let devs = devices(&[("cpu", FAST), ("sim", FAST)]);
-    let (first, second) = (saxpy(256.0), saxpy(16_384.0));
-    let rules = exact();
-    let mut model = PlacementModel::new();
-    let mut run = |workload: &Workload, label: &str, seconds: f64| {
-        let device = devs.iter().find(|d| d.label == label).expect("a device");
-        model.record(workload, label, &device.costs, seconds, &rules);
-    };
-    for _ in 0..3 {
-        run(&first, "cpu", 0.30e-3);
-        run(&second, "cpu", 0.44e-3);
-    }
-    for explored_back in [false, true, false] {
-        if explored_back {
-            run(&first, "cpu", 0.25e-3);
-            run(&second, "cpu", 0.24e-3);
-        }
-        for _ in 0..10 {
-            run(&first, "sim", 0.20e-3);
-            run(&second, "cpu", 0.33e-3);
-        }
-    }
-    let moves = model.moves_of("cpu").unwrap_or_default();
-    assert!((0.06e-3..=0.12e-3).contains(&moves.cost_s), "a move to the CPU costs 0.09 ms: {moves:?}");
-}
