@@ -646,7 +646,12 @@ impl PlacementModel {
                     i != incumbent
                         && match predictions[i].basis {
                             Basis::Learned => predictions[i].seconds <= current * rules.explore_within,
-                            Basis::Heuristic => predictions[i].seconds <= current * rules.calibrate_within,
+                            // By its best run where it has one: a device ruled out by slow first
+                            // runs is predicted by a heuristic that such runs (of this and other
+                            // workloads) scaled up. An H200's 2.1 ms for saxpy n=16384, more than
+                            // eight times llvmpipe's 0.25, kept it from ever being re-tried; its
+                            // best run was 1.1 ms, and it ran the workload in 0.13.
+                            Basis::Heuristic => cost(i) <= current * rules.calibrate_within,
                         }
                 })
                 .min_by_key(|&i| predictions[i].samples.map_or(0, |s| s.seen));

@@ -1298,3 +1298,45 @@ fn placement_learns_no_negative_move_from_one_stayed_spike_in_an_h200_s_learning
     let decision = model.choose(saxpy, &devs, &rules);
     assert_eq!(devs[decision.device].label, "gl:0", "{decision}");
 }
+
+#[test]
+fn placement_explores_a_ruled_out_device_at_its_best_run_when_its_heuristic_is_far_slower() {
+    // As saxpy n=16384 on an H200 beside llvmpipe: the GPU's first two runs took 1.2 ms against
+    // llvmpipe's 0.25 (ruled out), and its heuristic, scaled by how slow its learning runs of
+    // other workloads were against it, then predicted 2.1 ms: more than `calibrate_within`
+    // times llvmpipe's time, so no exploration ever tried it again, while it ran the workload in
+    // 0.13 ms. An exploration judges such a device by the best run it measured.
+    let gpu = DeviceCosts { launch_s: 0.1e-3, flops_per_s: 1e12, bytes_per_s: 1e10 };
+    let devs = devices(&[("gpu", gpu), ("cpu", FAST)]);
+    let rules = PlacementRules::default();
+    let mut model = PlacementModel::new();
+    let work = saxpy(16_384.0);
+    let runs = std::cell::Cell::new(0);
+    let cost = |label: &str, _| {
+        if label == "cpu" {
+            return 0.25e-3;
+        }
+        runs.set(runs.get() + 1);
+        // (the first a warm-up run, not learned from)
+        if runs.get() <= 3 {
+            1.2e-3
+        } else {
+            0.13e-3
+        }
+    };
+    let first = drive(&mut model, &work, &devs, &rules, 20, cost);
+    assert_eq!(
+        first.iter().filter(|(l, _)| l == "gpu").count(),
+        3,
+        "ruled out after a warm-up and two runs: {first:?}"
+    );
+    // Another workload's slow runs put the GPU's scale at about 30 times its heuristic.
+    let other = Workload::new("sgemm", 1e6, 1e4);
+    for _ in 0..20 {
+        model.record(&other, "gpu", &gpu, 30.0 * gpu.predict(&other), &rules);
+    }
+    let predicted = model.predict(&work, &devs, &rules)[0].seconds;
+    assert!(predicted > rules.calibrate_within * 0.25e-3, "{predicted}");
+    let steps = drive(&mut model, &work, &devs, &rules, 600, cost);
+    assert!(steps[500..].iter().filter(|(l, _)| l == "gpu").count() >= 95, "{:?}", &steps[400..]);
+}
