@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::activity::DeviceActivity;
 use super::commands::{Commands, Recorded};
 use super::objects::ProgramShared;
 use super::spec_keys::SpecKeys;
@@ -56,6 +57,8 @@ const DRAIN_ON_DROP: Duration = Duration::from_secs(10);
 /// The runtime's view of one opened backend device.
 pub(crate) trait DynDevice: Send + Sync {
     fn info(&self) -> &DeviceInfo;
+    /// This device's id in the process's mark of the device that did work last.
+    fn activity_id(&self) -> u64;
     fn check_buffer(&self, buffer: &Buffer) -> Result<()>;
     fn check_program(&self, program: &Program) -> Result<()>;
     fn create_buffer(&self, size: u64, usage: BufferUsage) -> Result<Buffer>;
@@ -122,6 +125,8 @@ pub(crate) struct Core<A: Api> {
     /// preparing its source again.
     spec_keys: SpecKeys,
     in_flight: Mutex<VecDeque<InFlight>>,
+    /// Marks this device as the one that did work last (submissions and transfers).
+    activity: DeviceActivity,
 }
 
 impl<A: Api> Core<A> {
@@ -138,7 +143,13 @@ impl<A: Api> Core<A> {
         let span = crate::trace::phase("cache", "open the program cache");
         let cache = ProgramCache::open(info.gpu_id.clone(), config);
         drop(span);
-        Self { device, cache, spec_keys: SpecKeys::default(), in_flight: Mutex::new(VecDeque::new()) }
+        Self {
+            device,
+            cache,
+            spec_keys: SpecKeys::default(),
+            in_flight: Mutex::new(VecDeque::new()),
+            activity: DeviceActivity::new(),
+        }
     }
 
     fn token(&self) -> u64 {
@@ -253,6 +264,10 @@ impl<A: Api> DynDevice for Core<A> {
         self.device.info()
     }
 
+    fn activity_id(&self) -> u64 {
+        self.activity.id()
+    }
+
     fn check_buffer(&self, buffer: &Buffer) -> Result<()> {
         buffer.object::<A::Buffer>(self.token()).map(drop)
     }
@@ -278,6 +293,7 @@ impl<A: Api> DynDevice for Core<A> {
     fn write_buffer(&self, buffer: &Buffer, offset: u64, data: &[u8], timeout: Duration) -> Result<()> {
         let object = buffer.object::<A::Buffer>(self.token())?;
         buffer.check_range(offset, data.len() as u64)?;
+        self.activity.mark();
         let last_use = buffer.last_use();
         self.wait_for_host(last_use, timeout, "writing a buffer", false)?;
         self.device.write_buffer(object, offset, data)?;
@@ -295,6 +311,7 @@ impl<A: Api> DynDevice for Core<A> {
     ) -> Result<()> {
         let object = buffer.object::<A::Buffer>(self.token())?;
         buffer.check_range(offset, out.len() as u64)?;
+        self.activity.mark();
         let last_write = buffer.last_write();
         // A read right after the work that writes the buffer: the backend may wait and read in
         // one step; the write's outcome is checked below either way.
@@ -346,6 +363,7 @@ impl<A: Api> DynDevice for Core<A> {
         let mut span = crate::trace::span("runtime", "submit");
         // The backend stamps this submission's GPU work for the trace only inside the span.
         let _submitting = crate::trace::Submitting::mark(&span, || self.token());
+        self.activity.mark();
         self.retire();
         let token = self.token();
         let mut hal_commands: Vec<Command<'_, A>> = Vec::with_capacity(commands.list.len());

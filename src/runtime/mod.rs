@@ -3,6 +3,7 @@
 //! and its statistics, warm-up, asynchronous submissions and the ordering of host access to
 //! buffers behind them. Backends below it ([`crate::hal`]) do device work only.
 
+mod activity;
 mod commands;
 mod device;
 mod executor;
@@ -174,6 +175,12 @@ impl Runtime {
     /// The backend's name (`gl`, …).
     pub fn backend(&self) -> &'static str {
         self.device.info().backend
+    }
+
+    /// Whether work on another device of this process came after this device's last work (or
+    /// none came yet: `None`); a placement learns what moving between devices costs from it.
+    pub(crate) fn another_device_worked_last(&self) -> Option<bool> {
+        activity::last().map(|last| last != self.device.activity_id())
     }
 
     /// How long [`read_buffer`](Self::read_buffer) and [`write_buffer`](Self::write_buffer) wait

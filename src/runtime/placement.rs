@@ -400,9 +400,13 @@ impl Placement {
             let decision = self.choose(workload);
             let device = decision.device;
             let runtime = &self.devices[device].runtime;
+            // Asked before the job marks its device: whether the run follows another device's
+            // work, the placement's own or any other (the runtimes used directly, another
+            // placement), which its time pays for.
+            let moved = runtime.another_device_worked_last();
             match job(runtime) {
                 Ok((value, seconds)) => {
-                    self.record_measured(workload, device, seconds);
+                    self.record_measured(workload, device, seconds, moved);
                     let label = self.devices[device].label.clone();
                     return Ok(Placed { value, device, label, seconds, decision });
                 }
@@ -422,8 +426,9 @@ impl Placement {
     /// device: such a run paid for the compile and the driver's work on first use, so it says
     /// nothing about the device. Whether it compiled is asked of the device only when it may
     /// have: while the workload's history on the device is not yet trusted, or when the run
-    /// took more than [`COMPILE_SUSPECT`] times its mean (asking costs a few µs a run).
-    fn record_measured(&self, workload: &Workload, device: usize, seconds: f64) {
+    /// took more than [`COMPILE_SUSPECT`] times its mean (asking costs a few µs a run). `moved`:
+    /// whether another device's work came right before it.
+    fn record_measured(&self, workload: &Workload, device: usize, seconds: f64, moved: Option<bool>) {
         let placed = &self.devices[device];
         let mut model = self.lock();
         let usual = model
@@ -443,7 +448,7 @@ impl Placement {
                 return;
             }
         }
-        model.record(workload, &placed.label, &placed.costs, seconds, &self.rules);
+        model.record_after(workload, &placed.label, &placed.costs, seconds, &self.rules, moved);
         self.dirty.store(true, Ordering::Relaxed);
     }
 

@@ -33,7 +33,9 @@
 //! a stream between devices for no clear gain costs the wake-up of the other device's threads
 //! (measured: 15-20 µs per move between two H200s). That cost is also learned per device — how
 //! much its runs right after a run elsewhere exceed those right after its own
-//! ([`Moves`], in seconds and as a share of the run, a move priced at the smaller) — and a
+//! ([`Moves`], in seconds and as a share of the run, a move priced at the smaller; "elsewhere"
+//! as the [`Placement`](super::Placement) saw it: work on another device, through it or not,
+//! [`record_after`](PlacementModel::record_after)) — and a
 //! workload runs away from the device most workloads run on only when its time there plus the
 //! moves there and back still wins by the margin (on llvmpipe beside the simulator, sharing two
 //! cores, a move costs about 0.1 ms; a GPU left idle comes back about 10% slower). Everything
@@ -714,7 +716,8 @@ impl PlacementModel {
     }
 
     /// Records that `workload` took `seconds` to result on `device` (whose heuristic costs are
-    /// `costs`).
+    /// `costs`), right after a run on another device if the run this model recorded last was
+    /// on another one.
     pub fn record(
         &mut self,
         workload: &Workload,
@@ -722,6 +725,23 @@ impl PlacementModel {
         costs: &DeviceCosts,
         seconds: f64,
         rules: &PlacementRules,
+    ) {
+        let moved = self.last_device.as_deref().map(|last| last != device);
+        self.record_after(workload, device, costs, seconds, rules, moved);
+    }
+
+    /// [`record`](Self::record) for a caller that knows what ran right before: `moved` says
+    /// whether work on another device came after this device's last (`None`: not known). A
+    /// [`Placement`](super::Placement) asks its devices, since work that does not go through it
+    /// moves the machine between devices too.
+    pub fn record_after(
+        &mut self,
+        workload: &Workload,
+        device: &str,
+        costs: &DeviceCosts,
+        seconds: f64,
+        rules: &PlacementRules,
+        moved: Option<bool>,
     ) {
         if !seconds.is_finite() || seconds < 0.0 {
             return;
@@ -762,8 +782,7 @@ impl PlacementModel {
                 0
             };
         }
-        let moved = self.last_device.as_deref().map(|last| last != device);
-        if moved != Some(false) {
+        if self.last_device.as_deref() != Some(device) {
             self.last_device = Some(device.to_owned());
         }
         let empty = Samples {

@@ -3,6 +3,8 @@
 //! backend. One test binary; a module per area.
 
 mod fake;
+#[path = "../support/isolated.rs"]
+mod isolated;
 #[path = "../support/shared_driver_cache.rs"]
 mod shared_driver_cache;
 

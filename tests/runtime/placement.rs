@@ -782,6 +782,56 @@ fn fake_placement(cache: &std::path::Path, tokens: [u64; 2]) -> Placement {
 }
 
 #[test]
+fn placement_learns_a_run_after_other_work_on_another_device_as_a_move() {
+    // A placement's devices also do work that does not go through it: its runtimes used
+    // directly, another placement, the benchmark's devices running alone between placed passes.
+    // A placed run right after such work on another device pays for the move and is learned as
+    // one; right after such work on its own device, as a run that stayed. (In a process of its
+    // own: which device did work last is the whole process's, and other tests' devices work.)
+    if super::isolated::ran_in_own_process(
+        module_path!(),
+        "placement_learns_a_run_after_other_work_on_another_device_as_a_move",
+        &[],
+    ) {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let placement = fake_placement(cache.path(), [41, 42]);
+    placement.pin("saxpy", "a").unwrap();
+    let work = saxpy(1000.0);
+    let touch = |runtime: &sparkle::Runtime| {
+        let buffer = runtime.create_buffer(16, sparkle::BufferUsage::InOut)?;
+        runtime.write_buffer(&buffer, 0, &[0; 16])
+    };
+    let placed = |placement: &Placement| {
+        placement
+            .run_timed(&work, |runtime| {
+                touch(runtime)?;
+                Ok(((), 1e-3))
+            })
+            .unwrap()
+    };
+    let (a, b) = (placement.runtime(0).unwrap().clone(), placement.runtime(1).unwrap().clone());
+    let runs_on_a = |placement: &Placement| {
+        placement.explain(&work).predictions[0].samples.map_or((0, 0), |s| (s.moved_s.1, s.stayed_s.1))
+    };
+    touch(&a).unwrap();
+    assert_eq!(placed(&placement).label, "a");
+    assert_eq!(runs_on_a(&placement), (0, 1), "after a's own work: stayed");
+    placed(&placement);
+    assert_eq!(runs_on_a(&placement), (0, 2));
+    // b works outside the placement: the placement's last run was on a, but the machine moved.
+    touch(&b).unwrap();
+    placed(&placement);
+    assert_eq!(runs_on_a(&placement), (1, 2), "after b's work outside the placement: moved");
+    // a works outside it: the next placed run on a stayed.
+    touch(&b).unwrap();
+    touch(&a).unwrap();
+    placed(&placement);
+    assert_eq!(runs_on_a(&placement), (1, 3), "after a's own work outside the placement: stayed");
+}
+
+#[test]
 fn placement_history_is_kept_per_device_set_verified_and_cleared() {
     let cache = tempfile::tempdir().unwrap();
     let work = saxpy(1000.0);

@@ -23,8 +23,7 @@ use sparkle::Runtime;
 mod fake_compiler;
 use fake_compiler::compiler;
 
-#[path = "../support/isolated.rs"]
-mod isolated;
+use super::isolated;
 
 /// A process's runtime on the simulated gfx1100 with the compiler `build`, caching in `cache`.
 fn open(tools: &Path, cache: &Path, build: &str) -> Runtime {
