@@ -177,8 +177,9 @@ impl Runtime {
         self.device.info().backend
     }
 
-    /// Whether work on another device of this process came after this device's last work (or
-    /// none came yet: `None`); a placement learns what moving between devices costs from it.
+    /// Whether work on another device of this process came after this device's last work
+    /// (`None` before any device of the process did work); a placement learns what moving
+    /// between devices costs from it.
     pub(crate) fn another_device_worked_last(&self) -> Option<bool> {
         activity::last().map(|last| last != self.device.activity_id())
     }
