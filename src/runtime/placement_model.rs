@@ -28,8 +28,9 @@
 //! the explored runs themselves; the move back that the next run on the workload's device pays
 //! is not (on the 2-core machine, llvmpipe beside the simulator, it added about half as much
 //! again). Counting it too was tried: with explorations that much rarer, a shape settled on the
-//! wrong device was brought back less often, and the stream was no faster (six runs each). When several trusted devices are within the switch
-//! margin of the best for a new workload, it goes to the one most other workloads run on: moving
+//! wrong device was brought back less often, and the stream was no faster (six runs each).
+//! When several trusted devices are within the switch margin of the best for a new workload, it
+//! goes to the one most other workloads run on: moving
 //! a stream between devices for no clear gain costs the wake-up of the other device's threads
 //! (measured: 15-20 µs per move between two H200s). That cost is also learned per device — how
 //! much its runs right after a run elsewhere exceed those right after its own
