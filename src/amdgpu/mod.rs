@@ -1,6 +1,6 @@
 //! The experimental `amdgpu` backend: direct submission of PM4 command buffers to AMD RDNA2/RDNA3
 //! GPUs through their DRM render node, and (feature `amdgpu-sim`) the same device code over a
-//! simulated gfx1100 ([`sim`]).
+//! simulated gfx1100 (`sim.rs`).
 //!
 //! Most programs never name this module: [`Runtime::from_env`](crate::Runtime::from_env) opens
 //! the backend `SPARKLE_BACKEND` names. What is here is for opening a device with options of
@@ -32,7 +32,7 @@
 //! | error | `error.rs` | [`AmdgpuError`] → [`ErrorKind`](crate::ErrorKind) |
 //!
 //! Backend-specific files: `render_node.rs` (the real kernel driver: ioctls on the render node)
-//! and [`sim`] (the simulated driver behind `amdgpu-sim`).
+//! and `sim.rs` (the simulated driver behind `amdgpu-sim`).
 
 mod device;
 mod device_info;
