@@ -66,7 +66,8 @@ pub struct OpenClOptions {
     pub std: Option<String>,
     /// `-O<n>`; None: the default, 3.
     pub opt_level: Option<u8>,
-    /// The math options given, each once, in [`MATH`] order.
+    /// The math options given, each once, in the order their flags are given to clang
+    /// (`-cl-fast-relaxed-math` first, `-cl-single-precision-constant` last).
     pub math: Vec<String>,
     /// `-D` definitions in order (a definition without `=` defines the name as 1).
     pub defines: Vec<(String, Option<String>)>,
