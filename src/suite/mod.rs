@@ -38,6 +38,7 @@ macro_rules! with_opencl_sources {
 }
 
 mod check;
+mod chosen;
 pub mod conv2d;
 pub mod gemm;
 pub mod saxpy;
@@ -49,6 +50,7 @@ pub mod winograd;
 use std::time::Duration;
 
 pub use check::{verify, Mismatch, Verdict};
+pub use chosen::chosen_spec;
 
 use crate::hal::{DeviceInfo, Limits};
 use crate::kernel::KernelSpec;
@@ -314,17 +316,6 @@ pub fn shape_cases(seed: u64, quick: bool) -> Vec<Box<dyn Case>> {
         conv(32, 3, 224, 224, 64, 3, 2),
         conv(8, 66, 28, 28, 130, 3, 1),
     ]
-}
-
-/// The spec `case` runs on `backend`: the tuned winner for this GPU and problem if `sparkle
-/// tune` stored one, else the device class's default — either only if the backend takes its
-/// source language (the tuned variants are GLSL), else the portable [`Case::spec`].
-pub fn chosen_spec(backend: &Runtime, case: &dyn Case) -> KernelSpec {
-    tuning::Tuning::load(backend)
-        .and_then(|tuning| tuning.spec_for(backend, case))
-        .or_else(|| Some(case.default_spec(backend.info())))
-        .filter(|spec| takes(backend, spec))
-        .unwrap_or_else(|| case.spec())
 }
 
 /// The variants of `case` worth timing on `backend`: those in a language it takes, else just

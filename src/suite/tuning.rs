@@ -176,6 +176,7 @@ impl Tuning {
         file.write_all(text.as_bytes()).map_err(|e| io("write", e))?;
         file.as_file().sync_all().map_err(|e| io("write", e))?;
         file.persist(&path).map_err(|e| io("replace", e.error))?;
+        super::chosen::forget(&path);
         Ok(path)
     }
 }

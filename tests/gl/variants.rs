@@ -313,8 +313,11 @@ fn a_tuned_choice_is_kept_per_gpu_and_found_by_a_fresh_runtime() {
     let stored = tuning::Tuning::load(&second).expect("the choice was kept on disk");
     assert_eq!(stored.choice(&case), Some(&outcome.choice));
     let spec = suite::chosen_spec(&second, &case);
-    let winner = case.variants(&second.info().limits).into_iter().find(|(l, _)| *l == outcome.choice.variant);
-    assert_eq!(Some(spec), winner.map(|(_, s)| s));
+    let variants = case.variants(&second.info().limits);
+    let winner = variants.iter().find(|(l, _)| *l == outcome.choice.variant).map(|(_, s)| s.clone());
+    assert_eq!(Some(spec), winner);
+    // Asked again, from what this process remembers of the file: the same.
+    assert_eq!(Some(suite::chosen_spec(&second, &case)), winner);
     // Another problem of the same kernel is not tuned: it gets the default.
     let other = Sgemm::random(64, 64, 32, 9);
     assert_eq!(suite::chosen_spec(&second, &other), other.default_spec(second.info()));
@@ -322,4 +325,14 @@ fn a_tuned_choice_is_kept_per_gpu_and_found_by_a_fresh_runtime() {
     // A damaged file means defaults, never a failure.
     std::fs::write(&path, b"{ not json").unwrap();
     assert_eq!(suite::chosen_spec(&second, &case), case.default_spec(second.info()));
+
+    // A choice another process writes over the file is used from the next call on.
+    let (label, replacement) = variants.iter().find(|(l, _)| *l != outcome.choice.variant).unwrap().clone();
+    let mut replaced = stored.clone();
+    replaced.choices.insert(outcome.key.clone(), tuning::Choice { variant: label, ..outcome.choice.clone() });
+    std::fs::write(&path, serde_json::to_vec_pretty(&replaced).unwrap()).unwrap();
+    assert_eq!(suite::chosen_spec(&second, &case), replacement);
+    // So is one this process stores, whatever the file's size and time.
+    tuning::Tuning::store(&second, &outcome.key, outcome.choice.clone()).unwrap();
+    assert_eq!(Some(suite::chosen_spec(&second, &case)), winner);
 }
