@@ -36,7 +36,7 @@ pub use placement_decision::{Basis, Decision, Prediction, Reason};
 pub use placement_history::{clear_histories, HISTORY_DIR, HISTORY_FORMAT_VERSION, MAX_HISTORIES};
 pub use placement_inputs::{DeviceCosts, ModelDevice, SizeClass, Workload};
 pub use placement_model::{PlacementModel, PlacementRules};
-pub use placement_samples::{Moves, Samples, Spent, FIRST_SAMPLES};
+pub use placement_samples::{Moves, Pace, Samples, Spent, FIRST_SAMPLES};
 pub use rebuild::{RebuildOutcome, RebuildProgress, RebuildReport, BACKGROUND_BUDGET, REBUILD_ENV};
 pub use registry::{BackendChoice, BackendEntry, BACKENDS, BACKEND_ENV};
 pub use validate::Arg;

@@ -26,6 +26,9 @@ pub struct Prediction {
     pub basis: Basis,
     /// The history, if any sample was taken.
     pub samples: Option<Samples>,
+    /// The factor the history's times were multiplied by to stand at its device's pace now
+    /// (1: none; see [`Pace`](super::Pace)).
+    pub pace: f64,
 }
 
 /// Why a device was chosen.
@@ -96,6 +99,13 @@ impl fmt::Display for Decision {
                 )?,
                 None => writeln!(f, ", no samples")?,
             }
+            if (p.pace - 1.0).abs() > 1e-9 {
+                writeln!(
+                    f,
+                    "               learned at another pace of its device: its times x{:.2} now",
+                    p.pace
+                )?;
+            }
             if let Some((staying, moves)) = self.weighed.get(i).filter(|_| p.basis == Basis::Learned) {
                 writeln!(
                     f,
@@ -147,6 +157,7 @@ mod tests {
             stayed_s: (0.0, 0),
             warm_ups,
             first_s: [1e-3; FIRST_SAMPLES],
+            pace_ln: 0.0,
         }
     }
 
@@ -157,6 +168,7 @@ mod tests {
             seconds: 1e-3,
             basis: Basis::Heuristic,
             samples: Some(samples),
+            pace: 1.0,
         };
         let decision = Decision {
             device: 0,

@@ -39,8 +39,13 @@
 //! [`record_after`](PlacementModel::record_after)) — and a
 //! workload runs away from the device most workloads run on only when its time there plus the
 //! moves there and back still wins by the margin (on llvmpipe beside the simulator, sharing two
-//! cores, a move costs about 0.1 ms; a GPU left idle comes back about 10% slower). Everything
-//! here is deterministic: no clock, no random numbers.
+//! cores, a move costs about 0.1 ms; a GPU left idle comes back about 10% slower). A device's
+//! first stretch of work can run at another pace than the rest (llvmpipe on the 2-core machine
+//! ran its first ~0.3 s of runs about twice as slow, an H200 its first small problems five
+//! times), so each device also learns its [`Pace`]: how its established histories' runs compare
+//! with their own first runs. A history still made of first runs (a workload another device
+//! won during learning) is judged at the device's pace now, and brought to it when it is run
+//! again. Everything here is deterministic: no clock, no random numbers.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -48,11 +53,22 @@ use serde::{Deserialize, Serialize};
 
 use super::placement_decision::{Basis, Decision, Prediction, Reason};
 use super::placement_inputs::{DeviceCosts, ModelDevice, SizeClass, Workload};
-use super::placement_samples::{average_in, Moves, Samples, Spent, FIRST_SAMPLES};
+use super::placement_samples::{average_in, Moves, Pace, Samples, Spent, FIRST_SAMPLES};
 
 /// Runs right after one on the same device that a workload's history needs before their
 /// average stands for its time with the stream staying on the device (one may be a spike).
 const STAYED_SAMPLES: u64 = 2;
+
+/// Weight of one run in a device's [`Pace`]: a device runs several workloads, each of whose
+/// first runs stood at its own distance from the device's pace, so one run moves it a little.
+const PACE_ALPHA: f64 = 0.1;
+
+/// Runs a device's pace is learned from before a history is judged at it.
+const PACE_SAMPLES: u64 = 3;
+
+/// At most this factor (either way) between a history's times and the same runs at its
+/// device's pace now.
+const PACE_LIMIT: f64 = 4.0;
 
 /// The knobs of the decision rule.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -139,6 +155,8 @@ pub struct PlacementModel {
     /// Device → how its runs right after a run on another device and right after one on itself
     /// differ from their learned means (what moving the stream to it costs).
     pub(crate) moves: BTreeMap<String, Moves>,
+    /// Device → how fast it runs now against its established histories' first runs.
+    pub(crate) paces: BTreeMap<String, Pace>,
     /// The device of the latest run recorded (not kept across processes).
     pub(crate) last_device: Option<String>,
     /// Decisions and samples taken, for ordering entries by age.
@@ -193,6 +211,8 @@ struct StoredModel {
     costs: BTreeMap<String, DeviceCosts>,
     #[serde(default)]
     moves: BTreeMap<String, Moves>,
+    #[serde(default)]
+    paces: BTreeMap<String, Pace>,
     tick: u64,
     #[serde(default)]
     spent: Spent,
@@ -204,6 +224,7 @@ impl From<PlacementModel> for StoredModel {
             scale: model.scale,
             costs: model.costs,
             moves: model.moves,
+            paces: model.paces,
             tick: model.tick,
             spent: model.spent,
             ..StoredModel::default()
@@ -240,6 +261,7 @@ impl TryFrom<StoredModel> for PlacementModel {
             scale: stored.scale,
             costs: stored.costs,
             moves: stored.moves,
+            paces: stored.paces,
             tick: stored.tick,
             spent: stored.spent,
             ..PlacementModel::default()
@@ -342,6 +364,26 @@ impl PlacementModel {
         self.moves.get(device).map_or(0.0, |moves| moves.cost_of_s(run_s))
     }
 
+    /// How fast `device` runs now against its established histories' first runs, if that was
+    /// learned ([`Pace`]).
+    pub fn pace_of(&self, device: &str) -> Option<Pace> {
+        self.paces.get(device).copied()
+    }
+
+    /// The factor that brings `samples` of `device` to the device's pace now: 1 for an
+    /// established history (its moving average follows the device's runs as they come) and
+    /// while the pace is not yet learned, else e^(pace now - pace of its times), within
+    /// [`PACE_LIMIT`] either way.
+    fn pace_factor(&self, device: &str, samples: &Samples) -> f64 {
+        match self.paces.get(device) {
+            Some(pace) if pace.samples >= PACE_SAMPLES && samples.count <= FIRST_SAMPLES as u64 => {
+                let limit = PACE_LIMIT.ln();
+                (pace.ln - samples.pace_ln).clamp(-limit, limit).exp()
+            }
+            _ => 1.0,
+        }
+    }
+
     /// How many (kernel, size class, device) histories are kept.
     pub fn len(&self) -> usize {
         self.workloads.values().flatten().map(|state| state.samples.len()).sum()
@@ -418,12 +460,16 @@ impl PlacementModel {
             .map(|d| {
                 let samples = state.and_then(|state| state.samples_of(&d.label)).copied();
                 match samples {
-                    Some(s) if s.count >= u64::from(rules.trust_after.max(1)) => Prediction {
-                        device: d.label.clone(),
-                        seconds: s.mean_s,
-                        basis: Basis::Learned,
-                        samples,
-                    },
+                    Some(s) if s.count >= u64::from(rules.trust_after.max(1)) => {
+                        let pace = self.pace_factor(&d.label, &s);
+                        Prediction {
+                            device: d.label.clone(),
+                            seconds: s.mean_s * pace,
+                            basis: Basis::Learned,
+                            samples,
+                            pace,
+                        }
+                    }
                     _ => {
                         let factor = self.scale.get(&d.label).map_or(1.0, |ln| ln.exp());
                         Prediction {
@@ -431,6 +477,7 @@ impl PlacementModel {
                             seconds: d.costs.predict(workload) * factor,
                             basis: Basis::Heuristic,
                             samples,
+                            pace: 1.0,
                         }
                     }
                 }
@@ -544,15 +591,19 @@ impl PlacementModel {
         // after other devices' (calibration alternates them), the mean less what moving to the
         // device costs a run: an H200 whose learning runs of saxpy n=16384 all came right after
         // llvmpipe's averaged 0.34 ms, and ran it in 0.13 in the settled stream. Else the
-        // prediction.
-        let settled = |i: usize| match predictions[i].samples {
-            Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= STAYED_SAMPLES => {
-                s.stayed_s.0.min(s.mean_s)
+        // prediction. Each at the device's pace now.
+        let settled = |i: usize| {
+            let pace = predictions[i].pace;
+            match predictions[i].samples {
+                Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= STAYED_SAMPLES => {
+                    s.stayed_s.0.min(s.mean_s) * pace
+                }
+                Some(s) if predictions[i].basis == Basis::Learned && s.moved_s.1 > 0 => self
+                    .moves
+                    .get(&devices[i].label)
+                    .map_or(s.mean_s * pace, |moves| moves.stayed_of_s(s.mean_s * pace)),
+                _ => predictions[i].seconds,
             }
-            Some(s) if predictions[i].basis == Basis::Learned && s.moved_s.1 > 0 => {
-                self.moves.get(&devices[i].label).map_or(s.mean_s, |moves| moves.stayed_of_s(s.mean_s))
-            }
-            _ => predictions[i].seconds,
         };
         // Moving there, then back home (this workload's time at home stands in for the next run
         // there, which is not known).
@@ -796,6 +847,7 @@ impl PlacementModel {
             stayed_s: (0.0, 0),
             warm_ups: 0,
             first_s: [0.0; FIRST_SAMPLES],
+            pace_ln: 0.0,
         };
         let at = match at {
             Some(at) => at,
@@ -824,8 +876,36 @@ impl PlacementModel {
         if stale {
             *samples = Samples { warm_ups: samples.warm_ups, ..empty };
         }
+        // A history still forming (its mean is its first samples' median) is brought to its
+        // device's pace now before this run joins it, so that its first samples stand at one
+        // pace: the one it then keeps, and is judged from.
+        let pace = self.paces.get(device).copied().filter(|pace| pace.samples >= PACE_SAMPLES);
+        let pace_now = pace.map_or(0.0, |pace| pace.ln);
+        if samples.count < FIRST_SAMPLES as u64 {
+            if samples.count > 0 && pace_now != samples.pace_ln {
+                let limit = PACE_LIMIT.ln();
+                samples.rescale((pace_now - samples.pace_ln).clamp(-limit, limit).exp());
+            }
+            samples.pace_ln = pace_now;
+        }
         // One run far off (another process took the machine) counts as twice the mean.
         let bounded = if samples.count > 0 { seconds.min(2.0 * samples.mean_s) } else { seconds };
+        // An established history's run that stayed on the device says how fast the device runs
+        // now against that history's first runs (a moved run would count the move too).
+        if samples.count >= FIRST_SAMPLES as u64 && moved != Some(true) {
+            if let Some(first) = samples.first_median_s().filter(|&first| first > 0.0 && bounded > 0.0) {
+                let observed = (bounded / first).ln() + samples.pace_ln;
+                let mut average = self.paces.get(device).map_or((0.0, 0), |pace| (pace.ln, pace.samples));
+                average_in(&mut average, observed, PACE_ALPHA);
+                let learned = Pace { ln: average.0, samples: average.1 };
+                match self.paces.get_mut(device) {
+                    Some(pace) => *pace = learned,
+                    None => {
+                        self.paces.insert(device.to_owned(), learned);
+                    }
+                }
+            }
+        }
         samples.add(seconds, rules.alpha, tick);
         // The same workload on the same device, right after a run elsewhere and right after one
         // here, kept apart: the time of a run with the stream staying on the device, and the

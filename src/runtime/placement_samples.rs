@@ -1,7 +1,8 @@
 //! What the placement measured: per (kernel, size class, device) the [`Samples`] of its runs —
 //! the first runs' median, then a moving average, with the spread and the last two — and, per
-//! model, the time runs and explorations took ([`Spent`]) and what moving the stream to a device
-//! costs ([`Moves`]).
+//! model, the time runs and explorations took ([`Spent`]), what moving the stream to a device
+//! costs ([`Moves`]) and how fast each device runs now against its histories' first runs
+//! ([`Pace`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,11 @@ pub struct Samples {
     /// there are more, the mean is their median.
     #[serde(default)]
     pub first_s: [f64; FIRST_SAMPLES],
+    /// The [`Pace`] of its device (ln) that its times are expressed at: the pace when its
+    /// first samples were taken, or the one they were brought to since (0: the device's first
+    /// runs, before any pace was learned).
+    #[serde(default)]
+    pub pace_ln: f64,
 }
 
 /// How many first samples of a history set its mean by their median before the moving average
@@ -60,6 +66,32 @@ impl Samples {
         first.iter().chain(last).copied().min_by(f64::total_cmp)
     }
 
+    /// The median of the first samples (the mean while there are no more than
+    /// [`FIRST_SAMPLES`]; `None` before any).
+    pub fn first_median_s(&self) -> Option<f64> {
+        let n = (self.count as usize).min(FIRST_SAMPLES);
+        (n > 0).then(|| {
+            let mut first = self.first_s;
+            median(&mut first[..n])
+        })
+    }
+
+    /// Multiplies every time kept by `factor`: the device's pace changed by that much since
+    /// they were taken.
+    pub(crate) fn rescale(&mut self, factor: f64) {
+        let n = (self.count as usize).min(FIRST_SAMPLES);
+        for value in &mut self.first_s[..n] {
+            *value *= factor;
+        }
+        for value in &mut self.last_s {
+            *value *= factor;
+        }
+        self.mean_s *= factor;
+        self.var_s2 *= factor * factor;
+        self.moved_s.0 *= factor;
+        self.stayed_s.0 *= factor;
+    }
+
     /// Learns one more sample. The first [`FIRST_SAMPLES`] set the mean by their median and the
     /// spread by their median absolute deviation; later ones move a moving average. A moving
     /// average started from its first sample carries it for many runs (after five samples at
@@ -69,15 +101,6 @@ impl Samples {
         let n = self.count as usize;
         if n < FIRST_SAMPLES {
             self.first_s[n] = seconds;
-            let median = |values: &mut [f64]| {
-                values.sort_by(f64::total_cmp);
-                let half = values.len() / 2;
-                if values.len() % 2 == 1 {
-                    values[half]
-                } else {
-                    0.5 * (values[half - 1] + values[half])
-                }
-            };
             let mut first = self.first_s;
             let mean = median(&mut first[..=n]);
             let mut deviations = [0.0; FIRST_SAMPLES];
@@ -102,6 +125,34 @@ impl Samples {
         self.count += 1;
         self.seen = tick;
     }
+}
+
+/// The median of `values` (sorted in place; 0 for none).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let half = values.len() / 2;
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[half],
+        _ => 0.5 * (values[half - 1] + values[half]),
+    }
+}
+
+/// How fast a device runs now against the first runs of the histories it keeps running: a
+/// moving average, over the runs of its established histories (more than [`FIRST_SAMPLES`]
+/// samples) that stayed on it, of ln(run / the history's first samples' median) plus the pace
+/// those first samples were taken at. A device's first stretch of work can run at another pace
+/// than the rest: on the 2-core machine llvmpipe ran every run of the placement's first 14
+/// passes (its first ~0.3 s of work after its programs were built) about twice as slow as
+/// later; an H200's first runs of small problems took 1 ms against 0.2 later. A history learned
+/// then and not run since (a workload another device won) keeps those times; judged at the
+/// device's pace now, it is compared with what the winner does now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pace {
+    /// The moving average (natural log; 0 is the pace of the device's first runs).
+    pub ln: f64,
+    /// Runs it was learned from.
+    pub samples: u64,
 }
 
 /// The time of the runs a model learned from, and how much of it exploring took.
