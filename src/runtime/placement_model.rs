@@ -375,8 +375,11 @@ impl PlacementModel {
     /// while the pace is not yet learned, else e^(pace now - pace of its times), within
     /// [`PACE_LIMIT`] either way.
     fn pace_factor(&self, device: &str, samples: &Samples) -> f64 {
+        if samples.count > FIRST_SAMPLES as u64 {
+            return 1.0;
+        }
         match self.paces.get(device) {
-            Some(pace) if pace.samples >= PACE_SAMPLES && samples.count <= FIRST_SAMPLES as u64 => {
+            Some(pace) if pace.samples >= PACE_SAMPLES => {
                 let limit = PACE_LIMIT.ln();
                 (pace.ln - samples.pace_ln).clamp(-limit, limit).exp()
             }
@@ -879,8 +882,8 @@ impl PlacementModel {
         // A history still forming (its mean is its first samples' median) is brought to its
         // device's pace now before this run joins it, so that its first samples stand at one
         // pace: the one it then keeps, and is judged from.
-        let pace = self.paces.get(device).copied().filter(|pace| pace.samples >= PACE_SAMPLES);
-        let pace_now = pace.map_or(0.0, |pace| pace.ln);
+        let pace = self.paces.get(device).copied().unwrap_or_default();
+        let pace_now = if pace.samples >= PACE_SAMPLES { pace.ln } else { 0.0 };
         if samples.count < FIRST_SAMPLES as u64 {
             if samples.count > 0 && pace_now != samples.pace_ln {
                 let limit = PACE_LIMIT.ln();
@@ -895,7 +898,7 @@ impl PlacementModel {
         if samples.count >= FIRST_SAMPLES as u64 && moved != Some(true) {
             if let Some(first) = samples.first_median_s().filter(|&first| first > 0.0 && bounded > 0.0) {
                 let observed = (bounded / first).ln() + samples.pace_ln;
-                let mut average = self.paces.get(device).map_or((0.0, 0), |pace| (pace.ln, pace.samples));
+                let mut average = (pace.ln, pace.samples);
                 average_in(&mut average, observed, PACE_ALPHA);
                 let learned = Pace { ln: average.0, samples: average.1 };
                 match self.paces.get_mut(device) {
