@@ -617,8 +617,8 @@ fn breakdown(
         median(&clock_after_run) * 1e6,
         clock_after_run.len()
     );
-    // The placement asks the device's program cache whether a run compiled (its statistics):
-    // what that costs right after a device run.
+    // What a device's cache statistics cost right after a device run (the placement, which
+    // asks whether a run compiled, reads the one counter instead).
     let stats_after_run = after_each_device_run(placement, cases, |runtime| {
         std::hint::black_box(runtime.cache_stats());
     })?;

@@ -798,6 +798,13 @@ impl<P: Send + Sync + 'static> ProgramCache<P> {
     }
 
     /// A snapshot of the statistics.
+    /// Programs this cache compiled so far ([`CacheStats::compiles`] alone: one counter read,
+    /// where the statistics visit every tier).
+    pub fn compiles(&self) -> u64 {
+        self.counters.compiles.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Everything counted so far, per tier.
     pub fn stats(&self) -> CacheStats {
         let mut stats = CacheStats::default();
         self.memory.fill(&mut stats);

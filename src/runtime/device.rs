@@ -78,6 +78,9 @@ pub(crate) trait DynDevice: Send + Sync {
     fn completed(&self) -> u64;
     fn wait(&self, fence: u64, timeout: Duration) -> Result<bool>;
     fn cache_stats(&self) -> CacheStats;
+    /// Programs the device's cache compiled so far (one counter: the placement asks it after
+    /// runs that may have compiled).
+    fn compiles(&self) -> u64;
     fn cache_dir(&self) -> Option<PathBuf>;
     /// Whether the program cache writes entries to disk.
     fn cache_writable(&self) -> bool;
@@ -464,6 +467,10 @@ impl<A: Api> DynDevice for Core<A> {
 
     fn cache_stats(&self) -> CacheStats {
         self.cache.stats()
+    }
+
+    fn compiles(&self) -> u64 {
+        self.cache.compiles()
     }
 
     #[cfg(feature = "remote")]

@@ -193,7 +193,7 @@ impl Placement {
                 ));
             }
             let costs = DeviceCosts::for_class(runtime.info().class);
-            let compiles_seen = AtomicU64::new(runtime.cache_stats().compiles);
+            let compiles_seen = AtomicU64::new(runtime.compiles());
             devices.push(PlacedDevice { label, runtime, costs, lost: AtomicBool::new(false), compiles_seen });
         }
         let identities: Vec<String> =
@@ -426,7 +426,7 @@ impl Placement {
     /// device: such a run paid for the compile and the driver's work on first use, so it says
     /// nothing about the device. Whether it compiled is asked of the device only when it may
     /// have: while the workload's history on the device is not yet trusted, or when the run
-    /// took more than [`COMPILE_SUSPECT`] times its mean (asking costs a few µs a run). `moved`:
+    /// took more than [`COMPILE_SUSPECT`] times its mean. `moved`:
     /// whether another device's work came right before it.
     fn record_measured(&self, workload: &Workload, device: usize, seconds: f64, moved: Option<bool>) {
         let placed = &self.devices[device];
@@ -436,7 +436,7 @@ impl Placement {
             .filter(|s| s.count >= u64::from(self.rules.trust_after.max(1)))
             .is_some_and(|s| seconds <= s.mean_s * COMPILE_SUSPECT);
         if !usual {
-            let now = placed.runtime.cache_stats().compiles;
+            let now = placed.runtime.compiles();
             let before = placed.compiles_seen.swap(now, Ordering::Relaxed);
             if now > before {
                 tracing::debug!(
