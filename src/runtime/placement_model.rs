@@ -879,12 +879,13 @@ impl PlacementModel {
         if stale {
             *samples = Samples { warm_ups: samples.warm_ups, ..empty };
         }
-        // A history still forming (its mean is its first samples' median) is brought to its
+        // A history still made of first runs (its mean is their median) is brought to its
         // device's pace now before this run joins it, so that its first samples stand at one
-        // pace: the one it then keeps, and is judged from.
+        // pace, the one it then keeps: the next runs' moving average starts from the median at
+        // that pace, not from the one a slow first stretch left.
         let pace = self.paces.get(device).copied().unwrap_or_default();
         let pace_now = if pace.samples >= PACE_SAMPLES { pace.ln } else { 0.0 };
-        if samples.count < FIRST_SAMPLES as u64 {
+        if samples.count <= FIRST_SAMPLES as u64 {
             if samples.count > 0 && pace_now != samples.pace_ln {
                 let limit = PACE_LIMIT.ln();
                 samples.rescale((pace_now - samples.pace_ln).clamp(-limit, limit).exp());

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use sparkle::cache::CacheConfig;
 use sparkle::runtime::{
-    clear_histories, Basis, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Reason, HISTORY_DIR,
+    clear_histories, Basis, DeviceCosts, ModelDevice, PlacementModel, PlacementRules, Reason, FIRST_SAMPLES,
+    HISTORY_DIR,
 };
 use sparkle::{Access, KernelSpec, Placement, Workload};
 
@@ -1469,4 +1470,31 @@ fn placement_judges_a_loser_s_early_history_at_the_pace_its_device_runs_now() {
     let cpu = &model.predict(&late, &devs, &rules)[0];
     assert_eq!((cpu.basis, cpu.pace), (Basis::Learned, 1.0), "{cpu:?}");
     assert!((cpu.seconds - 0.5e-3).abs() < 1e-12, "{cpu:?}");
+}
+
+#[test]
+fn placement_brings_a_history_of_first_runs_to_its_device_s_pace_when_it_runs_again() {
+    // A history of eight first runs, learned while its device ran twice as slow; the device's
+    // pace, learned since from another workload it kept running, says so. The history is judged
+    // at that pace, and when it runs once more its moving average starts from its first runs at
+    // that pace: one run must not bring back the slow first stretch.
+    let devs = devices(&[("a", FAST), ("b", FAST)]);
+    let rules = exact();
+    let (stale, other) = (Workload::new("stale", 1e3, 1e3), Workload::new("other", 1e6, 1e6));
+    let mut model = PlacementModel::new();
+    for _ in 0..FIRST_SAMPLES {
+        model.record_after(&stale, "a", &FAST, 0.4e-3, &rules, Some(false));
+    }
+    for run in 0..40 {
+        let seconds = if run < FIRST_SAMPLES { 2e-3 } else { 1e-3 };
+        model.record_after(&other, "a", &FAST, seconds, &rules, Some(false));
+    }
+    let pace = model.pace_of("a").expect("a pace");
+    assert!((pace.ln - 0.5f64.ln()).abs() < 0.05, "{pace:?}");
+    let judged = &model.predict(&stale, &devs, &rules)[0];
+    assert!((judged.seconds - 0.2e-3).abs() < 0.01e-3, "{judged:?}");
+    model.record_after(&stale, "a", &FAST, 0.2e-3, &rules, Some(false));
+    let after = &model.predict(&stale, &devs, &rules)[0];
+    assert_eq!(after.pace, 1.0, "{after:?}");
+    assert!((after.seconds - 0.2e-3).abs() < 0.01e-3, "{after:?}");
 }
