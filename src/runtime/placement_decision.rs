@@ -158,6 +158,7 @@ mod tests {
             warm_ups,
             first_s: [1e-3; FIRST_SAMPLES],
             pace_ln: 0.0,
+            first_pace_ln: 0.0,
         }
     }
 

@@ -43,9 +43,10 @@
 //! first stretch of work can run at another pace than the rest (llvmpipe on the 2-core machine
 //! ran its first ~0.3 s of runs about twice as slow, an H200 its first small problems five
 //! times), so each device also learns its [`Pace`]: how its established histories' runs compare
-//! with their own first runs. A history still made of first runs (a workload another device
-//! won during learning) is judged at the device's pace now, and brought to it when it is run
-//! again. Everything here is deterministic: no clock, no random numbers.
+//! with their own first runs. Each history keeps the pace its times stand at, and a device's
+//! history of a workload another device runs is judged at the device's pace now: one it stopped
+//! running during a slow stretch (a workload another device won during learning) is no longer
+//! held to that stretch. A history of first runs is brought to the pace when it runs again. Everything here is deterministic: no clock, no random numbers.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -370,12 +371,13 @@ impl PlacementModel {
         self.paces.get(device).copied()
     }
 
-    /// The factor that brings `samples` of `device` to the device's pace now: 1 for an
-    /// established history (its moving average follows the device's runs as they come) and
-    /// while the pace is not yet learned, else e^(pace now - pace of its times), within
-    /// [`PACE_LIMIT`] either way.
-    fn pace_factor(&self, device: &str, samples: &Samples) -> f64 {
-        if samples.count > FIRST_SAMPLES as u64 {
+    /// The factor that brings `samples` of `device` to the device's pace now: e^(pace now -
+    /// pace of its times), within [`PACE_LIMIT`] either way; 1 while the pace is not learned,
+    /// and for the device running the workload (`running`): its runs keep its history at the
+    /// pace, and a pace learned off (a device's first runs of a workload mix in the moves of
+    /// calibration) must not make the device running it look faster than it runs.
+    fn pace_factor(&self, device: &str, samples: &Samples, running: bool) -> f64 {
+        if running {
             return 1.0;
         }
         match self.paces.get(device) {
@@ -464,7 +466,9 @@ impl PlacementModel {
                 let samples = state.and_then(|state| state.samples_of(&d.label)).copied();
                 match samples {
                     Some(s) if s.count >= u64::from(rules.trust_after.max(1)) => {
-                        let pace = self.pace_factor(&d.label, &s);
+                        let running =
+                            state.and_then(|state| state.current.as_deref()) == Some(d.label.as_str());
+                        let pace = self.pace_factor(&d.label, &s, running);
                         Prediction {
                             device: d.label.clone(),
                             seconds: s.mean_s * pace,
@@ -851,6 +855,7 @@ impl PlacementModel {
             warm_ups: 0,
             first_s: [0.0; FIRST_SAMPLES],
             pace_ln: 0.0,
+            first_pace_ln: 0.0,
         };
         let at = match at {
             Some(at) => at,
@@ -891,14 +896,16 @@ impl PlacementModel {
                 samples.rescale((pace_now - samples.pace_ln).clamp(-limit, limit).exp());
             }
             samples.pace_ln = pace_now;
+            samples.first_pace_ln = pace_now;
         }
         // One run far off (another process took the machine) counts as twice the mean.
         let bounded = if samples.count > 0 { seconds.min(2.0 * samples.mean_s) } else { seconds };
         // An established history's run that stayed on the device says how fast the device runs
         // now against that history's first runs (a moved run would count the move too).
-        if samples.count >= FIRST_SAMPLES as u64 && moved != Some(true) {
+        let established = samples.count >= FIRST_SAMPLES as u64;
+        if established && moved != Some(true) {
             if let Some(first) = samples.first_median_s().filter(|&first| first > 0.0 && bounded > 0.0) {
-                let observed = (bounded / first).ln() + samples.pace_ln;
+                let observed = (bounded / first).ln() + samples.first_pace_ln;
                 let mut average = (pace.ln, pace.samples);
                 average_in(&mut average, observed, PACE_ALPHA);
                 let learned = Pace { ln: average.0, samples: average.1 };
@@ -911,6 +918,10 @@ impl PlacementModel {
             }
         }
         samples.add(seconds, rules.alpha, tick);
+        if established {
+            // Its moving average now holds this run, taken at the pace now, with that weight.
+            samples.pace_ln += rules.alpha * (pace_now - samples.pace_ln);
+        }
         // The same workload on the same device, right after a run elsewhere and right after one
         // here, kept apart: the time of a run with the stream staying on the device, and the
         // contrast below.

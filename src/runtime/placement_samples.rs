@@ -32,11 +32,16 @@ pub struct Samples {
     /// there are more, the mean is their median.
     #[serde(default)]
     pub first_s: [f64; FIRST_SAMPLES],
-    /// The [`Pace`] of its device (ln) that its times are expressed at: the pace when its
-    /// first samples were taken, or the one they were brought to since (0: the device's first
-    /// runs, before any pace was learned).
+    /// The [`Pace`] of its device (ln) that its times stand at: while it holds only first
+    /// samples, the pace they were taken or brought to; after, a moving average of the device's
+    /// pace at its runs, as its mean is of their times (0: the device's first runs, before any
+    /// pace was learned).
     #[serde(default)]
     pub pace_ln: f64,
+    /// The pace its first samples stand at (what its later runs are set against to learn the
+    /// device's pace).
+    #[serde(default)]
+    pub first_pace_ln: f64,
 }
 
 /// How many first samples of a history set its mean by their median before the moving average

@@ -1498,3 +1498,28 @@ fn placement_brings_a_history_of_first_runs_to_its_device_s_pace_when_it_runs_ag
     assert_eq!(after.pace, 1.0, "{after:?}");
     assert!((after.seconds - 0.2e-3).abs() < 0.01e-3, "{after:?}");
 }
+
+#[test]
+fn placement_judges_a_history_the_device_stopped_running_at_the_pace_it_runs_now() {
+    // As an H200 beside llvmpipe ran saxpy n=262144: the GPU's twelve runs of it all came in its
+    // slow first stretch, then llvmpipe won it; the GPU kept running the other workloads, twice
+    // as fast as their own first runs. The history of twelve runs is past its first runs, but
+    // it stands at the pace of that stretch and is judged at the pace now. A history the device
+    // keeps running stands at about the pace now.
+    let devs = devices(&[("a", FAST), ("b", FAST)]);
+    let rules = exact();
+    let (stale, other) = (Workload::new("stale", 1e3, 1e3), Workload::new("other", 1e6, 1e6));
+    let mut model = PlacementModel::new();
+    for _ in 0..12 {
+        model.record_after(&stale, "a", &FAST, 0.4e-3, &rules, Some(false));
+    }
+    for run in 0..60 {
+        let seconds = if run < FIRST_SAMPLES { 2e-3 } else { 1e-3 };
+        model.record_after(&other, "a", &FAST, seconds, &rules, Some(false));
+    }
+    let judged = &model.predict(&stale, &devs, &rules)[0];
+    assert!((judged.seconds - 0.2e-3).abs() < 0.01e-3, "{judged:?}");
+    let kept = &model.predict(&other, &devs, &rules)[0];
+    assert!((kept.pace - 1.0).abs() < 0.01, "{kept:?}");
+    assert!((kept.seconds - 1e-3).abs() < 0.02e-3, "{kept:?}");
+}
