@@ -188,5 +188,27 @@ mod tests {
         );
         assert!(text.contains("2 sample(s), mean 1.000 ms"), "{text}");
         assert!(!text.contains("0 sample(s)"), "{text}");
+        assert!(!text.contains("pace"), "{text}");
+    }
+
+    #[test]
+    fn an_explanation_says_when_a_history_is_judged_at_its_device_s_pace_now() {
+        let prediction = |device: &str, pace| Prediction {
+            device: device.into(),
+            seconds: 1e-3 * pace,
+            basis: Basis::Learned,
+            samples: Some(samples(6, 0)),
+            pace,
+        };
+        let decision = Decision {
+            device: 0,
+            reason: Reason::Kept,
+            predictions: vec![prediction("gl", 1.0), prediction("amdgpu-sim", 0.5)],
+            size_class: SizeClass { flops: 11, bytes: 14 },
+            weighed: vec![(1e-3, 0.0), (0.5e-3, 0.2e-3)],
+        };
+        let text = decision.to_string();
+        assert_eq!(text.matches("learned at another pace").count(), 1, "{text}");
+        assert!(text.contains("its times x0.50 now"), "{text}");
     }
 }
