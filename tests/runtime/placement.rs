@@ -1472,6 +1472,23 @@ fn placement_judges_a_loser_s_early_history_at_the_pace_its_device_runs_now() {
     assert!((cpu.seconds - 0.5e-3).abs() < 1e-12, "{cpu:?}");
 }
 
+/// A model whose device `a` ran a workload `stale_runs` times at 0.4 ms while it ran twice as
+/// slow as later, then another workload `other_runs` times: its first eight at 2 ms, the rest
+/// at 1 ms (the device's pace: half its first runs' times). Returns it and the stale workload.
+fn paced_after_a_slow_stretch(stale_runs: usize, other_runs: usize) -> (PlacementModel, Workload) {
+    let rules = exact();
+    let (stale, other) = (Workload::new("stale", 1e3, 1e3), Workload::new("other", 1e6, 1e6));
+    let mut model = PlacementModel::new();
+    for _ in 0..stale_runs {
+        model.record_after(&stale, "a", &FAST, 0.4e-3, &rules, Some(false));
+    }
+    for run in 0..other_runs {
+        let seconds = if run < FIRST_SAMPLES { 2e-3 } else { 1e-3 };
+        model.record_after(&other, "a", &FAST, seconds, &rules, Some(false));
+    }
+    (model, stale)
+}
+
 #[test]
 fn placement_brings_a_history_of_first_runs_to_its_device_s_pace_when_it_runs_again() {
     // A history of eight first runs, learned while its device ran twice as slow; the device's
@@ -1480,15 +1497,7 @@ fn placement_brings_a_history_of_first_runs_to_its_device_s_pace_when_it_runs_ag
     // that pace: one run must not bring back the slow first stretch.
     let devs = devices(&[("a", FAST), ("b", FAST)]);
     let rules = exact();
-    let (stale, other) = (Workload::new("stale", 1e3, 1e3), Workload::new("other", 1e6, 1e6));
-    let mut model = PlacementModel::new();
-    for _ in 0..FIRST_SAMPLES {
-        model.record_after(&stale, "a", &FAST, 0.4e-3, &rules, Some(false));
-    }
-    for run in 0..40 {
-        let seconds = if run < FIRST_SAMPLES { 2e-3 } else { 1e-3 };
-        model.record_after(&other, "a", &FAST, seconds, &rules, Some(false));
-    }
+    let (mut model, stale) = paced_after_a_slow_stretch(FIRST_SAMPLES, 40);
     let pace = model.pace_of("a").expect("a pace");
     assert!((pace.ln - 0.5f64.ln()).abs() < 0.05, "{pace:?}");
     let judged = &model.predict(&stale, &devs, &rules)[0];
@@ -1508,15 +1517,8 @@ fn placement_judges_a_history_the_device_stopped_running_at_the_pace_it_runs_now
     // keeps running stands at about the pace now.
     let devs = devices(&[("a", FAST), ("b", FAST)]);
     let rules = exact();
-    let (stale, other) = (Workload::new("stale", 1e3, 1e3), Workload::new("other", 1e6, 1e6));
-    let mut model = PlacementModel::new();
-    for _ in 0..12 {
-        model.record_after(&stale, "a", &FAST, 0.4e-3, &rules, Some(false));
-    }
-    for run in 0..60 {
-        let seconds = if run < FIRST_SAMPLES { 2e-3 } else { 1e-3 };
-        model.record_after(&other, "a", &FAST, seconds, &rules, Some(false));
-    }
+    let (model, stale) = paced_after_a_slow_stretch(12, 60);
+    let other = Workload::new("other", 1e6, 1e6);
     let judged = &model.predict(&stale, &devs, &rules)[0];
     assert!((judged.seconds - 0.2e-3).abs() < 0.01e-3, "{judged:?}");
     let kept = &model.predict(&other, &devs, &rules)[0];
