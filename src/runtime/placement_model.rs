@@ -46,7 +46,8 @@
 //! with their own first runs. Each history keeps the pace its times stand at, and a device's
 //! history of a workload another device runs is judged at the device's pace now: one it stopped
 //! running during a slow stretch (a workload another device won during learning) is no longer
-//! held to that stretch. A history of first runs is brought to the pace when it runs again. Everything here is deterministic: no clock, no random numbers.
+//! held to that stretch. A history of first runs is brought to the pace when it runs again.
+//! Everything here is deterministic: no clock, no random numbers.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -307,6 +308,13 @@ impl TryFrom<StoredModel> for PlacementModel {
     }
 }
 
+/// The factor between times taken at the pace `from_ln` and the same runs at `to_ln`, within
+/// [`PACE_LIMIT`] either way.
+fn pace_change(from_ln: f64, to_ln: f64) -> f64 {
+    let limit = PACE_LIMIT.ln();
+    (to_ln - from_ln).clamp(-limit, limit).exp()
+}
+
 /// What a decision changes in its workload's state besides counting itself.
 enum Change {
     /// Nothing more.
@@ -380,13 +388,13 @@ impl PlacementModel {
         if running {
             return 1.0;
         }
-        match self.paces.get(device) {
-            Some(pace) if pace.samples >= PACE_SAMPLES => {
-                let limit = PACE_LIMIT.ln();
-                (pace.ln - samples.pace_ln).clamp(-limit, limit).exp()
-            }
-            _ => 1.0,
-        }
+        pace_change(samples.pace_ln, self.pace_now(device))
+    }
+
+    /// The pace `device` runs at now (ln): 0, the pace of its first runs, until it was learned
+    /// from [`PACE_SAMPLES`] runs (a history's times stand at 0 until then too).
+    fn pace_now(&self, device: &str) -> f64 {
+        self.paces.get(device).filter(|pace| pace.samples >= PACE_SAMPLES).map_or(0.0, |pace| pace.ln)
     }
 
     /// How many (kernel, size class, device) histories are kept.
@@ -892,8 +900,7 @@ impl PlacementModel {
         let pace_now = if pace.samples >= PACE_SAMPLES { pace.ln } else { 0.0 };
         if samples.count <= FIRST_SAMPLES as u64 {
             if samples.count > 0 && pace_now != samples.pace_ln {
-                let limit = PACE_LIMIT.ln();
-                samples.rescale((pace_now - samples.pace_ln).clamp(-limit, limit).exp());
+                samples.rescale(pace_change(samples.pace_ln, pace_now));
             }
             samples.pace_ln = pace_now;
             samples.first_pace_ln = pace_now;
