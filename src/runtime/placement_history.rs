@@ -227,8 +227,12 @@ mod tests {
         // The devices' workload counts, kept as decisions change them, are what a recount finds.
         let mut recounted = model.clone();
         recounted.count_homes();
-        assert_eq!(recounted.homes, model.homes);
-        assert!(model.homes.values().sum::<usize>() == 3 && model.homes.len() == 2, "{:?}", model.homes);
+        assert_eq!(recounted.devices, model.devices);
+        let homes: Vec<usize> = model.devices.iter().map(|d| d.homes).collect();
+        assert!(
+            homes.len() == 2 && homes.iter().sum::<usize>() == 3 && homes.iter().all(|&n| n > 0),
+            "{homes:?}"
+        );
         model.bound(MAX_HISTORIES);
         assert!(model.workloads.values().flatten().any(|s| s.explored_at > 0 && s.backoff > 0), "{model:?}");
         save(&path, &identities, &model).unwrap();

@@ -139,26 +139,17 @@ impl Default for PlacementRules {
 /// Laid out for the placed run's path: a decision and its record right after a device run find
 /// the model cold in the caches, and each string key compared costs a miss. A workload is found
 /// by one hash of its kernel's name and a scan of that kernel's size classes, its devices' samples
-/// side by side. On an H200 a decision and its record right after a device run take 2.0-4.4 µs
+/// side by side, and what is learned of each device in one short vector. On an H200 a decision and its record right after a device run take 2.0-4.4 µs
 /// (0.44 warm); the string-keyed maps this replaced took 4.6-8.5 µs (about 2 warm).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "StoredModel", into = "StoredModel")]
 pub struct PlacementModel {
     /// Kernel → its workloads, one per size class.
     pub(crate) workloads: HashMap<String, Vec<WorkloadState>>,
-    /// Device → how many workloads it runs (their current device), kept as they change.
-    pub(crate) homes: BTreeMap<String, usize>,
-    /// Device → moving average of ln(measured / heuristic).
-    pub(crate) scale: BTreeMap<String, f64>,
-    /// Device → its heuristic costs as measured by [`Placement::calibrate`](super::Placement::calibrate).
-    pub(crate) costs: BTreeMap<String, DeviceCosts>,
+    /// What is learned of each device beside its histories, in the order of the labels.
+    pub(crate) devices: Vec<DeviceState>,
     /// Kernel → the device it is pinned to (not kept across processes).
     pub(crate) pins: BTreeMap<String, String>,
-    /// Device → how its runs right after a run on another device and right after one on itself
-    /// differ from their learned means (what moving the stream to it costs).
-    pub(crate) moves: BTreeMap<String, Moves>,
-    /// Device → how fast it runs now against its established histories' first runs.
-    pub(crate) paces: BTreeMap<String, Pace>,
     /// The device of the latest run recorded (not kept across processes).
     pub(crate) last_device: Option<String>,
     /// Decisions and samples taken, for ordering entries by age.
@@ -166,6 +157,40 @@ pub struct PlacementModel {
     /// Seconds of every run recorded, and of those that were explorations (a run of a workload
     /// on another device than the trusted one running it): the time budget of exploration.
     pub(crate) spent: Spent,
+}
+
+/// What the model keeps of one device beside its histories. (Side by side in one vector: a
+/// decision reads all of it for each device, and a map per field cost a cold miss per key
+/// compared.)
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct DeviceState {
+    /// The device's label.
+    pub(crate) label: String,
+    /// How many workloads it runs (their current device), kept as they change.
+    pub(crate) homes: usize,
+    /// Moving average of ln(measured / heuristic).
+    pub(crate) scale: Option<f64>,
+    /// Its heuristic costs as measured by [`Placement::calibrate`](super::Placement::calibrate).
+    pub(crate) costs: Option<DeviceCosts>,
+    /// How its runs right after a run on another device and right after one on itself differ
+    /// from their learned means (what moving the stream to it costs).
+    pub(crate) moves: Option<Moves>,
+    /// How fast it runs now against its established histories' first runs.
+    pub(crate) pace: Option<Pace>,
+}
+
+/// The state of the device labelled `label` in `devices` (kept in the order of the labels),
+/// made if there is none.
+fn device_in<'a>(devices: &'a mut Vec<DeviceState>, label: &str) -> &'a mut DeviceState {
+    let at = match devices.iter().position(|d| d.label == label) {
+        Some(at) => at,
+        None => {
+            let at = devices.partition_point(|d| d.label.as_str() < label);
+            devices.insert(at, DeviceState { label: label.to_owned(), ..DeviceState::default() });
+            at
+        }
+    };
+    &mut devices[at]
 }
 
 /// What the model keeps for one workload: a kernel's problems of one size class.
@@ -222,15 +247,22 @@ struct StoredModel {
 
 impl From<PlacementModel> for StoredModel {
     fn from(model: PlacementModel) -> StoredModel {
-        let mut stored = StoredModel {
-            scale: model.scale,
-            costs: model.costs,
-            moves: model.moves,
-            paces: model.paces,
-            tick: model.tick,
-            spent: model.spent,
-            ..StoredModel::default()
-        };
+        let mut stored = StoredModel { tick: model.tick, spent: model.spent, ..StoredModel::default() };
+        for device in model.devices {
+            let label = device.label;
+            if let Some(scale) = device.scale {
+                stored.scale.insert(label.clone(), scale);
+            }
+            if let Some(costs) = device.costs {
+                stored.costs.insert(label.clone(), costs);
+            }
+            if let Some(moves) = device.moves {
+                stored.moves.insert(label.clone(), moves);
+            }
+            if let Some(pace) = device.pace {
+                stored.paces.insert(label, pace);
+            }
+        }
         for (kernel, states) in model.workloads {
             for state in states {
                 let key = format!("{kernel}|{}", state.class);
@@ -259,15 +291,20 @@ impl TryFrom<StoredModel> for PlacementModel {
     type Error = String;
 
     fn try_from(stored: StoredModel) -> Result<PlacementModel, String> {
-        let mut model = PlacementModel {
-            scale: stored.scale,
-            costs: stored.costs,
-            moves: stored.moves,
-            paces: stored.paces,
-            tick: stored.tick,
-            spent: stored.spent,
-            ..PlacementModel::default()
-        };
+        let mut model =
+            PlacementModel { tick: stored.tick, spent: stored.spent, ..PlacementModel::default() };
+        for (label, scale) in stored.scale {
+            device_in(&mut model.devices, &label).scale = Some(scale);
+        }
+        for (label, costs) in stored.costs {
+            device_in(&mut model.devices, &label).costs = Some(costs);
+        }
+        for (label, moves) in stored.moves {
+            device_in(&mut model.devices, &label).moves = Some(moves);
+        }
+        for (label, pace) in stored.paces {
+            device_in(&mut model.devices, &label).pace = Some(pace);
+        }
         fn made<'a>(
             workloads: &'a mut HashMap<String, Vec<WorkloadState>>,
             kernel: &str,
@@ -343,14 +380,19 @@ impl PlacementModel {
         self.pins.remove(kernel);
     }
 
+    /// What is learned of the device labelled `label` beside its histories, if anything.
+    fn device(&self, label: &str) -> Option<&DeviceState> {
+        self.devices.iter().find(|d| d.label == label)
+    }
+
     /// The measured heuristic costs of `device`, if it was calibrated.
     pub fn measured_costs(&self, device: &str) -> Option<DeviceCosts> {
-        self.costs.get(device).copied()
+        self.device(device)?.costs
     }
 
     /// Keeps `costs` as the measured heuristic costs of `device`.
     pub fn set_measured_costs(&mut self, device: &str, costs: DeviceCosts) {
-        self.costs.insert(device.to_owned(), costs);
+        device_in(&mut self.devices, device).costs = Some(costs);
     }
 
     /// The time of the runs recorded, and of the explorations among them.
@@ -360,23 +402,23 @@ impl PlacementModel {
 
     /// What moving the stream to `device` costs its next run, as measured (0 while unknown).
     pub fn move_cost(&self, device: &str) -> f64 {
-        self.moves.get(device).map_or(0.0, Moves::cost_s)
+        self.moves_of(device).map_or(0.0, |moves| moves.cost_s())
     }
 
     /// What was learned of moving the stream to `device`, if anything.
     pub fn moves_of(&self, device: &str) -> Option<Moves> {
-        self.moves.get(device).copied()
+        self.device(device)?.moves
     }
 
     /// What moving the stream to `device` costs a next run there of `run_s` (see [`Moves`]).
     pub fn move_cost_of(&self, device: &str, run_s: f64) -> f64 {
-        self.moves.get(device).map_or(0.0, |moves| moves.cost_of_s(run_s))
+        self.moves_of(device).map_or(0.0, |moves| moves.cost_of_s(run_s))
     }
 
     /// How fast `device` runs now against its established histories' first runs, if that was
     /// learned ([`Pace`]).
     pub fn pace_of(&self, device: &str) -> Option<Pace> {
-        self.paces.get(device).copied()
+        self.device(device)?.pace
     }
 
     /// The factor that brings `samples` of `device` to the device's pace now: e^(pace now -
@@ -394,7 +436,7 @@ impl PlacementModel {
     /// The pace `device` runs at now (ln): 0, the pace of its first runs, until it was learned
     /// from [`PACE_SAMPLES`] runs (a history's times stand at 0 until then too).
     fn pace_now(&self, device: &str) -> f64 {
-        self.paces.get(device).filter(|pace| pace.samples >= PACE_SAMPLES).map_or(0.0, |pace| pace.ln)
+        self.pace_of(device).filter(|pace| pace.samples >= PACE_SAMPLES).map_or(0.0, |pace| pace.ln)
     }
 
     /// How many (kernel, size class, device) histories are kept.
@@ -442,10 +484,12 @@ impl PlacementModel {
 
     /// Counts again how many workloads each device runs.
     pub(crate) fn count_homes(&mut self) {
-        self.homes.clear();
+        for device in &mut self.devices {
+            device.homes = 0;
+        }
         for state in self.workloads.values().flatten() {
             if let Some(current) = &state.current {
-                *self.homes.entry(current.clone()).or_insert(0) += 1;
+                device_in(&mut self.devices, current).homes += 1;
             }
         }
     }
@@ -486,7 +530,7 @@ impl PlacementModel {
                         }
                     }
                     _ => {
-                        let factor = self.scale.get(&d.label).map_or(1.0, |ln| ln.exp());
+                        let factor = self.device(&d.label).and_then(|d| d.scale).map_or(1.0, f64::exp);
                         Prediction {
                             device: d.label.clone(),
                             seconds: d.costs.predict(workload) * factor,
@@ -565,17 +609,11 @@ impl PlacementModel {
             return;
         }
         if let Some(before) = state.current.take() {
-            if let Some(n) = self.homes.get_mut(&before) {
-                *n = n.saturating_sub(1);
-            }
+            let before = device_in(&mut self.devices, &before);
+            before.homes = before.homes.saturating_sub(1);
         }
         state.current = Some(label.to_owned());
-        match self.homes.get_mut(label) {
-            Some(n) => *n += 1,
-            None => {
-                self.homes.insert(label.to_owned(), 1);
-            }
-        }
+        device_in(&mut self.devices, label).homes += 1;
     }
 
     /// The rule itself: for a workload's `predictions` on `devices` and what its state says —
@@ -594,9 +632,7 @@ impl PlacementModel {
         let incumbent = running.filter(|&i| learned(i).is_some());
         // The device most workloads run on (then the first), and what running this workload
         // elsewhere costs besides its own time: moving the stream there and back.
-        let homes: Vec<usize> =
-            devices.iter().map(|d| self.homes.get(&d.label).copied().unwrap_or(0)).collect();
-        let home_count = |i: usize| homes[i];
+        let home_count = |i: usize| self.device(&devices[i].label).map_or(0, |d| d.homes);
         let home = (0..devices.len()).min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i)).unwrap_or(0);
         // A device's time for this workload with the stream staying on it: the runs right after
         // one of its own where there were some (the mean mixes in what moves cost). Never more
@@ -614,8 +650,7 @@ impl PlacementModel {
                     s.stayed_s.0.min(s.mean_s) * pace
                 }
                 Some(s) if predictions[i].basis == Basis::Learned && s.moved_s.1 > 0 => self
-                    .moves
-                    .get(&devices[i].label)
+                    .moves_of(&devices[i].label)
                     .map_or(s.mean_s * pace, |moves| moves.stayed_of_s(s.mean_s * pace)),
                 _ => predictions[i].seconds,
             }
@@ -896,7 +931,8 @@ impl PlacementModel {
         // device's pace now before this run joins it, so that its first samples stand at one
         // pace, the one it then keeps: the next runs' moving average starts from the median at
         // that pace, not from the one a slow first stretch left.
-        let pace = self.paces.get(device).copied().unwrap_or_default();
+        let known = device_in(&mut self.devices, device);
+        let pace = known.pace.unwrap_or_default();
         let pace_now = if pace.samples >= PACE_SAMPLES { pace.ln } else { 0.0 };
         if samples.count <= FIRST_SAMPLES as u64 {
             if samples.count > 0 && pace_now != samples.pace_ln {
@@ -916,12 +952,7 @@ impl PlacementModel {
                 let mut average = (pace.ln, pace.samples);
                 average_in(&mut average, observed, PACE_ALPHA);
                 let learned = Pace { ln: average.0, samples: average.1 };
-                match self.paces.get_mut(device) {
-                    Some(pace) => *pace = learned,
-                    None => {
-                        self.paces.insert(device.to_owned(), learned);
-                    }
-                }
+                known.pace = Some(learned);
             }
         }
         samples.add(seconds, rules.alpha, tick);
@@ -950,30 +981,22 @@ impl PlacementModel {
         if moved == Some(true) && samples.stayed_s.1 >= STAYED_SAMPLES {
             let stayed = samples.stayed_s.0.min(samples.mean_s);
             let contrast = bounded - stayed;
-            let known = self.moves.get(device).copied().unwrap_or_default();
-            let mut average = (known.cost_s, known.samples);
+            let moves = known.moves.unwrap_or_default();
+            let mut average = (moves.cost_s, moves.samples);
             average_in(&mut average, contrast, rules.alpha);
-            let mut share = (known.share, known.samples);
+            let mut share = (moves.share, moves.samples);
             if stayed > 0.0 {
                 average_in(&mut share, contrast / stayed, rules.alpha);
             }
-            let moves = Moves { cost_s: average.0, samples: average.1, share: share.0 };
-            match self.moves.get_mut(device) {
-                Some(known) => *known = moves,
-                None => {
-                    self.moves.insert(device.to_owned(), moves);
-                }
-            }
+            known.moves = Some(Moves { cost_s: average.0, samples: average.1, share: share.0 });
         }
         let predicted = costs.predict(workload);
         if predicted > 0.0 && seconds > 0.0 {
             let ratio = (seconds / predicted).ln();
-            match self.scale.get_mut(device) {
-                Some(scale) => *scale += rules.alpha * (ratio - *scale),
-                None => {
-                    self.scale.insert(device.to_owned(), ratio);
-                }
-            }
+            known.scale = Some(match known.scale {
+                Some(scale) => scale + rules.alpha * (ratio - scale),
+                None => ratio,
+            });
         }
     }
 
