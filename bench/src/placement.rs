@@ -30,11 +30,12 @@ pub struct Options {
     /// device.
     #[arg(long)]
     pub devices: Option<String>,
-    /// Timed passes over the stream after learning (the median per shape is reported). 120:
-    /// with 24 the ratio of two sides' median passes moved by ±4% between runs of one build on
-    /// an H200 (quartiles of a pass about ±5%), which is the size of the 5% target; with 240 the
-    /// same build's six-shape runs spanned 1.020-1.051x.
-    #[arg(long, default_value_t = 120)]
+    /// Timed passes over the stream after learning (the median per shape is reported). 480: a
+    /// pass's time moves by ±5-10% from one to the next, and the ratio of two sides' median
+    /// passes by as much between runs of one build when there are few. On the 2-core machine,
+    /// llvmpipe beside the simulator, runs of 120 passes spanned 0.997-1.074x (six runs of one
+    /// build) and runs of 480 1.008-1.033x (twelve); on an H200 runs of 24 moved by ±4%.
+    #[arg(long, default_value_t = 480)]
     pub repeats: usize,
     /// At most this many learning passes (learning stops at the first pass that finds every
     /// shape on a trusted device and none calibrating). Calibrating two devices takes each
