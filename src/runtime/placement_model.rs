@@ -632,7 +632,10 @@ impl PlacementModel {
         let incumbent = running.filter(|&i| learned(i).is_some());
         // The device most workloads run on (then the first), and what running this workload
         // elsewhere costs besides its own time: moving the stream there and back.
-        let home_count = |i: usize| self.device(&devices[i].label).map_or(0, |d| d.homes);
+        // What is learned of each device, found once.
+        let known: Vec<Option<&DeviceState>> = devices.iter().map(|d| self.device(&d.label)).collect();
+        let homes: Vec<usize> = known.iter().map(|k| k.map_or(0, |k| k.homes)).collect();
+        let home_count = |i: usize| homes[i];
         let home = (0..devices.len()).min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i)).unwrap_or(0);
         // A device's time for this workload with the stream staying on it: the runs right after
         // one of its own where there were some (the mean mixes in what moves cost). Never more
@@ -643,31 +646,33 @@ impl PlacementModel {
         // device costs a run: an H200 whose learning runs of saxpy n=16384 all came right after
         // llvmpipe's averaged 0.34 ms, and ran it in 0.13 in the settled stream. Else the
         // prediction. Each at the device's pace now.
-        let settled = |i: usize| {
-            let pace = predictions[i].pace;
-            match predictions[i].samples {
-                Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= STAYED_SAMPLES => {
-                    s.stayed_s.0.min(s.mean_s) * pace
-                }
-                Some(s) if predictions[i].basis == Basis::Learned && s.moved_s.1 > 0 => self
-                    .moves_of(&devices[i].label)
-                    .map_or(s.mean_s * pace, |moves| moves.stayed_of_s(s.mean_s * pace)),
-                _ => predictions[i].seconds,
-            }
-        };
-        // Moving there, then back home (this workload's time at home stands in for the next run
-        // there, which is not known).
-        let away: Vec<f64> = (0..devices.len())
+        let moves = |i: usize| known[i].and_then(|k| k.moves);
+        let settled: Vec<f64> = (0..devices.len())
             .map(|i| {
-                if i == home || home_count(home) == 0 {
-                    0.0
-                } else {
-                    self.move_cost_of(&devices[i].label, settled(i))
-                        + self.move_cost_of(&devices[home].label, settled(home))
+                let pace = predictions[i].pace;
+                match predictions[i].samples {
+                    Some(s) if predictions[i].basis == Basis::Learned && s.stayed_s.1 >= STAYED_SAMPLES => {
+                        s.stayed_s.0.min(s.mean_s) * pace
+                    }
+                    Some(s) if predictions[i].basis == Basis::Learned && s.moved_s.1 > 0 => {
+                        moves(i).map_or(s.mean_s * pace, |moves| moves.stayed_of_s(s.mean_s * pace))
+                    }
+                    _ => predictions[i].seconds,
                 }
             })
             .collect();
-        let weighed: Vec<(f64, f64)> = (0..devices.len()).map(|i| (settled(i), away[i])).collect();
+        let settled = |i: usize| settled[i];
+        // Moving there, then back home (this workload's time at home stands in for the next run
+        // there, which is not known).
+        let move_cost = |i: usize| moves(i).map_or(0.0, |moves| moves.cost_of_s(settled(i)));
+        let weighed: Vec<(f64, f64)> = (0..devices.len())
+            .map(|i| {
+                let away =
+                    if i == home || home_count(home) == 0 { 0.0 } else { move_cost(i) + move_cost(home) };
+                (settled(i), away)
+            })
+            .collect();
+        let away = |i: usize| weighed[i].1;
         let Some(incumbent) = incumbent else {
             // Calibration: the untrusted devices worth measuring, fewest samples first; one whose
             // first runs were clearly slower than another device's is left to exploration.
@@ -697,11 +702,11 @@ impl PlacementModel {
             let measured = |i: usize| predictions[i].samples.map(|s| s.mean_s);
             let best_learned = (0..predictions.len())
                 .filter(|&i| learned(i).is_some())
-                .map(|i| settled(i) + away[i])
+                .map(|i| settled(i) + away(i))
                 .fold(f64::INFINITY, f64::min);
             let candidate = (0..predictions.len())
                 .filter(|&i| {
-                    learned(i).is_some() && settled(i) + away[i] <= best_learned * rules.switch_margin
+                    learned(i).is_some() && settled(i) + away(i) <= best_learned * rules.switch_margin
                 })
                 .min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i))
                 .or_else(|| {
@@ -793,7 +798,7 @@ impl PlacementModel {
         };
         let Some(candidate) = (0..predictions.len())
             .filter(|&i| learned(i).is_some())
-            .min_by(|&a, &b| (settled(a) + away[a]).total_cmp(&(settled(b) + away[b])))
+            .min_by(|&a, &b| (settled(a) + away(a)).total_cmp(&(settled(b) + away(b))))
         else {
             return (kept.0, kept.1, weighed, kept.2);
         };
@@ -801,13 +806,13 @@ impl PlacementModel {
             // Without moves to weigh, the candidate must win in the worse of its last two runs;
             // with them, on its settled time plus the moves.
             let worst = learned(candidate).and_then(|s| s.worst_of_two());
-            let moving = if away[candidate] > 0.0 || away[incumbent] > 0.0 {
-                Some(settled(candidate) + away[candidate])
+            let moving = if away(candidate) > 0.0 || away(incumbent) > 0.0 {
+                Some(settled(candidate) + away(candidate))
             } else {
                 worst
             };
             if let Some(moving) = moving {
-                let staying = settled(incumbent) + away[incumbent];
+                let staying = settled(incumbent) + away(incumbent);
                 if staying >= moving * rules.switch_margin {
                     let from = devices[incumbent].label.clone();
                     return (candidate, Reason::Switched { from }, weighed, Change::Switched(candidate));
