@@ -718,18 +718,23 @@ impl PlacementModel {
                 .unwrap_or_else(|| predictions.iter().position(|p| p.seconds <= best).unwrap_or(0));
             return (candidate, Reason::Best, weighed, Change::Runs(candidate));
         };
-        // An untrusted device whose latest run (an exploration) beat the current device's
-        // settled time by the margin is calibrated until trusted: its first runs may have been
-        // slow for reasons that passed (an H200's learning runs of a small problem took 1 ms
-        // against 0.2 later), and exploration alone, one run in many, would take hundreds of
-        // decisions to move its average. A fluke costs a run or two: once its latest run
-        // loses again, calibration stops.
+        // An untrusted device whose latest run (an exploration) beat staying on the current
+        // device by the margin is calibrated until trusted: its first runs may have been slow
+        // for reasons that passed (an H200's learning runs of a small problem took 1 ms against
+        // 0.2 later), and exploration alone, one run in many, would take hundreds of decisions
+        // to move its average. A fluke costs a run or two: once its latest run loses again,
+        // calibration stops. Staying and going are each weighed with the moves there and back,
+        // as a switch is. In a test shaped on an H200 beside llvmpipe (saxpy n=262144 0.79 ms
+        // on the GPU, 0.83 on llvmpipe, the moves 0.17), a GPU back at 0.82 ms after a slow
+        // stretch had sent the workload to llvmpipe never beat llvmpipe's time alone by the
+        // margin, and came home only when its average fell, one exploration in many.
+        let staying = settled(incumbent) + away(incumbent);
         let promising = (0..predictions.len())
             .filter(|&i| i != incumbent && predictions[i].basis == Basis::Heuristic)
             .filter(|&i| {
                 predictions[i]
                     .samples
-                    .is_some_and(|s| s.count > 0 && s.last_s[0] * rules.switch_margin <= settled(incumbent))
+                    .is_some_and(|s| s.count > 0 && (s.last_s[0] + away(i)) * rules.switch_margin <= staying)
             })
             .min_by_key(|&i| (predictions[i].samples.map_or(0, |s| s.count), i));
         if let Some(i) = promising {
@@ -772,8 +777,9 @@ impl PlacementModel {
                 return (loser, Reason::Exploring, weighed, Change::Explored);
             }
         }
-        // Kept, unless a trusted device whose better of its last two runs beat the current
-        // device's settled time by the margin can be re-tried within the time budget: its mean
+        // Kept, unless a trusted device whose better of its last two runs beat staying on the
+        // current device by the margin (moves weighed as above) can be re-tried within the time
+        // budget: its mean
         // lost, but a run of it did not (an H200's runs of a small problem took 1 ms in its
         // first ~100 ms of use in a process, 0.2 after), and waiting for the count, or for a
         // budget that prices it at that mean, would leave a short stream no time to notice.
@@ -784,7 +790,7 @@ impl PlacementModel {
                     && predictions[i]
                         .samples
                         .and_then(|s| s.best_of_two())
-                        .is_some_and(|best| best * rules.switch_margin <= settled(incumbent))
+                        .is_some_and(|best| (best + away(i)) * rules.switch_margin <= staying)
             })
             // Costed at the run it hopes for: the mean is what it doubts.
             .filter(|&i| {
