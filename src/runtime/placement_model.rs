@@ -18,7 +18,8 @@
 //! change (clocks, load, driver) is noticed. What learning and exploring cost a stream is kept
 //! small: a device whose first runs of a workload were clearly slower than another's
 //! ([`PlacementRules::rule_out_factor`]) is not calibrated to the end (exploration may still try
-//! it, and one that finds it faster than the current device calibrates it after all), and each
+//! it, and one that finds it faster than staying on the current device, the moves there and back
+//! counted, calibrates it after all), and each
 //! exploration that finds the losing device still clearly slower doubles the gap to the next one, up to [`PlacementRules::explore_backoff_max`] doublings; one that finds it
 //! close starts the regular budget again. Exploration is also budgeted in time: explorations of
 //! all workloads together take at most [`PlacementRules::explore_share`] of the time of the
