@@ -19,9 +19,9 @@
 //! small: a device whose first runs of a workload were clearly slower than another's
 //! ([`PlacementRules::rule_out_factor`]) is not calibrated to the end (exploration may still try
 //! it, and one that finds it faster than staying on the current device, the moves there and back
-//! counted, calibrates it after all), and each
-//! exploration that finds the losing device still clearly slower doubles the gap to the next one, up to [`PlacementRules::explore_backoff_max`] doublings; one that finds it
-//! close starts the regular budget again. Exploration is also budgeted in time: explorations of
+//! counted, calibrates it after all), and each exploration that finds the losing device still
+//! clearly slower doubles the gap to the next one, up to
+//! [`PlacementRules::explore_backoff_max`] doublings; one that finds it close starts the regular budget again. Exploration is also budgeted in time: explorations of
 //! all workloads together take at most [`PlacementRules::explore_share`] of the time of the
 //! settled stream's runs (of workloads a trusted device runs; [`Spent`]), an exploration costed at
 //! the fastest run its device showed for the workload, else its prediction, and counted at what
@@ -140,8 +140,9 @@ impl Default for PlacementRules {
 /// Laid out for the placed run's path: a decision and its record right after a device run find
 /// the model cold in the caches, and each string key compared costs a miss. A workload is found
 /// by one hash of its kernel's name and a scan of that kernel's size classes, its devices' samples
-/// side by side, and what is learned of each device in one short vector. On an H200 a decision and its record right after a device run take 2.0-4.4 µs
-/// (0.44 warm); the string-keyed maps this replaced took 4.6-8.5 µs (about 2 warm).
+/// side by side, and what is learned of each device in one short vector. On an H200 a decision
+/// and its record right after a device run take 2.0-4.4 µs (0.44 warm); the string-keyed maps
+/// this replaced took 4.6-8.5 µs (about 2 warm).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "StoredModel", into = "StoredModel")]
 pub struct PlacementModel {
@@ -635,8 +636,7 @@ impl PlacementModel {
         // elsewhere costs besides its own time: moving the stream there and back.
         // What is learned of each device, found once.
         let known: Vec<Option<&DeviceState>> = devices.iter().map(|d| self.device(&d.label)).collect();
-        let homes: Vec<usize> = known.iter().map(|k| k.map_or(0, |k| k.homes)).collect();
-        let home_count = |i: usize| homes[i];
+        let home_count = |i: usize| known[i].map_or(0, |k| k.homes);
         let home = (0..devices.len()).min_by_key(|&i| (std::cmp::Reverse(home_count(i)), i)).unwrap_or(0);
         // A device's time for this workload with the stream staying on it: the runs right after
         // one of its own where there were some (the mean mixes in what moves cost). Never more
@@ -819,7 +819,6 @@ impl PlacementModel {
                 worst
             };
             if let Some(moving) = moving {
-                let staying = settled(incumbent) + away(incumbent);
                 if staying >= moving * rules.switch_margin {
                     let from = devices[incumbent].label.clone();
                     return (candidate, Reason::Switched { from }, weighed, Change::Switched(candidate));
